@@ -1,0 +1,347 @@
+"""Where bytes go: one interface, a backend per kind of location.
+
+This module owns rlio's write semantics per backend (DESIGN principle 5): atomic whole-file
+replace, appends handed to the OS (or batched and composed on object stores), durable appends
+under an inter-process lock, tail reads, and moving a file's tail aside into a sidecar. It is the
+only module that imports fsspec, and only when a non-local URI is opened; local paths take a fast
+path of plain ``os`` calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import secrets
+import stat
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO, Literal
+
+from .errors import RunNotFoundError
+
+EntryKind = Literal["file", "dir", "symlink", "other"]
+
+#: Infix of temporary files written next to their target before an atomic rename.
+TEMP_INFIX = ".rlio-tmp-"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One entry found when walking a run.
+
+    Attributes:
+        path: run-relative POSIX path.
+        kind: ``file``, ``dir`` (a real directory: reported, then walked into), ``symlink``
+            (reported, never followed) or ``other`` (fifo, socket, device).
+        size: size in bytes for files, else 0.
+        target_inside: for symlinks, whether the target resolves inside the run.
+    """
+
+    path: str
+    kind: EntryKind
+    size: int = 0
+    target_inside: bool | None = None
+
+
+class Appender(ABC):
+    """An open append-only file.
+
+    ``append`` hands complete lines to the backend quickly (local: one ``write`` to the OS before it
+    returns); ``append_durable`` returns only once the bytes are durable and is safe against
+    concurrent writers in other processes.
+    """
+
+    @abstractmethod
+    def append(self, data: bytes) -> None:
+        """Append complete lines (``data`` ends with ``\\n``)."""
+
+    @abstractmethod
+    def append_durable(self, data: bytes) -> None:
+        """Append complete lines durably, under the file's inter-process lock."""
+
+    @abstractmethod
+    def flush(self) -> None:
+        """Make everything appended so far durable."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Flush and release the file. Idempotent."""
+
+
+class Storage(ABC):
+    """A run directory: a local folder or an fsspec URI. Paths are run-relative POSIX strings."""
+
+    #: The run's location as given by the user (normalized).
+    root: str
+    #: True for the local fast path.
+    is_local: bool = False
+
+    def display(self, rel: str) -> str:
+        """A full path or URI of ``rel`` for messages."""
+        return f"{self.root.rstrip('/')}/{rel}" if rel else self.root
+
+    @abstractmethod
+    def exists(self) -> bool:
+        """True when the run directory itself exists (an object store: has any object)."""
+
+    @abstractmethod
+    def walk(self) -> Iterator[Entry]:
+        """Every entry under the run, recursively, sorted by name per directory.
+
+        Directories are yielded and then descended into; symlinks are yielded, never followed.
+        Object stores yield only files.
+        """
+
+    @abstractmethod
+    def stat(self, rel: str) -> Entry | None:
+        """The entry at ``rel`` (without following a final symlink), or None when absent."""
+
+    @abstractmethod
+    def open_read(self, rel: str) -> BinaryIO:
+        """A buffered binary stream of the file, for streaming reads."""
+
+    @abstractmethod
+    def read_range(self, rel: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of the file (shorter at the end of the file)."""
+
+    def read_bytes(self, rel: str) -> bytes:
+        """The whole file."""
+        with self.open_read(rel) as f:
+            return f.read()
+
+    def size(self, rel: str) -> int:
+        """Size of the file in bytes; FileNotFoundError when absent."""
+        e = self.stat(rel)
+        if e is None:
+            raise FileNotFoundError(errno.ENOENT, "no such file", self.display(rel))
+        return e.size
+
+    @abstractmethod
+    def replace(self, rel: str, data: bytes) -> None:
+        """Write a whole file atomically: readers see the old or the new bytes, never a mix."""
+
+    @abstractmethod
+    def appender(self, rel: str) -> Appender:
+        """Open ``rel`` for appends, creating it (and its directory) when absent."""
+
+    @abstractmethod
+    def lock(self, rel: str) -> contextlib.AbstractContextManager[None]:
+        """An inter-process lock guarding repairs and durable appends of ``rel``."""
+
+    @abstractmethod
+    def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
+        """Move bytes ``[offset:]`` of ``rel`` to the end of ``sidecar``, then cut ``rel`` there.
+
+        The bytes reach the sidecar durably before ``rel`` is shortened, so a crash in between
+        leaves them in both places, never in neither. Returns the number of bytes moved. Callers
+        hold ``lock(rel)``.
+        """
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path or ".", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+class _LocalAppender(Appender):
+    """O_APPEND file descriptor: one ``write`` per call is atomic against other appenders."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                                       0o644)
+
+    def _require_fd(self) -> int:
+        if self._fd is None:
+            raise ValueError(f"append to closed file {self._path}")
+        return self._fd
+
+    def append(self, data: bytes) -> None:
+        _write_all(self._require_fd(), data)
+
+    def append_durable(self, data: bytes) -> None:
+        fd = self._require_fd()
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def flush(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
+class LocalStorage(Storage):
+    """A run directory on a local filesystem: plain ``os`` calls, fsync and ``os.replace``."""
+
+    is_local = True
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._real_root = os.path.realpath(root)
+
+    def _abs(self, rel: str) -> str:
+        return os.path.join(self.root, *rel.split("/")) if rel else self.root
+
+    def exists(self) -> bool:
+        return os.path.isdir(self.root)
+
+    def _entry(self, rel: str, st: os.stat_result, full: str) -> Entry:
+        if stat.S_ISLNK(st.st_mode):
+            target = os.path.realpath(full)
+            inside = target == self._real_root or target.startswith(self._real_root + os.sep)
+            return Entry(rel, "symlink", 0, inside)
+        if stat.S_ISREG(st.st_mode):
+            return Entry(rel, "file", st.st_size)
+        if stat.S_ISDIR(st.st_mode):
+            return Entry(rel, "dir")
+        return Entry(rel, "other")
+
+    def walk(self) -> Iterator[Entry]:
+        stack = [""]
+        while stack:
+            rel_dir = stack.pop()
+            try:
+                it = os.scandir(self._abs(rel_dir))
+            except OSError:
+                continue
+            with it:
+                for de in sorted(it, key=lambda d: d.name):
+                    rel = f"{rel_dir}/{de.name}" if rel_dir else de.name
+                    try:
+                        st = de.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(rel)
+                    yield self._entry(rel, st, de.path)
+
+    def stat(self, rel: str) -> Entry | None:
+        full = self._abs(rel)
+        try:
+            st = os.lstat(full)
+        except OSError:
+            return None
+        return self._entry(rel, st, full)
+
+    def open_read(self, rel: str) -> BinaryIO:
+        fd = os.open(self._abs(rel), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        return os.fdopen(fd, "rb", buffering=1 << 20)
+
+    def read_range(self, rel: str, start: int, end: int) -> bytes:
+        fd = os.open(self._abs(rel), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            return os.pread(fd, max(0, end - start), start)
+        finally:
+            os.close(fd)
+
+    def replace(self, rel: str, data: bytes) -> None:
+        full = self._abs(rel)
+        parent = os.path.dirname(full)
+        os.makedirs(parent or ".", exist_ok=True)
+        tmp = os.path.join(parent, f".{os.path.basename(full)}{TEMP_INFIX}{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        try:
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, full)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        _fsync_dir(parent)
+
+    def appender(self, rel: str) -> Appender:
+        full = self._abs(rel)
+        os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
+        return _LocalAppender(full)
+
+    @contextlib.contextmanager
+    def lock(self, rel: str) -> Iterator[None]:
+        full = self._abs(rel)
+        os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
+        fd = os.open(full, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the flock
+
+    def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
+        full = self._abs(rel)
+        size = os.path.getsize(full)
+        if offset >= size:
+            return 0
+        moved = self.read_range(rel, offset, size)
+        side = self._abs(sidecar)
+        fd = os.open(side, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            _write_all(fd, moved if moved.endswith(b"\n") else moved + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.truncate(full, offset)
+        fd = os.open(full, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return len(moved)
+
+
+def _scheme(location: str) -> str | None:
+    head, sep, _ = location.partition("://")
+    return head.lower() if sep and head.isidentifier() else None
+
+
+def _open_remote(location: str, scheme: str) -> Storage:
+    """The fsspec-backed storage of a URI; fsspec (and gcsfs for gs://) is imported here only."""
+    raise NotImplementedError(f"{scheme}:// run directories are not supported yet: {location}")
+
+
+def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> Storage:
+    """The backend for a local path or URI (``file://``, ``memory://``, ``gs://``).
+
+    Args:
+        location: a local directory or an fsspec URI.
+        create: create the run directory when it is absent (writers); readers leave it.
+
+    Raises:
+        RunNotFoundError: ``create`` is false and the run does not exist.
+    """
+    loc = os.fspath(location)
+    scheme = _scheme(loc)
+    storage: Storage
+    if scheme in (None, "file"):
+        path = loc[len("file://"):] if scheme == "file" else loc
+        storage = LocalStorage(path.rstrip("/") or "/")
+        if create:
+            os.makedirs(storage.root, exist_ok=True)
+    else:
+        storage = _open_remote(loc, scheme)
+    if not create and not storage.exists():
+        raise RunNotFoundError(errno.ENOENT, "run directory not found", loc)
+    return storage
