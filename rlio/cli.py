@@ -158,7 +158,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except (RunNotFoundError, NotADirectoryError) as exc:
         return _fail(f"cannot read run {args.run!r}: {exc.strerror or exc}")
-    doc = resume_document(state)
+    doc = resume_document(state, run=args.run)
     if args.format == "json":
         _emit_json(doc, sys.stdout)
     elif state is None:

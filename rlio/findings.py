@@ -46,7 +46,8 @@ CATALOGUE: dict[str, CodeInfo] = {
     "RL101": CodeInfo(E, "file is not valid UTF-8"),
     "RL102": CodeInfo(E, "line or document is not valid JSON"),
     "RL103": CodeInfo(W, "torn last line in an append-only file (what a crash leaves)"),
-    "RL104": CodeInfo(W, "non-finite number token (NaN, Infinity) is not strict JSON"),
+    "RL104": CodeInfo(W, "non-finite number token (NaN, Infinity) is not strict JSON "
+                         "(once per file, at its first line)"),
     "RL105": CodeInfo(W, "blank line in a JSONL file"),
     "RL106": CodeInfo(E, "JSON nested deeper than parsers accept"),
     "RL107": CodeInfo(E, "file cannot be read (I/O error, or a directory where a file belongs)"),
@@ -54,19 +55,24 @@ CATALOGUE: dict[str, CodeInfo] = {
     "RL109": CodeInfo(E, "required file is missing"),
     "RL110": CodeInfo(W, "HTML report is empty or truncated"),
     "RL111": CodeInfo(E, "JSON document file is empty"),
-    "RL112": CodeInfo(W, "too many findings of one code in one file; the rest are not listed"),
+    "RL112": CodeInfo(W, "too many findings of one code in one file; the rest are not listed "
+                         "(reported at the severity of the capped code)"),
     "RL113": CodeInfo(E, "last line of a replaced-whole file is not terminated or not JSON"),
+    "RL114": CodeInfo(E, "line or document too large for the validator to parse (not checked)"),
+    "RL115": CodeInfo(I, "very long line (over 1 MiB): valid, but heavy for line-based readers"),
+    "RL116": CodeInfo(I, "metrics.jsonl holds no record yet"),
     # 2xx: schema
     "RL201": CodeInfo(E, "record does not match its schema"),
     "RL202": CodeInfo(W, "keys are not in the documented order"),
     "RL203": CodeInfo(I, "logtree data node of an unknown type (consumers ignore it)"),
     "RL204": CodeInfo(I, "logtree started_at has no UTC offset (naive local time)"),
     # 3xx: layout and naming
-    "RL301": CodeInfo(I, "file matches no known pattern"),
+    "RL301": CodeInfo(I, "file or directory matches no known pattern (not validated)"),
     "RL302": CodeInfo(W, "name looks like a run file but breaks the naming rules"),
     "RL303": CodeInfo(W, "symbolic link (never followed)"),
     "RL304": CodeInfo(W, "run mixes the flat and nested layouts"),
     "RL305": CodeInfo(I, "sidecar file kept by rlio (torn tail or superseded lines)"),
+    "RL306": CodeInfo(I, "temporary file left by an interrupted atomic write"),
     # 4xx: cross-file
     "RL401": CodeInfo(E, "record iteration differs from the iteration in the file name"),
     "RL402": CodeInfo(E, "record split differs from the file's split"),

@@ -2,9 +2,17 @@
 
 This module owns rlio's write semantics per backend (DESIGN principle 5): atomic whole-file
 replace, appends handed to the OS (or batched and composed on object stores), durable appends
-under an inter-process lock, tail reads, and moving a file's tail aside into a sidecar. It is the
-only module that imports fsspec, and only when a non-local URI is opened; local paths take a fast
-path of plain ``os`` calls.
+under an inter-process lock, tail reads, and moving a file's tail aside into a sidecar.
+
+Backends: local paths (and ``file://``) take a fast path of plain ``os`` calls; ``memory://`` uses
+fsspec's in-process memory filesystem; ``gs://`` is implemented in ``rlio._gcs`` over the JSON API
+requests of a gcsfs filesystem. This is the only module that imports fsspec (and, through it,
+gcsfs), and only when a non-local URI is opened: ``rlio._gcs*`` receive the filesystem object and
+never import either package themselves.
+
+What object stores refuse (``UnsafeStorageError``): opening a file in an append or update mode
+(gcsfs turns append into an overwrite), and rewriting an existing append-only log with
+``replace``; logs change only through ``appender`` and ``move_tail``, conditional there.
 """
 
 from __future__ import annotations
@@ -12,20 +20,33 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import io
 import os
 import secrets
 import stat
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, Literal
+from types import TracebackType
+from typing import Any, BinaryIO, Literal, cast
 
-from .errors import RunNotFoundError
+from .errors import RunNotFoundError, UnsafeStorageError
+from .layout import APPEND_ONLY, parse_path
 
 EntryKind = Literal["file", "dir", "symlink", "other"]
 
 #: Infix of temporary files written next to their target before an atomic rename.
 TEMP_INFIX = ".rlio-tmp-"
+
+#: Run-relative prefixes object-store backends keep for themselves: batch parts waiting to be
+#: composed into a log, and lease objects. ``walk`` never yields them.
+HIDDEN_PREFIXES = (".rlio-parts/", ".rlio-locks/")
+
+
+def is_log(rel: str) -> bool:
+    """True for an append-only file (``metrics.jsonl``, ...) or one of its sidecars."""
+    return rel in APPEND_ONLY or parse_path(rel).kind == "sidecar"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +160,59 @@ class Storage(ABC):
         leaves them in both places, never in neither. Returns the number of bytes moved. Callers
         hold ``lock(rel)``.
         """
+
+    def open(self, rel: str, mode: str = "rb") -> BinaryIO:
+        """Open ``rel`` as a binary file object.
+
+        ``"rb"`` streams (``open_read``); ``"wb"`` buffers and, when the file object is closed
+        without an exception, writes the whole file with ``replace`` (atomic). Append and update
+        modes are refused on every backend but the local one: object stores have no append
+        (gcsfs silently truncates), so appends go through ``appender`` instead.
+
+        Raises:
+            UnsafeStorageError: an append or update mode (``a``, ``+``) on a non-local backend.
+            ValueError: any other mode.
+        """
+        if mode == "rb":
+            return self.open_read(rel)
+        if "a" in mode or "+" in mode:
+            raise UnsafeStorageError(
+                errno.EOPNOTSUPP,
+                f"refusing to open {self.display(rel)} in mode {mode!r}: object stores cannot "
+                "append in place (gcsfs turns append into an overwrite); use appender()",
+            )
+        if mode == "wb":
+            return cast(BinaryIO, _ReplaceOnClose(self, rel))
+        raise ValueError(f"mode must be 'rb', 'wb' or (local only) 'ab', got {mode!r}")
+
+    def sweep_orphans(self) -> int:
+        """Delete batch parts a crashed writer left behind; the number deleted.
+
+        Only object stores have any (``.rlio-parts/``); ``open_storage(..., create=True)`` calls
+        this, so a writer that reopens a run cleans up after a crash. Safe while other writers
+        append: a writer whose part is swept before it was composed uploads it again.
+        """
+        return 0
+
+
+class _ReplaceOnClose(io.BytesIO):
+    """The file object of ``Storage.open(rel, "wb")``: a buffer replaced into place on close."""
+
+    def __init__(self, storage: Storage, rel: str) -> None:
+        super().__init__()
+        self._storage = storage
+        self._rel = rel
+        self._discard = False
+
+    def close(self) -> None:
+        if not self.closed and not self._discard:
+            self._storage.replace(self._rel, self.getvalue())
+        super().close()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._discard = exc_type is not None  # a failed write must not replace the old file
+        self.close()
 
 
 def _fsync_dir(path: str) -> None:
@@ -311,15 +385,156 @@ class LocalStorage(Storage):
             os.close(fd)
         return len(moved)
 
+    def open(self, rel: str, mode: str = "rb") -> BinaryIO:
+        if mode != "ab":
+            return super().open(rel, mode)
+        full = self._abs(rel)
+        os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
+        fd = os.open(full, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        return cast(BinaryIO, os.fdopen(fd, "ab", buffering=0))  # one write() per call
+
+
+_MEMORY_MUTEX = threading.Lock()  # memory:// is process-local: one mutex orders all its writes
+_MEMORY_LOCKS: dict[str, threading.Lock] = {}  # lock(rel) per path, like a process-wide flock
+
+
+class _MemoryAppender(Appender):
+    """Appends to a ``memory://`` file: each call rewrites the file under the process mutex."""
+
+    def __init__(self, fs: Any, path: str) -> None:
+        self._fs = fs
+        self._path: str | None = path
+
+    def append(self, data: bytes) -> None:
+        if self._path is None:
+            raise ValueError("append to a closed memory:// appender")
+        with _MEMORY_MUTEX:
+            old = self._fs.cat_file(self._path) if self._fs.isfile(self._path) else b""
+            self._fs.pipe_file(self._path, old + data)
+
+    def append_durable(self, data: bytes) -> None:
+        self.append(data)  # visible to every reader in the process at once
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._path = None
+
+
+class MemoryStorage(Storage):
+    """A ``memory://`` run: fsspec's process-wide in-memory filesystem (tests, demos)."""
+
+    def __init__(self, root: str, fs: Any) -> None:
+        self.root = root.rstrip("/")
+        self._fs = fs
+        self._base = fs._strip_protocol(self.root).rstrip("/")
+
+    def _abs(self, rel: str) -> str:
+        return f"{self._base}/{rel}" if rel else self._base
+
+    def exists(self) -> bool:
+        return bool(self._fs.exists(self._base))
+
+    def walk(self) -> Iterator[Entry]:
+        found = self._fs.find(self._base, detail=True) if self.exists() else {}
+        cut = len(self._base) + 1
+        for name in sorted(found):
+            rel = name[cut:]
+            if found[name]["type"] == "file" and not rel.startswith(HIDDEN_PREFIXES):
+                yield Entry(rel, "file", int(found[name]["size"]))
+
+    def stat(self, rel: str) -> Entry | None:
+        try:
+            info = self._fs.info(self._abs(rel))
+        except FileNotFoundError:
+            return None
+        if info["type"] == "file":
+            return Entry(rel, "file", int(info["size"]))
+        return Entry(rel, "dir")
+
+    def open_read(self, rel: str) -> BinaryIO:
+        return io.BytesIO(self._fs.cat_file(self._abs(rel)))
+
+    def read_range(self, rel: str, start: int, end: int) -> bytes:
+        if end <= start:
+            return b""
+        return bytes(self._fs.cat_file(self._abs(rel), start, end))
+
+    def replace(self, rel: str, data: bytes) -> None:
+        path = self._abs(rel)
+        with _MEMORY_MUTEX:
+            if is_log(rel) and self._fs.isfile(path):
+                raise UnsafeStorageError(
+                    errno.EEXIST, f"refusing to rewrite the append-only log {self.display(rel)} "
+                    "with replace(); logs change only through appender() and move_tail()")
+            self._fs.pipe_file(path, bytes(data))
+
+    def appender(self, rel: str) -> Appender:
+        return _MemoryAppender(self._fs, self._abs(rel))
+
+    @contextlib.contextmanager
+    def lock(self, rel: str) -> Iterator[None]:
+        with _MEMORY_MUTEX:
+            lk = _MEMORY_LOCKS.setdefault(self._abs(rel), threading.Lock())
+        with lk:
+            yield
+
+    def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
+        path, side = self._abs(rel), self._abs(sidecar)
+        with _MEMORY_MUTEX:
+            data = bytes(self._fs.cat_file(path))
+            moved = data[offset:]
+            if not moved:
+                return 0
+            old = self._fs.cat_file(side) if self._fs.isfile(side) else b""
+            self._fs.pipe_file(side, old + (moved if moved.endswith(b"\n") else moved + b"\n"))
+            self._fs.pipe_file(path, data[:offset])
+        return len(moved)
+
 
 def _scheme(location: str) -> str | None:
     head, sep, _ = location.partition("://")
     return head.lower() if sep and head.isidentifier() else None
 
 
+def _open_gcs(location: str) -> Storage:
+    """A ``gs://bucket/prefix`` run over a gcsfs filesystem (gcsfs is imported here, not before).
+
+    ``STORAGE_EMULATOR_HOST`` points gcsfs at an emulator; rlio then authenticates anonymously
+    (otherwise gcsfs's default credential chain applies). rlio uses gcsfs's core filesystem class,
+    never its experimental zonal/HNS subclass, whose probing is a gRPC call an emulator never
+    answers (about a minute per bucket); with an emulator the environment variable that enables
+    that subclass is also defaulted to off before gcsfs is imported. Listing caches are off:
+    another process's writes must be seen at once.
+    """
+    bucket, _, prefix = location.split("://", 1)[1].partition("/")
+    if not bucket:
+        raise ValueError(f"a gs:// URI needs a bucket, got {location!r} (expected gs://BUCKET/RUN)")
+    emulator = bool(os.environ.get("STORAGE_EMULATOR_HOST"))
+    if emulator:
+        os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+    from gcsfs.core import GCSFileSystem
+
+    from ._gcs import GcsStorage
+
+    fs = GCSFileSystem(token="anon" if emulator else None, use_listings_cache=False)
+    return GcsStorage(fs, bucket, prefix.strip("/"))
+
+
 def _open_remote(location: str, scheme: str) -> Storage:
     """The fsspec-backed storage of a URI; fsspec (and gcsfs for gs://) is imported here only."""
-    raise NotImplementedError(f"{scheme}:// run directories are not supported yet: {location}")
+    if scheme == "memory":
+        import fsspec
+
+        return MemoryStorage(location, fsspec.filesystem("memory"))
+    if scheme in ("gs", "gcs"):
+        return _open_gcs(location)
+    raise UnsafeStorageError(
+        errno.EPROTONOSUPPORT,
+        f"{location}: {scheme}:// run directories are not supported; use a local path, "
+        "file://, memory:// or gs://",
+    )
 
 
 def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> Storage:
@@ -327,10 +542,12 @@ def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> S
 
     Args:
         location: a local directory or an fsspec URI.
-        create: create the run directory when it is absent (writers); readers leave it.
+        create: create the run directory when it is absent (writers); readers leave it. On an
+            object store this also sweeps batch parts a crashed writer left (``sweep_orphans``).
 
     Raises:
         RunNotFoundError: ``create`` is false and the run does not exist.
+        UnsafeStorageError: a scheme rlio cannot write safely (anything but the above).
     """
     loc = os.fspath(location)
     scheme = _scheme(loc)
@@ -342,6 +559,8 @@ def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> S
             os.makedirs(storage.root, exist_ok=True)
     else:
         storage = _open_remote(loc, scheme)
+        if create:
+            storage.sweep_orphans()  # a writer (re)opens the run: clean up after a crash
     if not create and not storage.exists():
         raise RunNotFoundError(errno.ENOENT, "run directory not found", loc)
     return storage

@@ -1,0 +1,438 @@
+"""The validator's per-file passes: stream JSONL line by line, parse JSON documents, sniff HTML.
+
+Memory stays flat: a JSONL file is read with a bounded ``readline`` and each record is dropped as
+soon as it has been judged. The verdict comes from the compiled fast check
+(``rlio.schema.fast_check``); python-jsonschema only explains a record that failed, and only while
+the file's findings of that code are under the cap. Everything here returns findings as values:
+a hostile file (invalid UTF-8, a torn tail, a 10 MB string, JSON nested past every parser's limit)
+is a finding, never an exception.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import io
+import math
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Final
+
+import orjson
+
+from ._jsonl import DecodeError, decode
+from .findings import CATALOGUE, Finding, Severity, finding
+from .schema import explain, fast_check
+
+#: A line longer than this is not parsed (memory bound); RL114.
+MAX_LINE: Final = 64 << 20
+#: A JSON document (config, logtree) larger than this is not parsed; RL114.
+MAX_DOCUMENT: Final = 512 << 20
+#: A line longer than this is reported at info level (RL115).
+LONG_LINE: Final = 1 << 20
+_CHUNK: Final = 1 << 20
+_TOO_DEEP_TO_EXPLAIN: Final = "record is nested too deeply to explain"
+
+#: ``on_record(record, line, schema_valid)``: the per-record checks of one file kind.
+RecordHook = Callable[[Any, int, bool], None]
+
+
+def short(value: Any, limit: int = 60) -> str:
+    """``repr`` of ``value`` cut to ``limit`` characters: messages stay one short line."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class Sink:
+    """The findings of one file, capped per code (the excess is counted, then summarized)."""
+
+    def __init__(self, file: str, cap: int) -> None:
+        self.file = file
+        self.cap = max(1, cap)
+        self.items: list[Finding] = []
+        self.counts: dict[str, int] = {}
+        self.nonfinite_first: int | None = None
+        self.nonfinite_lines = 0
+
+    def full(self, code: str) -> bool:
+        """True once ``code`` reached the cap (callers may skip the work of building a message)."""
+        return self.counts.get(code, 0) >= self.cap
+
+    def add(
+        self, code: str, message: str, *, line: int | None = None, pointer: str = "",
+        severity: Severity | None = None,
+    ) -> None:
+        """Record one finding in this file (counted only, once the code is capped)."""
+        n = self.counts.get(code, 0) + 1
+        self.counts[code] = n
+        if n <= self.cap:
+            self.items.append(finding(code, message, file=self.file, line=line, pointer=pointer,
+                                      severity=severity))
+
+    def nonfinite(self, line: int | None) -> None:
+        """Note a line holding NaN/Infinity tokens; one RL104 per file is built by ``finish``."""
+        if self.nonfinite_first is None:
+            self.nonfinite_first = line
+        self.nonfinite_lines += 1
+
+    def merge(self, other: Sink, line_offset: int) -> None:
+        """Fold in a later byte range's findings (its line numbers start after ``line_offset``)."""
+        for f in other.items:
+            line = None if f.line is None else f.line + line_offset
+            n = self.counts.get(f.code, 0) + 1
+            self.counts[f.code] = n
+            if n <= self.cap:
+                self.items.append(Finding(f.code, f.severity, f.file, line, f.pointer, f.message))
+        for code, n in other.counts.items():
+            self.counts[code] = self.counts.get(code, 0) + max(0, n - other.cap)
+        if other.nonfinite_first is not None:
+            if self.nonfinite_first is None:
+                self.nonfinite_first = other.nonfinite_first + line_offset
+            self.nonfinite_lines += other.nonfinite_lines
+
+    def finish(self) -> list[Finding]:
+        """The findings, plus one RL104 for non-finite tokens and one RL112 per capped code."""
+        out = list(self.items)
+        if self.nonfinite_lines:
+            where = (f"in {self.nonfinite_lines} line(s); the first is here"
+                     if self.nonfinite_first is not None else "in this document")
+            out.append(finding(
+                "RL104", f"NaN/Infinity tokens (not strict JSON; read as null) {where}",
+                file=self.file, line=self.nonfinite_first))
+        for code, n in sorted(self.counts.items()):
+            if n > self.cap:
+                out.append(capped(code, n - self.cap, self.cap, file=self.file))
+        return out
+
+
+def capped(code: str, extra: int, cap: int, *, file: str) -> Finding:
+    """The RL112 summary of ``extra`` unlisted ``code`` findings: a warning, or info when the
+    capped code is info (a flood of infos must not raise a clean run's severity)."""
+    sev = Severity.INFO if CATALOGUE[code].severity is Severity.INFO else None
+    return finding("RL112", f"{extra} more {code} finding(s) here are not listed (cap {cap} "
+                            "per code)", file=file, severity=sev)
+
+
+def _strip_nonfinite(value: Any) -> Any:
+    """Replace NaN/Infinity floats by None (the schemas' stand-in for a non-finite measurement)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if not isinstance(value, (dict, list)):
+        return value
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        parent, key = stack.pop()
+        v = parent[key]
+        if isinstance(v, float) and not math.isfinite(v):
+            parent[key] = None
+        elif isinstance(v, dict):
+            stack.extend((v, k) for k in v)
+        elif isinstance(v, list):
+            stack.extend((v, i) for i in range(len(v)))
+    return root[0]
+
+
+def call_deep(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run ``fn(*args)`` in a thread with a large stack and recursion limit.
+
+    For validating documents nested deeper than Python's default recursion limit allows (JSON up to
+    orjson's 1,024 levels). Re-raises RecursionError if even that is not enough.
+    """
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    old_limit = sys.getrecursionlimit()
+    thread = threading.Thread(target=target, name="rlio-deep-validate", daemon=True)
+    old_stack = threading.stack_size()
+    sys.setrecursionlimit(max(old_limit, 200_000))
+    try:
+        # read when the thread starts; a platform refusing a large stack keeps the default
+        with contextlib.suppress(ValueError, RuntimeError):
+            threading.stack_size(512 << 20)
+        try:
+            thread.start()
+        finally:
+            threading.stack_size(old_stack)
+        thread.join()
+    finally:
+        sys.setrecursionlimit(old_limit)
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def verdict(check: Callable[[Any], bool], instance: Any) -> bool:
+    """The fast check's verdict; instances too deep for the Python stack go to a deep thread."""
+    try:
+        return bool(check(instance))
+    except RecursionError:
+        return bool(call_deep(check, instance))
+
+
+def explain_one(schema: str, instance: Any) -> tuple[str, str]:
+    """One best ``(pointer, message)`` for an invalid instance (python-jsonschema's best match)."""
+    try:
+        found = explain(schema, instance)
+        if found is not None and found[1] == _TOO_DEEP_TO_EXPLAIN:
+            found = call_deep(explain, schema, instance)
+    except RecursionError:
+        found = ("", _TOO_DEEP_TO_EXPLAIN)
+    except Exception as exc:  # an explainer bug must not hide the verdict
+        found = ("", f"does not match the {schema} schema ({type(exc).__name__} while explaining)")
+    if found is None:  # the fast check and jsonschema disagree: report the verdict anyway
+        return "", f"does not match the {schema} schema"
+    return found
+
+
+def judge(
+    sink: Sink, schema: str, check: Callable[[Any], bool], instance: Any, line: int | None,
+) -> bool:
+    """Schema verdict for one record or document; adds one RL201 (best error) when invalid."""
+    try:
+        ok = verdict(check, instance)
+    except RecursionError:
+        sink.add("RL106", "nested too deeply to validate", line=line)
+        return False
+    if not ok:
+        if sink.full("RL201"):
+            sink.add("RL201", "", line=line)
+        else:
+            pointer, message = explain_one(schema, instance)
+            sink.add("RL201", message, line=line, pointer=pointer)
+    return ok
+
+
+@dataclass
+class ScanStats:
+    """What a JSONL pass saw: lines read and bytes consumed."""
+
+    lines: int = 0
+    bytes: int = 0
+    records: int = 0
+
+
+@dataclass
+class _Pending:
+    """A failed line held back until we know whether it is the file's last (torn) line."""
+
+    line: int
+    code: str
+    message: str
+    pointer: str = ""
+
+
+def line_reader(stream: BinaryIO) -> Callable[[int], bytes]:
+    """A bounded ``readline(limit)``: the stream's own when it is a buffered reader (fast path),
+    else a chunked one (fsspec files have ``readline()`` without a size argument)."""
+    if isinstance(stream, io.BufferedIOBase):
+        return stream.readline
+    return _ChunkLines(stream).readline
+
+
+class _ChunkLines:
+    """``readline(limit)`` over any stream with ``read(n)``."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._buf = b""
+        self._pos = 0
+
+    def readline(self, limit: int) -> bytes:
+        while True:
+            i = self._buf.find(b"\n", self._pos, self._pos + limit)
+            if i >= 0:
+                line = self._buf[self._pos:i + 1]
+                self._pos = i + 1
+                return line
+            if len(self._buf) - self._pos >= limit:
+                line = self._buf[self._pos:self._pos + limit]
+                self._pos += limit
+                return line
+            chunk = self._stream.read(_CHUNK)
+            if not chunk:
+                line = self._buf[self._pos:]
+                self._buf, self._pos = b"", 0
+                return line
+            self._buf = self._buf[self._pos:] + chunk
+            self._pos = 0
+
+
+def scan_jsonl(
+    stream: BinaryIO, sink: Sink, *, schema: str, append_only: bool,
+    on_record: RecordHook | None = None, limit: int | None = None, at_eof: bool = True,
+) -> ScanStats:
+    """Judge every line of a JSONL stream from its current position.
+
+    Args:
+        stream: binary stream positioned at the start of a line.
+        sink: where findings go (line numbers are 1-based from the stream's position).
+        schema: the schema name each record must satisfy.
+        append_only: a bad last line is a torn tail (RL103 warning) rather than RL113.
+        on_record: per-record checks, called for every decoded record with its verdict.
+        limit: stop after consuming this many bytes (a byte range ending on a line boundary).
+        at_eof: whether the range ends at the end of the file (only then is a line "last").
+    """
+    check = fast_check(schema)
+    loads = orjson.loads
+    readline = line_reader(stream)
+    stats = ScanStats()
+    pending: _Pending | None = None
+    lineno = 0
+    pos = 0
+    end = sys.maxsize if limit is None else limit
+    while pos < end:
+        line = readline(MAX_LINE)
+        if not line:
+            break
+        lineno += 1
+        n = len(line)
+        pos += n
+        if pending is not None:
+            _flush(sink, pending)
+            pending = None
+        if line[-1] != 10 or n > LONG_LINE:
+            if n >= MAX_LINE and line[-1] != 10:
+                pos += _skip_rest(readline)
+                sink.add("RL114", f"line longer than {MAX_LINE >> 20} MiB; not parsed",
+                         line=lineno)
+                continue
+            if line[-1] != 10:  # only the very last line can lack its newline
+                if at_eof:
+                    _torn(sink, lineno, append_only, "has no final newline")
+                    break
+            elif n > LONG_LINE:
+                sink.add("RL115", f"line is {n / (1 << 20):.1f} MiB long", line=lineno)
+        try:
+            record = loads(line)
+        except orjson.JSONDecodeError:
+            record, pending = _slow_decode(line, lineno, sink)
+            if pending is not None:
+                continue
+        stats.records += 1
+        ok = judge(sink, schema, check, record, lineno)
+        if on_record is not None:
+            on_record(record, lineno, ok)
+    if pending is not None:
+        if at_eof and pending.code != "RL105":
+            _torn(sink, pending.line, append_only, pending.message)
+        else:
+            _flush(sink, pending)
+    stats.lines = lineno
+    stats.bytes = pos
+    return stats
+
+
+def _skip_rest(readline: Callable[[int], bytes]) -> int:
+    skipped = 0
+    while True:
+        chunk = readline(MAX_LINE)
+        skipped += len(chunk)
+        if not chunk or chunk[-1] == 10:
+            return skipped
+
+
+def _torn(sink: Sink, line: int, append_only: bool, why: str) -> None:
+    if append_only:
+        sink.add("RL103", f"torn last line ({why}): readers ignore it; rlio's writer moves it "
+                          "aside on reopen", line=line)
+    else:
+        sink.add("RL113", f"last line {why}: the file was cut while being written", line=line)
+
+
+def _flush(sink: Sink, p: _Pending) -> None:
+    sink.add(p.code, p.message, line=p.line, pointer=p.pointer)
+
+
+_KIND_CODE: Final = {"utf8": "RL101", "json": "RL102", "deep": "RL106", "empty": "RL105"}
+
+
+def _slow_decode(line: bytes, lineno: int, sink: Sink) -> tuple[Any, _Pending | None]:
+    """Decode a line orjson refused: NaN tokens are accepted (RL104), anything else is held back."""
+    try:
+        value, had_nonfinite = decode(line)
+    except DecodeError as exc:
+        code = _KIND_CODE.get(exc.kind, "RL102")
+        if code == "RL105":
+            msg = "blank line (readers skip it)"
+        elif code == "RL106":
+            msg = f"line is {exc} (orjson stops at 1,024 levels)"
+        elif code == "RL101":
+            msg = f"line is not valid UTF-8 ({exc})"
+        else:
+            msg = f"line is not valid JSON ({exc})"
+        return None, _Pending(lineno, code, msg)
+    if had_nonfinite:
+        sink.nonfinite(lineno)
+        value = _strip_nonfinite(value)
+    return value, None
+
+
+def check_document(
+    data: bytes, sink: Sink, *, schema: str, kind: str,
+) -> tuple[bool, Any]:
+    """Parse and judge one JSON document (config, logtree). Returns ``(parsed, value)``."""
+    if not data.strip():
+        sink.add("RL111", f"empty {kind} document ({len(data)} bytes of whitespace)"
+                 if data else f"empty {kind} document (0 bytes)")
+        return False, None
+    try:
+        value, had_nonfinite = decode(data)
+    except DecodeError as exc:
+        if exc.kind == "deep":
+            sink.add("RL106", f"document is {exc}: no reader can parse it (orjson stops at "
+                              "1,024 levels, Python's json near its recursion limit)")
+        elif exc.kind == "utf8":
+            sink.add("RL101", f"document is not valid UTF-8 ({exc})")
+        else:
+            sink.add("RL102", f"document is not valid JSON ({exc})")
+        return False, None
+    if had_nonfinite:
+        sink.nonfinite(None)
+        value = _strip_nonfinite(value)
+    judge(sink, schema, fast_check(schema), value, None)
+    return True, value
+
+
+def check_html(head: bytes, tail: bytes, size: int, sink: Sink, *, chart: bool = False) -> None:
+    """An HTML report must be a complete document: ``<!doctype html`` ... ``</html>`` (RL110).
+
+    ``chart`` (the optional timing Gantt chart, written by plotting libraries) only needs to end
+    with ``</html>``.
+    """
+    if size == 0:
+        sink.add("RL110", "HTML report is empty (0 bytes)")
+        return
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if not chart and not start.startswith(b"<!doctype html"):
+        sink.add("RL110", f"HTML report does not start with <!doctype html> (starts with "
+                          f"{short(head[:20])})")
+        return
+    if not tail.rstrip().lower().endswith(b"</html>"):
+        sink.add("RL110", f"HTML report is truncated: it does not end with </html> ({size} bytes)")
+
+
+def check_utf8_text(stream: BinaryIO, sink: Sink, *, code: str = "RL108") -> None:
+    """Stream a text file through a UTF-8 decoder; report the first invalid byte."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    while True:
+        chunk = stream.read(_CHUNK)
+        final = not chunk
+        held = len(decoder.getstate()[0])
+        try:
+            decoder.decode(chunk, final)
+        except UnicodeDecodeError as exc:
+            at = offset - held + exc.start
+            sink.add(code, f"not valid UTF-8 (first bad byte near offset {max(0, at)})")
+            return
+        if final:
+            return
+        offset += len(chunk)

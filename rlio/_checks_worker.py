@@ -1,0 +1,116 @@
+"""Byte-range scans of large rollout-summary files, in this process or in a helper process.
+
+``python -m rlio._checks_worker`` reads one pickled ``RangeTask`` on stdin, scans that byte range
+and writes the pickled ``RangeResult`` on stdout. The validator starts such a process directly
+(not through ``multiprocessing``, which would re-import the caller's ``__main__``) to use a second
+core on files of hundreds of megabytes.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Final
+
+from ._checks import PairOrder, RolloutChecks
+from ._checks_stream import ScanStats, Sink, scan_jsonl
+from .storage import open_storage
+
+_ROLLOUT_SCHEMA: Final = "rollout-summary-line"
+
+
+@dataclass(frozen=True)
+class RangeTask:
+    """One byte range ``[start, end)`` of a rollout-summary file, starting on a line boundary."""
+
+    location: str
+    rel: str
+    file: str
+    iteration: int | None
+    label: str | None
+    start: int
+    end: int
+    at_eof: bool
+    cap: int
+
+
+@dataclass
+class RangeResult:
+    """Findings (line numbers relative to the range), counts and the pair order of a range."""
+
+    sink: Sink
+    stats: ScanStats
+    order: PairOrder
+
+
+def scan_range(task: RangeTask) -> RangeResult:
+    """Scan one range of a rollout-summary file with every per-record check."""
+    storage = open_storage(task.location)
+    sink = Sink(task.file, task.cap)
+    hook = RolloutChecks(sink, iteration=task.iteration, label=task.label)
+    with storage.open_read(task.rel) as stream:
+        if task.start:
+            stream.seek(task.start)
+        stats = scan_jsonl(stream, sink, schema=_ROLLOUT_SCHEMA, append_only=False,
+                           on_record=hook, limit=task.end - task.start, at_eof=task.at_eof)
+    return RangeResult(sink, stats, hook.finish())
+
+
+class RemoteScan:
+    """A range scanned by a helper process; ``result()`` waits for it."""
+
+    def __init__(self, task: RangeTask) -> None:
+        self.task = task
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
+                                    else "")
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "rlio._checks_worker"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        )
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(pickle.dumps(task))
+            self._proc.stdin.close()
+        except OSError:
+            pass  # the process died; result() reports it
+
+    def result(self) -> RangeResult:
+        """The helper's result; raises RuntimeError when it failed (callers rescan locally)."""
+        try:
+            out, err = self._proc.communicate()
+        finally:
+            if self._proc.poll() is None:
+                self._proc.kill()
+        if self._proc.returncode != 0:
+            raise RuntimeError(f"range scan helper exited {self._proc.returncode}: "
+                               f"{err.decode(errors='replace')[-300:]}")
+        result = pickle.loads(out)
+        if not isinstance(result, RangeResult):
+            raise RuntimeError("range scan helper returned no result")
+        return result
+
+    def cancel(self) -> None:
+        """Stop the helper (on error or interrupt in the caller)."""
+        if self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+
+
+def main() -> int:
+    """Entry point of the helper process."""
+    task = pickle.loads(sys.stdin.buffer.read())
+    if not isinstance(task, RangeTask):
+        return 2
+    result = scan_range(task)
+    sys.stdout.buffer.write(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+    sys.stdout.buffer.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

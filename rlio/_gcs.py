@@ -1,0 +1,431 @@
+"""gs:// run directories: the ``Storage`` backend for Google Cloud Storage.
+
+Every request goes through the JSON API call of a gcsfs filesystem that ``rlio.storage`` creates
+and hands in (so this module never imports fsspec or gcsfs, and inherits gcsfs's credentials,
+session and retries of 5xx/429 answers). gcsfs's own file API is not used for writes: it has no
+append (append mode truncates) and no conditional writes beyond create-only.
+
+What each operation costs and guarantees:
+
+- Whole files (``replace``): one multipart upload, so readers see the old object or the new one.
+  An existing append-only log is never rewritten this way (create-only, else refused).
+- Reads: ranged GETs with explicit offsets (``bytes=A-B``; never suffix ranges), so reading a
+  file's tail costs its tail, not the file.
+- Appends (``appender``, see ``rlio._gcs_append``): batches composed into the one live object,
+  conditional on its generation.
+- ``move_tail``: the tail reaches the sidecar durably first; the log is then rewritten with
+  ``ifGenerationMatch``. If composes landed in between, the rewrite keeps them; if anything else
+  changed the log, it is refused and left as it was.
+- ``lock(rel)``: a lease object created with ``ifGenerationMatch=0`` under ``.rlio-locks/``, held
+  for short repairs only; a lease older than ``LEASE_SECONDS`` (a crashed holder) is broken.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import json
+import random
+import secrets
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, BinaryIO
+from urllib.parse import quote
+
+from .errors import UnsafeStorageError
+from .storage import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log
+
+#: Where batch parts wait to be composed, and where lease objects live (run-relative).
+PARTS_DIR = ".rlio-parts"
+LOCKS_DIR = ".rlio-locks"
+#: Custom metadata on a log: the last batch sequence number each recent writer composed
+#: (``"<writer>:<seq> ..."``, most recent last), and how many times rlio rewrote the log.
+META_APPENDS = "rlio-appends"
+META_REWRITES = "rlio-rewrites"
+#: A random id of the last rewrite, so that a rewrite whose answer was lost can recognise itself.
+META_REWRITE_ID = "rlio-rewrite-id"
+#: A lease not released after this long belongs to a crashed holder and may be broken.
+LEASE_SECONDS = 30.0
+#: Bytes fetched per GET when streaming a file.
+READ_CHUNK = 4 << 20
+
+_CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".json": "application/json"}
+_TEXT = "text/plain; charset=utf-8"
+
+
+def content_type(rel: str) -> str:
+    """The Content-Type rlio stores ``rel`` with (so a browser can open reports from GCS)."""
+    for suffix, ctype in _CONTENT_TYPES.items():
+        if rel.endswith(suffix):
+            return ctype
+    return _TEXT
+
+
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status a gcsfs error carries, if any."""
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, int) else None
+
+
+def generation(resource: Mapping[str, Any]) -> int:
+    """The generation of an object resource (the API sends it as a string)."""
+    return int(resource["generation"])
+
+
+class GcsApi:
+    """The few JSON API calls rlio needs, on one bucket, through a gcsfs filesystem.
+
+    Errors follow gcsfs: 404 is ``FileNotFoundError``, 412 (a precondition did not hold) is
+    ``FileExistsError``; 5xx, 429 and dropped connections are retried by gcsfs before they surface.
+    """
+
+    def __init__(self, fs: Any, bucket: str) -> None:
+        self.fs = fs
+        self.bucket = bucket
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The object resource of ``key`` (size, generation, metadata), or None when absent."""
+        try:
+            out: dict[str, Any] = self.fs.call("GET", "b/{}/o/{}", self.bucket, key,
+                                               json_out=True)
+        except FileNotFoundError:
+            return None
+        return out
+
+    def list(self, prefix: str, *, max_results: int | None = None) -> Iterator[dict[str, Any]]:
+        """Object resources whose names start with ``prefix``, in name order, all pages."""
+        token: str | None = None
+        while True:
+            out = self.fs.call(
+                "GET", "b/{}/o", self.bucket, prefix=prefix, pageToken=token,
+                maxResults=max_results, json_out=True,
+            )
+            yield from out.get("items") or []
+            token = out.get("nextPageToken")
+            if not token or max_results is not None:
+                return
+
+    def read(self, key: str, start: int, end: int, *, gen: int | None = None) -> bytes:
+        """Bytes ``[start, end)`` of ``key`` (generation ``gen`` if given) in one ranged GET."""
+        if end <= start:
+            return b""
+        return self.read_ranged(key, start, end, gen=gen)[0]
+
+    def read_ranged(self, key: str, start: int, end: int | None = None, *,
+                    gen: int | None = None) -> tuple[bytes, int | None, int | None]:
+        """One GET of bytes ``[start, end)`` (to the end when ``end`` is None).
+
+        Returns:
+            The bytes, the object's total size and its generation, as the answer's headers tell
+            them (None when a header is missing).
+        """
+        headers: dict[str, str] = {}
+        if end is not None:
+            headers["Range"] = f"bytes={start}-{end - 1}"
+        elif start:
+            headers["Range"] = f"bytes={start}-"
+        try:
+            got, data = self.fs.call("GET", "b/{}/o/{}", self.bucket, key, alt="media",
+                                     generation=gen, headers=headers)
+        except Exception as exc:
+            if http_status(exc) == 416:  # start is at or past the end of the object
+                return b"", None, gen
+            raise
+        data = bytes(data)
+        crange = got.get("Content-Range", "").rpartition("/")[2]
+        total: int | None
+        if crange:
+            total = int(crange) if crange.isdigit() else None
+        elif "Range" in headers:  # a server that ignored the range sent the whole object
+            total, data = len(data), data[start:end]
+        else:
+            total = len(data)
+        g = got.get("x-goog-generation")
+        return data, total, int(g) if g and g.isdigit() else gen
+
+    def upload(self, key: str, data: bytes, *, metadata: Mapping[str, str] | None = None,
+               if_generation_match: int | None = None, ctype: str = _TEXT) -> dict[str, Any]:
+        """Write ``key`` whole in one multipart request; ``if_generation_match=0``: create-only."""
+        resource: dict[str, Any] = {"name": key, "contentType": ctype}
+        if metadata:
+            resource["metadata"] = dict(metadata)
+        boundary = "rlio-" + secrets.token_hex(16)
+        body = b"".join([
+            f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".encode(),
+            json.dumps(resource).encode(),
+            f"\r\n--{boundary}\r\nContent-Type: {ctype}\r\n\r\n".encode(),
+            data,
+            f"\r\n--{boundary}--".encode(),
+        ])
+        out: dict[str, Any] = self.fs.call(
+            "POST", f"{self.fs._location}/upload/storage/v1/b/{quote(self.bucket, safe='')}/o",
+            uploadType="multipart", ifGenerationMatch=if_generation_match,
+            headers={"Content-Type": f'multipart/related; boundary="{boundary}"'},
+            data=body, json_out=True,
+        )
+        return out
+
+    def compose(self, key: str, sources: Sequence[tuple[str, int | None]], *,
+                metadata: Mapping[str, str], if_generation_match: int,
+                ctype: str = _TEXT) -> dict[str, Any]:
+        """Concatenate ``sources`` (name, generation or None) into ``key``, conditionally."""
+        src = [{"name": n} if g is None else {"name": n, "generation": str(g)} for n, g in sources]
+        out: dict[str, Any] = self.fs.call(
+            "POST", "b/{}/o/{}/compose", self.bucket, key,
+            ifGenerationMatch=if_generation_match, json_out=True,
+            json={"kind": "storage#composeRequest", "sourceObjects": src,
+                  "destination": {"contentType": ctype, "metadata": dict(metadata)}},
+        )
+        return out
+
+    def delete(self, key: str, *, if_generation_match: int | None = None) -> bool:
+        """Delete ``key``; False when it was already gone."""
+        try:
+            self.fs.call("DELETE", "b/{}/o/{}", self.bucket, key,
+                         ifGenerationMatch=if_generation_match)
+        except FileNotFoundError:
+            return False
+        return True
+
+
+class _RangeReader(io.RawIOBase):
+    """A seekable raw stream over one object's first ``size`` bytes, read by ranged GETs.
+
+    ``first`` holds bytes already fetched from offset 0. With ``gen`` set, later ranges are read
+    from that generation only, and a replacement in the middle of a read is an error (never a mix
+    of two versions).
+    """
+
+    def __init__(self, api: GcsApi, key: str, first: bytes, size: int, gen: int | None,
+                 display: str) -> None:
+        self._api, self._key, self._size, self._pos = api, key, size, 0
+        self._first, self._gen, self._display = first, gen, display
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        n = min(len(buffer), self._size - self._pos)
+        if n <= 0:
+            return 0
+        if self._pos < len(self._first):
+            data = self._first[self._pos: self._pos + n]
+        else:
+            try:
+                data = self._api.read(self._key, self._pos, self._pos + n, gen=self._gen)
+            except FileNotFoundError:
+                raise OSError(errno.ESTALE, "the object was replaced while it was being read",
+                              self._display) from None
+        buffer[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+
+class GcsStorage(Storage):
+    """A run under ``gs://bucket/prefix``."""
+
+    def __init__(self, fs: Any, bucket: str, prefix: str) -> None:
+        self.api = GcsApi(fs, bucket)
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.root = f"gs://{bucket}/{self.prefix}" if self.prefix else f"gs://{bucket}"
+
+    def key(self, rel: str) -> str:
+        """The object name of run-relative ``rel``."""
+        return f"{self.prefix}/{rel}" if self.prefix else rel
+
+    @property
+    def _dir(self) -> str:
+        return f"{self.prefix}/" if self.prefix else ""
+
+    def exists(self) -> bool:
+        try:
+            return any(True for _ in self.api.list(self._dir, max_results=1))
+        except FileNotFoundError:  # no such bucket
+            return False
+
+    def walk(self) -> Iterator[Entry]:
+        cut = len(self._dir)
+        for obj in self.api.list(self._dir):
+            rel = obj["name"][cut:]
+            if rel and not rel.endswith("/") and not rel.startswith(HIDDEN_PREFIXES):
+                yield Entry(rel, "file", int(obj.get("size", 0)))
+
+    def stat(self, rel: str) -> Entry | None:
+        obj = self.api.get(self.key(rel))
+        if obj is not None:
+            return Entry(rel, "file", int(obj.get("size", 0)))
+        if any(True for _ in self.api.list(self.key(rel) + "/", max_results=1)):
+            return Entry(rel, "dir")
+        return None
+
+    def size(self, rel: str) -> int:
+        obj = self.api.get(self.key(rel))
+        if obj is None:
+            raise FileNotFoundError(errno.ENOENT, "no such object", self.display(rel))
+        return int(obj.get("size", 0))
+
+    def open_read(self, rel: str) -> BinaryIO:
+        """Streams the bytes the object had when opened (appends made later are not read).
+
+        The first ``READ_CHUNK`` bytes come with the size in one GET, so a small file is read
+        atomically. Past that, a whole file is read from the generation first seen (a
+        replacement midway raises ``OSError``); a log is read unpinned, since appends only add
+        bytes after the ones being read.
+        """
+        try:
+            first, total, gen = self.api.read_ranged(self.key(rel), 0, READ_CHUNK)
+        except FileNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, "no such object", self.display(rel)) from None
+        size = len(first) if total is None else total
+        raw = _RangeReader(self.api, self.key(rel), first, size,
+                           None if is_log(rel) else gen, self.display(rel))
+        return io.BufferedReader(raw, buffer_size=READ_CHUNK)
+
+    def read_range(self, rel: str, start: int, end: int) -> bytes:
+        try:
+            return self.api.read(self.key(rel), start, end)
+        except FileNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, "no such object", self.display(rel)) from None
+
+    def read_bytes(self, rel: str) -> bytes:
+        try:
+            return self.api.read_ranged(self.key(rel), 0)[0]  # one GET: never a mix of versions
+        except FileNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, "no such object", self.display(rel)) from None
+
+    def replace(self, rel: str, data: bytes) -> None:
+        if not is_log(rel):
+            self.api.upload(self.key(rel), bytes(data), ctype=content_type(rel))
+            return
+        try:
+            self.api.upload(self.key(rel), bytes(data), if_generation_match=0,
+                            metadata={META_REWRITES: "0"}, ctype=content_type(rel))
+        except FileExistsError:
+            raise UnsafeStorageError(
+                errno.EEXIST, f"refusing to rewrite the append-only log {self.display(rel)} with "
+                "replace(); logs change only through appender() and move_tail()") from None
+
+    def appender(self, rel: str) -> Appender:
+        from ._gcs_append import GcsAppender
+
+        return GcsAppender(self.api, self.key(rel), f"{self.key(PARTS_DIR)}/{rel}",
+                           ctype=content_type(rel), display=self.display(rel))
+
+    def sweep_orphans(self) -> int:
+        n = 0
+        try:
+            for obj in list(self.api.list(self.key(PARTS_DIR) + "/")):
+                n += self.api.delete(obj["name"])
+        except FileNotFoundError:  # no such bucket yet: nothing to sweep
+            return 0
+        return n
+
+    @contextlib.contextmanager
+    def lock(self, rel: str) -> Iterator[None]:
+        """A lease object; waits while another live holder has it, breaks a stale one."""
+        key = f"{self.key(LOCKS_DIR)}/{rel}.lock"
+        held = self._acquire(key)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(FileNotFoundError, FileExistsError):
+                self.api.delete(key, if_generation_match=held)
+
+    def _acquire(self, key: str) -> int:
+        seen: tuple[int, float] | None = None
+        delay = 0.05
+        while True:
+            expires = f"{time.time() + LEASE_SECONDS:.3f}"
+            try:
+                res = self.api.upload(key, b"", if_generation_match=0,
+                                      metadata={"rlio-lease-expires": expires})
+                return generation(res)
+            except FileExistsError:
+                pass
+            cur = self.api.get(key)
+            if cur is None:
+                continue
+            gen, now = generation(cur), time.monotonic()
+            if seen is None or seen[0] != gen:
+                seen = (gen, now)
+            meta = cur.get("metadata") or {}
+            stale = float(meta.get("rlio-lease-expires", "inf")) < time.time() - 5.0
+            if stale or now - seen[1] > LEASE_SECONDS:
+                with contextlib.suppress(FileNotFoundError, FileExistsError):
+                    self.api.delete(key, if_generation_match=gen)
+                continue
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 1.0)
+
+    def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
+        key = self.key(rel)
+        while True:
+            first = self.api.get(key)
+            if first is None:
+                raise FileNotFoundError(errno.ENOENT, "no such object", self.display(rel))
+            size = int(first["size"])
+            if offset >= size:
+                return 0
+            try:
+                tail = self.api.read(key, offset, size, gen=generation(first))
+                break
+            except FileNotFoundError:
+                continue  # the log changed between the two requests: look again
+        side = self.appender(sidecar)
+        try:
+            side.append_durable(tail if tail.endswith(b"\n") else tail + b"\n")
+        finally:
+            side.close()
+        cur, token = first, secrets.token_hex(8)
+        while True:
+            try:
+                kept = self.api.read(key, 0, offset, gen=generation(cur))
+                kept += self.api.read(key, size, int(cur["size"]), gen=generation(cur))
+                self.api.upload(key, kept, metadata=_rewritten(cur, token),
+                                if_generation_match=generation(cur), ctype=content_type(rel))
+                return len(tail)
+            except (FileNotFoundError, FileExistsError):
+                new = self.api.get(key)
+            if new is not None and (new.get("metadata") or {}).get(META_REWRITE_ID) == token:
+                return len(tail)  # our rewrite landed; its answer was lost and the retry got 412
+            if new is None or not _appended_only(first, new):
+                raise UnsafeStorageError(
+                    errno.EAGAIN,
+                    f"{self.display(rel)} was changed by another writer (not an rlio append) "
+                    f"while bytes {offset}..{size} were moved to {self.display(sidecar)}; the "
+                    "log was left as it is, so those bytes are now in both places",
+                )
+            cur = new
+
+
+def _rewrites(resource: Mapping[str, Any]) -> str | None:
+    meta = resource.get("metadata") or {}
+    value = meta.get(META_REWRITES)
+    return value if isinstance(value, str) else None
+
+
+def _rewritten(resource: Mapping[str, Any], token: str) -> dict[str, str]:
+    """The custom metadata of a log rewritten by ``move_tail``: writers kept, rewrites + 1."""
+    meta = dict(resource.get("metadata") or {})
+    meta[META_REWRITES] = str(int(_rewrites(resource) or "0") + 1)
+    meta[META_REWRITE_ID] = token
+    return meta
+
+
+def _appended_only(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """True when ``after`` can only have come from ``before`` by rlio composes (appends)."""
+    return (_rewrites(before) is not None and _rewrites(after) == _rewrites(before)
+            and int(after["size"]) >= int(before["size"]))

@@ -1,0 +1,194 @@
+"""Deep normalization of user values into plain JSON values, with errors that name a pointer.
+
+The writer's hot paths hand records straight to orjson; this module is the slow path taken only
+when a record fails its schema check (a numpy scalar, a tuple, a NaN under a bound) or when a whole
+document is written (``config.json``). It turns dataclasses, pydantic models, enums, paths, numpy
+and torch scalars, mappings and sequences into dicts, lists and scalars, and refuses anything it
+cannot write faithfully with a ``RecordError`` naming the JSON pointer of the offending value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+import math
+import os
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from ._jsonl import normalize_value
+from .errors import RecordError
+from .findings import pointer_of
+
+OnUnserializable = Literal["error", "repr"]
+
+_INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
+_MAX_DEPTH = 255  # orjson refuses to serialize deeper documents
+_Path = list[str | int]
+
+
+def _fail(what: str, path: _Path, reason: str, index: int | None) -> RecordError:
+    pointer = pointer_of(path)
+    where = f"{what} {index}" if index is not None else what
+    return RecordError(f"{where} at {pointer or '/'}: {reason}", index=index, pointer=pointer)
+
+
+class _Normalizer:
+    """One deep conversion; carries the options and the set of containers on the current path."""
+
+    def __init__(self, on_unserializable: OnUnserializable, what: str, index: int | None) -> None:
+        self.repr_mode = on_unserializable == "repr"
+        self.what = what
+        self.index = index
+        self.active: set[int] = set()
+
+    def fail(self, path: _Path, reason: str) -> RecordError:
+        return _fail(self.what, path, reason, self.index)
+
+    def convert(self, obj: Any, path: _Path) -> Any:
+        t = type(obj)
+        if obj is None or t is str or t is bool or t is float:
+            return obj
+        if t is int:
+            if not _INT64_MIN <= obj <= _UINT64_MAX:
+                return self._error_or_repr(obj, path, f"integer {obj} does not fit in 64 bits")
+            return obj
+        if isinstance(obj, enum.Enum):
+            return self.convert(obj.value, path)
+        if isinstance(obj, str):
+            return str.__str__(obj)
+        if isinstance(obj, int):
+            return self.convert(int.__index__(obj), path)
+        if isinstance(obj, float):
+            return float.__float__(obj)
+        if len(path) >= _MAX_DEPTH:
+            raise self.fail(path, f"value nested deeper than {_MAX_DEPTH} levels")
+        if isinstance(obj, (Mapping, list, tuple)) or (
+            dataclasses.is_dataclass(obj) and not isinstance(obj, type)
+        ):
+            return self._container(obj, path)
+        if isinstance(obj, (set, frozenset)):
+            try:
+                return self._container(sorted(obj), path)
+            except TypeError:
+                return self._error_or_repr(
+                    obj, path, "an unordered set of mixed types has no faithful JSON form"
+                )
+        if isinstance(obj, (bytes, bytearray, memoryview)):
+            return self._error_or_repr(obj, path, f"{type(obj).__name__} is not JSON text")
+        if isinstance(obj, type):
+            return self._error_or_repr(obj, path, f"class {obj.__qualname__} has no JSON form")
+        if isinstance(obj, (datetime.date, datetime.time)):
+            return obj.isoformat()
+        if isinstance(obj, os.PathLike):
+            return os.fspath(obj)
+        if callable(obj) and not hasattr(obj, "model_dump"):
+            name = getattr(obj, "__qualname__", type(obj).__qualname__)
+            return self._error_or_repr(obj, path, f"callable {name} has no JSON form")
+        try:
+            replacement = normalize_value(obj)
+        except Exception as exc:  # a user type failing to convert is this value's problem
+            return self._error_or_repr(obj, path, str(exc))
+        if replacement is obj:
+            return self._error_or_repr(obj, path, f"{type(obj).__qualname__} has no JSON form")
+        return self.convert(replacement, path)
+
+    def _error_or_repr(self, obj: Any, path: _Path, reason: str) -> str:
+        if self.repr_mode:
+            return repr(obj)
+        raise self.fail(path, reason)
+
+    def _container(self, obj: Any, path: _Path) -> Any:
+        """Convert a mapping, sequence or dataclass, refusing reference cycles."""
+        ident = id(obj)
+        if ident in self.active:
+            raise self.fail(path, f"{type(obj).__qualname__} contains itself (a reference cycle)")
+        self.active.add(ident)
+        try:
+            if isinstance(obj, (list, tuple)):
+                items: list[Any] = []
+                for i, v in enumerate(obj):
+                    path.append(i)
+                    items.append(self.convert(v, path))
+                    path.pop()
+                return items
+            if isinstance(obj, Mapping):
+                pairs: Any = obj.items()
+            else:  # a dataclass instance
+                pairs = ((f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj))
+            out: dict[str, Any] = {}
+            for k, v in pairs:
+                key = self._key(k, path)
+                path.append(key)
+                out[key] = self.convert(v, path)
+                path.pop()
+            return out
+        finally:
+            self.active.discard(ident)
+
+    def _key(self, k: Any, path: _Path) -> str:
+        if isinstance(k, enum.Enum) and isinstance(k.value, str):
+            return k.value
+        if isinstance(k, str):
+            return str.__str__(k)
+        if self.repr_mode:
+            return json_key(k)
+        raise self.fail(path, f"key {k!r} is a {type(k).__name__}; keys must be strings")
+
+
+def json_key(key: Any) -> str:
+    """The string Python's ``json`` makes of a non-string key (``None`` -> ``"null"``)."""
+    if key is None:
+        return "null"
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return str(key)
+
+
+def to_json_value(
+    obj: Any, *, on_unserializable: OnUnserializable = "error", what: str = "record",
+    index: int | None = None,
+) -> Any:
+    """A deep copy of ``obj`` made only of dict, list, str, int, float, bool and None.
+
+    Args:
+        obj: the value to convert (dataclasses, pydantic models, enums, paths, numpy/torch scalars,
+            mappings, sequences, sets of orderable items, dates).
+        on_unserializable: ``"error"`` raises for a value with no faithful JSON form;
+            ``"repr"`` writes its ``repr()`` string instead.
+        what: how error messages name the value (``"config"``, ``"metrics record"``).
+        index: the record's index, named in errors.
+
+    Raises:
+        RecordError: naming the JSON pointer of the first value that cannot be written.
+    """
+    try:
+        return _Normalizer(on_unserializable, what, index).convert(obj, [])
+    except RecursionError:
+        raise _fail(what, [], "value nested too deeply to convert", index) from None
+
+
+def has_nonfinite(obj: Any) -> bool:
+    """True when a plain JSON value holds a NaN or an infinity anywhere."""
+    if isinstance(obj, float):
+        return not math.isfinite(obj)
+    if isinstance(obj, dict):
+        return any(has_nonfinite(v) for v in obj.values())
+    if isinstance(obj, list):
+        return any(has_nonfinite(v) for v in obj)
+    return False
+
+
+def nonfinite_to_none(obj: Any) -> Any:
+    """A copy of a plain JSON value with every NaN and infinity replaced by None.
+
+    This is what the strict-JSON writer puts on disk, so schema checks judge this form.
+    """
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: nonfinite_to_none(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [nonfinite_to_none(v) for v in obj]
+    return obj

@@ -1,0 +1,218 @@
+"""The run report's HTML: its sections around the SVG charts, and the document around them.
+
+Every string from the run (metric names, checkpoint fields, finding messages, file names, config
+text) is escaped here. Links come from the caller as relative paths or URIs of the run's own
+storage, percent-encoded, so no ``javascript:`` link can be formed. The document carries a
+Content-Security-Policy that forbids script and every request; it needs neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from html import escape
+from typing import TYPE_CHECKING, Any
+
+from . import _svg
+from ._svg_style import CSS
+
+if TYPE_CHECKING:
+    from .report import CheckpointScan, MetricsScan, PageIndex, ResumePoint
+
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
+       "form-action 'none'")
+#: The validation table lists at most this many findings (most severe first).
+MAX_FINDINGS = 200
+#: The checkpoint table lists at most this many records (the newest).
+MAX_CHECKPOINT_ROWS = 200
+_MAX_KEYS = 2000
+
+
+def _notes(notes: Sequence[str]) -> str:
+    if not notes:
+        return ""
+    return '<ul class="notes">' + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>"
+
+
+def _chart(m: MetricsScan, key: str, index: int) -> str:
+    col = m.columns.get(key)
+    xs, ys = col.points() if col else ([], [])
+    caption = [f"<h3>{escape(key)}</h3>"]
+    if xs:
+        caption.append(
+            f'<p class="stats">last {escape(_svg.fmt(ys[-1]))} at {escape(m.x_label)} '
+            f"{escape(_svg.fmt(xs[-1]))} · min {escape(_svg.fmt(min(ys)))} · max "
+            f"{escape(_svg.fmt(max(ys)))} · {len(xs):,} points</p>")
+    elif col is None:
+        caption.append('<p class="stats">not logged in this run</p>')
+    if len(xs) > _svg.MAX_POINTS:
+        caption.append(f'<p class="ds">downsampled: {len(xs):,} points drawn as at most '
+                       f"{_svg.MAX_POINTS:,} (the min and max of each bucket)</p>")
+    if col is not None and col.skipped:
+        caption.append(f'<p class="ds">{col.skipped:,} null or non-finite value(s) not drawn</p>')
+    series = _svg.Series(key, xs, ys, len(xs), tuple(m.restarts))
+    svg = _svg.line_chart(series, x_label=m.x_label, chart_id=f"chart-{index}")
+    return (f'<figure class="card chart-card" data-metric="{escape(key)}">'
+            f'<figcaption>{"".join(caption)}</figcaption>{svg}</figure>')
+
+
+def section_metrics(m: MetricsScan, keys: Sequence[str]) -> str:
+    """The charts of ``keys`` against the run's x axis, with notes on what was skipped."""
+    out = ['<section id="metrics"><h2>Metrics</h2>']
+    if not m.present:
+        out.append('<p class="note">This run has no metrics.jsonl.</p></section>')
+        return "".join(out)
+    notes = m.stats.notes()
+    if m.restarts:
+        shown = ", ".join(_svg.fmt(r) for r in m.restarts[:10])
+        more = f" and {len(m.restarts) - 10:,} more" if len(m.restarts) > 10 else ""
+        notes.append(f"{m.x_label} drops back to {shown}{more} (a resume logs steps again; "
+                     "the latest value of a repeated step is drawn)")
+    out.append(_notes(notes))
+    out.append('<div class="charts">')
+    out.extend(_chart(m, key, i) for i, key in enumerate(keys))
+    out.append("</div>")
+    names = [k for k in m.keys if k != "step"]
+    if names:
+        out.append(f"<details><summary>All {len(names):,} metric keys (chart any with "
+                   "<code>rlio report RUN --metric KEY</code>)</summary><p class=\"keys\">"
+                   + " ".join(f"<code>{escape(k)}</code>" for k in names[:_MAX_KEYS])
+                   + "</p></details>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def section_checkpoints(c: CheckpointScan, resume: ResumePoint | None, x_max: float) -> str:
+    """Counts by kind, the resume point, the timeline and the newest records as a table."""
+    out = ['<section id="checkpoints"><h2>Checkpoints</h2>']
+    if not c.present:
+        out.append('<p class="note">No checkpoints.jsonl: no checkpoint was saved.</p>')
+    counts = {"periodic": 0, "rolling": 0, "final": 0}
+    marks: list[_svg.Mark] = []
+    for _line, rec, kind in c.records:
+        counts[kind] += 1
+        batch = rec.get("batch")
+        if type(batch) is int:
+            marks.append(_svg.Mark(float(batch), kind, f"{rec.get('name')!s} ({kind}), batch "
+                                   f"{batch}"))
+    if resume is not None and resume.batch is not None:
+        marks.append(_svg.Mark(float(resume.batch), "resume", resume.text))
+    out.append(f'<p class="summary" data-periodic="{counts["periodic"]}" '
+               f'data-rolling="{counts["rolling"]}" data-final="{counts["final"]}">'
+               f"{len(c.records):,} checkpoint record(s): {counts['periodic']:,} periodic, "
+               f"{counts['rolling']:,} rolling, {counts['final']:,} final</p>")
+    text = resume.text if resume else "no resumable checkpoint: a restart begins at iteration 0"
+    out.append(f'<p class="resume"><strong>Resume point:</strong> {escape(text)}</p>')
+    if resume is not None and resume.detail:
+        out.append('<details class="resume-detail"><summary>What a resume supersedes</summary>'
+                   f"<pre>{escape(resume.detail)}</pre></details>")
+    out.append(_notes(c.stats.notes()))
+    if marks:
+        out.append('<div class="card">' + _svg.timeline(marks, x_max=x_max)
+                   + '<p class="legend"><span class="lg-periodic">● periodic</span> '
+                   '<span class="lg-rolling">| rolling</span> <span class="lg-final">◆ final'
+                   '</span> <span class="lg-resume">┆ resume point</span></p></div>')
+    if c.records:
+        rows = c.records[-MAX_CHECKPOINT_ROWS:]
+        if len(c.records) > len(rows):
+            out.append(f'<p class="note">Showing the last {len(rows):,} of '
+                       f"{len(c.records):,} records.</p>")
+        out.append('<div class="scroll"><table class="ckpts"><thead><tr><th>line</th><th>name'
+                   "</th><th>kind</th><th>batch</th><th>epoch</th><th>state_path</th>"
+                   "<th>sampler_path</th></tr></thead><tbody>")
+        for line, rec, kind in rows:
+            cells = [line, rec.get("name"), kind, rec.get("batch"), rec.get("epoch"),
+                     rec.get("state_path"), rec.get("sampler_path")]
+            tds = "".join(f"<td>{escape('' if v is None else str(v))}</td>" for v in cells)
+            marked = resume is not None and resume.line == line
+            out.append(f'<tr class="is-resume">{tds}</tr>' if marked else f"<tr>{tds}</tr>")
+        out.append("</tbody></table></div>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def section_validation(report: Any | None, error: str | None) -> str:
+    """The validator's verdict, counts and findings (most severe first, capped)."""
+    out = ['<section id="validation"><h2>Validation</h2>']
+    if error is not None:
+        out.append(f'<p class="unavailable">Validation failed to run: {escape(error)}</p>')
+    elif report is None:
+        out.append('<p class="unavailable">Validation unavailable: this build of rlio has no '
+                   "validator.</p>")
+    else:
+        counts = report.counts
+        out.append(f'<p class="verdict {"ok" if report.ok else "failed"}">'
+                   f'{"ok" if report.ok else "FAILED"}: '
+                   f'<span class="sev-error">{counts["error"]:,} error(s)</span>, '
+                   f'<span class="sev-warning">{counts["warning"]:,} warning(s)</span>, '
+                   f'<span class="sev-info">{counts["info"]:,} info</span></p>')
+        findings = sorted(report.findings, key=lambda f: -int(f.severity))
+        shown = findings[:MAX_FINDINGS]
+        if len(findings) > len(shown):
+            out.append(f'<p class="note">Showing the first {len(shown):,} of {len(findings):,} '
+                       "findings (most severe first); <code>rlio validate</code> lists all.</p>")
+        if shown:
+            out.append('<div class="scroll"><table class="findings"><thead><tr><th>severity</th>'
+                       "<th>code</th><th>where</th><th>message</th></tr></thead><tbody>")
+            for f in shown:
+                where = (f.file or ".") + (f":{f.line}" if f.line is not None else "")
+                where += f" {f.pointer}" if f.pointer else ""
+                sev = escape(str(f.severity))
+                out.append(f'<tr class="sev-{sev}"><td>{sev}</td><td>{escape(f.code)}</td>'
+                           f"<td><code>{escape(where)}</code></td>"
+                           f"<td>{escape(f.message)}</td></tr>")
+            out.append("</tbody></table></div>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _split_title(split: str) -> str:
+    if split == "train":
+        return "Training rollouts"
+    if split == "timing":
+        return "Timing charts"
+    return f"Evaluator {split.removeprefix('eval/')}"
+
+
+def section_iterations(pages: PageIndex, href: Callable[[str], str]) -> str:
+    """A compact grid of links to every iteration's page, one group per split."""
+    out = ['<section id="iterations"><h2>Iterations</h2>']
+    if not pages.splits:
+        out.append('<p class="note">No per-iteration pages in this run.</p>')
+    for split in sorted(pages.splits, key=lambda s: (s != "train", s == "timing", s)):
+        its = pages.splits[split]
+        opened = " open" if split == "train" or len(its) <= 200 else ""
+        out.append(f'<details class="pages" data-split="{escape(split)}"{opened}><summary>'
+                   f'{escape(_split_title(split))} <span class="count">({len(its):,} pages)'
+                   '</span></summary><nav class="grid">')
+        out.extend(f'<a href="{escape(href(its[i]))}">{i}</a>' for i in sorted(its))
+        out.append("</nav></details>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def document(name: str, facts: Sequence[tuple[str, str]], config: tuple[str, bool] | None,
+             sections: Sequence[str]) -> str:
+    """The whole page: head (CSP, inline CSS), the run's facts and config, then ``sections``."""
+    from . import __version__
+
+    cfg = ""
+    if config is not None:
+        text, cut = config
+        cfg = (f'<details class="config"><summary>config.json{" (truncated)" if cut else ""}'
+               f"</summary><pre>{escape(text)}</pre></details>")
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="referrer" content="no-referrer">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta name="color-scheme" content="light dark">'
+        f'<meta name="generator" content="rlio {escape(__version__)}">'
+        f"<title>Run report: {escape(name)}</title><style>{CSS}</style></head>\n<body>"
+        f'<header><h1>Run report <span class="run">{escape(name)}</span></h1><dl class="facts">'
+        + "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in facts)
+        + '</dl><nav class="toc"><a href="#metrics">Metrics</a><a href="#checkpoints">'
+        'Checkpoints</a><a href="#validation">Validation</a><a href="#iterations">Iterations'
+        f"</a></nav>{cfg}</header>\n<main>"
+        + "\n".join(sections)
+        + f"</main>\n<footer>Written by rlio {escape(__version__)}.</footer></body></html>\n"
+    )

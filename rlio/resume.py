@@ -1,0 +1,493 @@
+"""Where a preempted run restarts (SPEC §5): the last resumable checkpoint, read from the end.
+
+``read_resume_state`` reads ``checkpoints.jsonl`` backwards in 64 KiB chunks until it meets the last
+record whose required key (``state_path`` by default) is non-null, so its time and memory do not
+grow with the number of records. Blank lines, unparseable lines and a torn last line met on the
+way are skipped and reported. It also says what a restart at that checkpoint's ``batch``
+supersedes: the suffix of ``metrics.jsonl`` whose steps are at or after it (found by reading
+metrics backwards too) and the per-iteration files at or after it.
+
+Line numbers are the one thing the end of a file cannot tell: the 1-based number of a line is one
+plus the count of newlines before it, and counting them reads every byte in front (about 80 ms per
+150 MB, in 1 MiB chunks, flat memory). ``ResumeState`` therefore computes ``line``,
+``skipped_lines`` and ``superseded_metrics_lines`` on first access and caches them; a restart
+that only needs ``next_batch`` never pays for them. The count reads the bytes *before* the found
+record, which append-only writers never change, so it stays right after later appends, after a
+torn tail is moved aside and after ``prepare_resume`` rewinds metrics.
+
+``prepare_resume`` (called by ``RunWriter(..., resume=True)``) acts on the state: it moves torn
+tails to ``<file>.torn`` and the superseded metrics suffix to ``metrics.jsonl.superseded``, so the
+resumed run's ``metrics.jsonl`` has no repeated steps and nothing is deleted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+from . import layout
+from ._jsonl import DecodeError, decode
+from .errors import ResumeError
+from .storage import Storage, open_storage
+
+__all__ = [
+    "ResumeState",
+    "SkippedLine",
+    "prepare_resume",
+    "read_resume_state",
+    "resume_document",
+]
+
+#: Backward reads start with this many bytes and double (up to ``_MAX_CHUNK``) for long lines.
+_CHUNK = 64 * 1024
+_MAX_CHUNK = 4 * 1024 * 1024
+#: A line longer than this is skipped unread (reported), so memory stays bounded.
+_MAX_LINE = 16 * 1024 * 1024
+#: Chunk size of the forward newline count behind the lazy line numbers.
+_COUNT_CHUNK = 1024 * 1024
+
+SkipKind = Literal["blank", "unparseable", "torn", "too_long", "not_object"]
+#: Kinds of per-iteration files a restart rewrites.
+_ITERATION_KINDS = frozenset({"html", "logtree", "rollout_summaries", "timing_gantt"})
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedLine:
+    """A ledger line the resume reader passed over.
+
+    Attributes:
+        line: 1-based line number in ``checkpoints.jsonl``.
+        kind: ``blank``, ``unparseable``, ``torn`` (the unterminated or unparseable last line a
+            crash leaves), ``too_long`` (over 16 MiB, not read) or ``not_object``.
+        reason: a one-line explanation naming what was found.
+    """
+
+    line: int
+    kind: SkipKind
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Segment:
+    """One line read backwards: its start offset, bytes (None when too long) and terminator."""
+
+    start: int
+    data: bytes | None
+    terminated: bool
+
+
+def _backward_lines(storage: Storage, rel: str, size: int) -> Iterator[_Segment]:
+    """Yield the lines of ``rel[:size]`` from the last to the first, without their newline.
+
+    The last segment may be unterminated (a torn tail). Reads 64 KiB chunks from the end and
+    holds at most one line plus one chunk in memory; a line longer than ``_MAX_LINE`` is
+    yielded with ``data=None`` after its start has been found by scanning, not by holding it.
+    """
+    if size <= 0:
+        return
+    pos = max(0, size - _CHUNK)
+    data = storage.read_range(rel, pos, size)
+    terminated = data.endswith(b"\n")
+    end = size - 1 if terminated else size  # file offset just past the current line's content
+    chunk = _CHUNK
+    while True:
+        idx = data.rfind(b"\n", 0, end - pos)
+        too_long = False
+        while idx < 0 and pos > 0:
+            if end - pos > _MAX_LINE:
+                too_long = True
+                data, pos = _skip_back(storage, rel, pos)
+                idx = data.rfind(b"\n")
+                break
+            n = min(chunk, pos)
+            chunk = min(chunk * 2, _MAX_CHUNK)
+            data = storage.read_range(rel, pos - n, pos) + data[: end - pos]
+            pos -= n
+            idx = data.rfind(b"\n", 0, end - pos)
+        start = pos + idx + 1
+        yield _Segment(start, None if too_long else data[idx + 1 : end - pos], terminated)
+        if start == 0:
+            return
+        end, terminated, chunk = start - 1, True, _CHUNK
+
+
+def _skip_back(storage: Storage, rel: str, pos: int) -> tuple[bytes, int]:
+    """Read backwards from ``pos`` until a chunk holds a newline; returns (chunk, its offset)."""
+    while pos > 0:
+        n = min(_MAX_CHUNK, pos)
+        data = storage.read_range(rel, pos - n, pos)
+        pos -= n
+        if b"\n" in data:
+            return data, pos
+    return b"", 0
+
+
+def _count_newlines(storage: Storage, rel: str, end: int) -> int:
+    """Newlines in ``rel[:end]``, counted forward in 1 MiB chunks (flat memory, O(end) time)."""
+    if end <= 0:
+        return 0
+    count = 0
+    remaining = end
+    with storage.open_read(rel) as f:
+        while remaining > 0:
+            block = f.read(min(_COUNT_CHUNK, remaining))
+            if not block:
+                break
+            count += block.count(b"\n")
+            remaining -= len(block)
+    return count
+
+
+@dataclass(frozen=True, slots=True)
+class _Skip:
+    """A skipped ledger line as found: lines after the resumable record, offset, kind, reason."""
+
+    after: int
+    kind: SkipKind
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class _LedgerScan:
+    """What a backward scan of the ledger found (the record is None when none is resumable)."""
+
+    torn: bool
+    record: dict[str, Any] | None
+    offset: int
+    skips: tuple[_Skip, ...]
+
+
+def _classify(seg: _Segment, is_last: bool) -> tuple[Any, _Skip | None]:
+    """Decode one segment; returns (record, None) or (None, skip) with ``after`` left at 0."""
+    if not seg.terminated:
+        return None, _Skip(0, "torn", "torn last line (no final newline): ignored, what a crash "
+                                      "leaves")
+    if seg.data is None:
+        return None, _Skip(0, "too_long", f"line longer than {_MAX_LINE} bytes: not read")
+    if not seg.data.strip():
+        return None, _Skip(0, "blank", "blank line")
+    try:
+        value, _ = decode(seg.data)
+    except DecodeError as exc:
+        if is_last and exc.kind in ("json", "utf8"):  # the writer's repair rule for a torn line
+            return None, _Skip(0, "torn", f"torn last line (not parseable: {exc}): ignored")
+        return None, _Skip(0, "unparseable", f"unparseable line ({exc}): {seg.data[:40]!r}")
+    if not isinstance(value, dict):
+        return None, _Skip(0, "not_object", f"line is a JSON {type(value).__name__}, expected an "
+                                            "object")
+    return value, None
+
+
+def _scan_ledger(storage: Storage, required_key: str, *, last_only: bool = False) -> _LedgerScan:
+    """Read the ledger backwards to its last resumable record (or just its last line)."""
+    try:
+        size = storage.size(layout.CHECKPOINTS)
+    except FileNotFoundError:
+        return _LedgerScan(False, None, 0, ())
+    torn = False
+    found: list[tuple[int, _Skip]] = []  # (backward index, skip)
+    for i, seg in enumerate(_backward_lines(storage, layout.CHECKPOINTS, size)):
+        value, skip = _classify(seg, i == 0)
+        if skip is not None:
+            torn = torn or skip.kind == "torn"
+            found.append((i, skip))
+        elif value.get(required_key) is not None:
+            skips = tuple(_Skip(i - j, s.kind, s.reason) for j, s in reversed(found))
+            return _LedgerScan(torn, value, seg.start, skips)
+        if last_only:
+            break
+    return _LedgerScan(torn, None, 0, ())
+
+
+@dataclass(frozen=True, slots=True)
+class _MetricsCut:
+    """The superseded suffix of metrics.jsonl: its start offset and number of complete lines."""
+
+    offset: int
+    lines: int
+
+
+def _metrics_cut(storage: Storage, next_batch: int) -> _MetricsCut | None:
+    """Find the suffix of complete metrics lines a restart at ``next_batch`` supersedes.
+
+    The suffix is the longest run of lines at the end of the file in which every line carrying an
+    integer ``step`` has ``step >= next_batch``, trimmed to start at such a line (lines without a
+    step, or unparseable, inside it go with it). Reading stops at the first line, from the end,
+    whose step is below ``next_batch``: an async eval line with a repeated step before that point
+    stays, which keeps the read bounded by the superseded region.
+    """
+    try:
+        size = storage.size(layout.METRICS)
+    except FileNotFoundError:
+        return None
+    cut: _MetricsCut | None = None
+    complete = 0
+    for seg in _backward_lines(storage, layout.METRICS, size):
+        if not seg.terminated:
+            continue  # a torn tail is not a line; the writer moves it to metrics.jsonl.torn
+        complete += 1
+        step = _step_of(seg.data)
+        if step is None:
+            continue
+        if step < next_batch:
+            break
+        cut = _MetricsCut(seg.start, complete)
+    return cut
+
+
+def _whole_file_cut(storage: Storage) -> _MetricsCut | None:
+    """All complete lines of metrics.jsonl: what a restart from iteration 0 supersedes."""
+    try:
+        size = storage.size(layout.METRICS)
+    except FileNotFoundError:
+        return None
+    lines = _count_newlines(storage, layout.METRICS, size)
+    return _MetricsCut(0, lines) if lines else None
+
+
+def _step_of(data: bytes | None) -> int | None:
+    if data is None or not data.strip():
+        return None
+    try:
+        value, _ = decode(data)
+    except DecodeError:
+        return None
+    step = value.get("step") if isinstance(value, dict) else None
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
+
+
+def _superseded_files(storage: Storage, next_batch: int) -> list[str]:
+    """Per-iteration files (both layouts, every split) at iteration ``next_batch`` or later."""
+    out = []
+    for entry in storage.walk():
+        if entry.kind != "file":
+            continue
+        rp = layout.parse_path(entry.path)
+        if rp.kind in _ITERATION_KINDS and rp.iteration is not None and rp.iteration >= next_batch:
+            out.append(entry.path)
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class ResumeState:
+    """Where a run restarts: the last resumable checkpoint and what restarting there supersedes.
+
+    Attributes:
+        checkpoint: the checkpoint record as written (every key, extras kept).
+        offset: byte offset of that record's first byte in ``checkpoints.jsonl``.
+        next_batch: the record's ``batch``: RL training restarts at this iteration.
+        next_epoch: the record's ``epoch`` (SL/DPO restart at ``(epoch, batch)``), or None.
+        torn_tail: the ledger's last line was torn (unterminated, or unparseable) when read.
+        superseded_iteration_files: run-relative paths of per-iteration files (html, logtree,
+            rollout summaries, timing gantt; both layouts, every split) whose iteration is
+            ``>= next_batch``: the restart rewrites them, each atomically. Sorted.
+
+    ``line``, ``skipped_lines`` and ``superseded_metrics_lines`` are properties computed on first
+    access (they count newlines from the start of a file; see the module docstring).
+    """
+
+    checkpoint: dict[str, Any]
+    offset: int
+    next_batch: int
+    next_epoch: int | None
+    torn_tail: bool
+    superseded_iteration_files: list[str]
+    _storage: Storage = field(repr=False, compare=False)
+    _skips: tuple[_Skip, ...] = field(repr=False, compare=False, default=())
+    _metrics: _MetricsCut | None = field(repr=False, compare=False, default=None)
+
+    @cached_property
+    def line(self) -> int:
+        """1-based line number of the checkpoint record in ``checkpoints.jsonl``.
+
+        It is one plus the number of ``\\n`` bytes before the record, so blank and unparseable
+        lines count (the same numbering as an editor and the validator's findings).
+        """
+        return _count_newlines(self._storage, layout.CHECKPOINTS, self.offset) + 1
+
+    @cached_property
+    def skipped_lines(self) -> list[SkippedLine]:
+        """Blank, unparseable and torn ledger lines after the record (all that was read), in order.
+
+        Lines before the record are never read, so they are not reported here (the validator
+        reports every line).
+        """
+        if not self._skips:
+            return []
+        return [SkippedLine(self.line + s.after, s.kind, s.reason) for s in self._skips]
+
+    @cached_property
+    def superseded_metrics_lines(self) -> tuple[int, int] | None:
+        """1-based ``(first, last)`` lines of ``metrics.jsonl`` a restart supersedes, or None.
+
+        The range is the file's suffix from the first line with ``step >= next_batch`` (see
+        ``_metrics_cut`` for lines with repeated or missing steps); a torn last line is not
+        counted. After ``prepare_resume`` these lines live in ``metrics.jsonl.superseded``.
+        """
+        cut = self._metrics
+        if cut is None:
+            return None
+        first = _count_newlines(self._storage, layout.METRICS, cut.offset) + 1
+        return first, first + cut.lines - 1
+
+    def describe(self) -> str:
+        """A few human-readable lines: the checkpoint, the restart point, what is superseded."""
+        ck = self.checkpoint
+        epoch = "" if self.next_epoch is None else f", epoch {self.next_epoch}"
+        out = [
+            f"resume from checkpoint {ck.get('name')!r} ({layout.CHECKPOINTS} line {self.line}): "
+            f"restart at batch {self.next_batch}{epoch}"
+        ]
+        for key in ("state_path", "sampler_path"):
+            if ck.get(key) is not None:
+                out.append(f"  {key}: {ck[key]}")
+        for s in self.skipped_lines:
+            out.append(f"  skipped {layout.CHECKPOINTS} line {s.line}: {s.reason}")
+        lines = self.superseded_metrics_lines
+        if lines is None:
+            out.append(f"  supersedes no {layout.METRICS} lines")
+        else:
+            out.append(f"  supersedes {layout.METRICS} lines {lines[0]}-{lines[1]} "
+                       f"(step >= {self.next_batch})")
+        n = len(self.superseded_iteration_files)
+        out.append(f"  supersedes {n} per-iteration file{'' if n == 1 else 's'} "
+                   f"(iteration >= {self.next_batch})")
+        return "\n".join(out)
+
+
+def _as_storage(log_path: str | os.PathLike[str] | Storage) -> Storage:
+    return log_path if isinstance(log_path, Storage) else open_storage(log_path)
+
+
+def _nonneg_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _state_from_scan(storage: Storage, scan: _LedgerScan, required_key: str) -> ResumeState | None:
+    record = scan.record
+    if record is None:
+        return None
+    batch, epoch = record.get("batch"), record.get("epoch")
+    problem = None
+    if "batch" not in record or batch is None:
+        problem = "has no 'batch'"
+    elif not _nonneg_int(batch):
+        problem = f"has batch {batch!r}"
+    elif epoch is not None and not _nonneg_int(epoch):
+        problem = f"has epoch {epoch!r}"
+    if problem is not None or not isinstance(batch, int):
+        line = _count_newlines(storage, layout.CHECKPOINTS, scan.offset) + 1
+        raise ResumeError(
+            f"{storage.display(layout.CHECKPOINTS)}:{line}: resumable checkpoint "
+            f"{record.get('name')!r} ({required_key}={record.get(required_key)!r}) {problem}; "
+            "expected an integer >= 0 (the iteration training restarts at)",
+            line=line,
+        )
+    return ResumeState(
+        checkpoint=record,
+        offset=scan.offset,
+        next_batch=batch,
+        next_epoch=epoch,
+        torn_tail=scan.torn,
+        superseded_iteration_files=_superseded_files(storage, batch),
+        _storage=storage,
+        _skips=scan.skips,
+        _metrics=_metrics_cut(storage, batch),
+    )
+
+
+def read_resume_state(
+    log_path: str | os.PathLike[str] | Storage, *, required_key: str = "state_path"
+) -> ResumeState | None:
+    """The restart point of a run: its last checkpoint record with a non-null ``required_key``.
+
+    Reads ``checkpoints.jsonl`` from its end (cost independent of the number of records); never
+    writes. Returns None when the run has no resumable checkpoint yet (no ledger, an empty one,
+    or no record with ``required_key``): training starts at iteration 0.
+
+    Args:
+        log_path: the run directory or URI (or an open ``Storage``).
+        required_key: the key that makes a record resumable (``sampler_path`` for sampling).
+
+    Raises:
+        ResumeError: the resumable record has no integer ``batch`` >= 0 (or a bad ``epoch``);
+            the message and ``.line`` name its line.
+        RunNotFoundError: the run directory does not exist.
+    """
+    storage = _as_storage(log_path)
+    return _state_from_scan(storage, _scan_ledger(storage, required_key), required_key)
+
+
+def resume_document(
+    state: ResumeState | None, *, run: str | os.PathLike[str] | Storage | None = None
+) -> dict[str, Any]:
+    """The JSON document of ``rlio resume --format json``.
+
+    ``{"checkpoint", "line", "next_batch", "next_epoch", "torn_tail", "superseded":
+    {"metrics_lines": [first, last] | null, "iteration_files": [...]}}``.
+
+    With no resumable checkpoint (``state`` None) ``checkpoint``, ``line``, ``next_batch`` and
+    ``next_epoch`` are null, and, when ``run`` is given, ``torn_tail`` says whether the ledger's
+    last line is torn and ``superseded`` is what a restart from iteration 0 supersedes: every
+    complete metrics line and every per-iteration file (what ``prepare_resume`` moves aside and
+    the restarted run rewrites). Without ``run``: ``torn_tail`` false and nothing superseded.
+    """
+    if state is None:
+        torn, span, files = False, None, []
+        if run is not None:
+            storage = _as_storage(run)
+            torn = _scan_ledger(storage, "", last_only=True).torn
+            cut = _whole_file_cut(storage)
+            span = None if cut is None else [1, cut.lines]
+            files = _superseded_files(storage, 0)
+        return {
+            "checkpoint": None, "line": None, "next_batch": None, "next_epoch": None,
+            "torn_tail": torn, "superseded": {"metrics_lines": span, "iteration_files": files},
+        }
+    lines = state.superseded_metrics_lines
+    return {
+        "checkpoint": state.checkpoint,
+        "line": state.line,
+        "next_batch": state.next_batch,
+        "next_epoch": state.next_epoch,
+        "torn_tail": state.torn_tail,
+        "superseded": {
+            "metrics_lines": None if lines is None else [lines[0], lines[1]],
+            "iteration_files": list(state.superseded_iteration_files),
+        },
+    }
+
+
+def prepare_resume(storage: Storage, *, required_key: str = "state_path") -> ResumeState | None:
+    """Make a run ready to restart at its last resumable checkpoint; returns that state.
+
+    Torn last lines of ``checkpoints.jsonl`` and ``metrics.jsonl`` are moved to their ``.torn``
+    sidecars; then, under the metrics lock, the superseded suffix of ``metrics.jsonl`` (see
+    ``ResumeState.superseded_metrics_lines``) is moved to ``metrics.jsonl.superseded``, appended
+    after what earlier resumes moved there. Nothing is deleted. Per-iteration files are left in
+    place: the restarted run replaces each atomically when it rewrites it. The returned state's
+    ``torn_tail`` says whether the ledger was torn before the repair.
+
+    With no resumable checkpoint the run restarts at iteration 0, so every metrics line is
+    superseded: the whole of ``metrics.jsonl`` moves to the sidecar and None is returned.
+    """
+    from .writer import repair_torn_tail  # one owner for the repair rule
+
+    state = read_resume_state(storage, required_key=required_key)  # torn_tail as found
+    for rel in (layout.CHECKPOINTS, layout.METRICS):
+        repair_torn_tail(storage, rel)
+    cut = None
+    if storage.stat(layout.METRICS) is not None:  # lock() would create the file
+        with storage.lock(layout.METRICS):
+            cut = (_whole_file_cut(storage) if state is None
+                   else _metrics_cut(storage, state.next_batch))
+            if cut is not None:
+                storage.move_tail(layout.METRICS, cut.offset,
+                                  layout.METRICS + layout.SUPERSEDED_SUFFIX)
+    # The returned state reports the lines that moved; its line numbers stay right because the
+    # bytes before the cut are unchanged.
+    return None if state is None else dataclasses.replace(state, _metrics=cut)

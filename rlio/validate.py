@@ -1,0 +1,352 @@
+"""validate_run(): check a run directory against the schemas and the SPEC's cross-file rules.
+
+One pass over the run: list it (never following a symbolic link), classify every entry by its name
+(``rlio.layout``), stream each file through its schema and per-record checks
+(``rlio._checks_stream``, ``rlio._checks``), then run the cross-file checks
+(``rlio._checks.CROSS_FILE_CHECKS``). Only the ``Storage`` interface is used, so a ``gs://`` run
+is validated the same way as a local one. Bad data never raises: it becomes a finding.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+from collections.abc import Callable, Iterator
+from typing import Any, Final, TypeVar
+
+import orjson
+
+from . import layout
+from ._checks import (
+    CROSS_FILE_CHECKS,
+    CheckpointChecks,
+    CheckpointFacts,
+    MetricsChecks,
+    MetricsFacts,
+    RunView,
+    duplicate_pairs,
+    logtree_checks,
+    twin_path,
+)
+from ._checks_stream import (
+    MAX_DOCUMENT,
+    MAX_LINE,
+    RecordHook,
+    Sink,
+    check_document,
+    check_html,
+    capped,
+    check_utf8_text,
+    line_reader,
+    scan_jsonl,
+)
+from ._checks_worker import RangeResult, RangeTask, RemoteScan, scan_range
+from .errors import RunNotFoundError
+from .findings import Finding, Report, finding
+from .schema import KIND_SCHEMA
+from .storage import TEMP_INFIX, Entry, Storage, open_storage
+
+#: Rollout-summary files at least this large are split across processes (when ``jobs`` > 1).
+PARALLEL_MIN_BYTES: Final = 48 << 20
+_HTML_SNIFF: Final = 1024
+_T = TypeVar("_T")
+_JSONL_KINDS: Final = ("metrics", "checkpoints", "timing_spans", "trace_events",
+                       "rollout_summaries")
+
+
+def validate_run(
+    location: str | os.PathLike[str], *, max_findings_per_code: int = 100,
+    jobs: int | None = None,
+) -> Report:
+    """Validate the run directory at ``location`` (local path or URI).
+
+    Args:
+        location: the run's ``log_path``.
+        max_findings_per_code: findings of one code listed per file; the rest are counted in one
+            RL112 finding.
+        jobs: processes used for very large rollout-summary files (None: 2 when the machine has
+            two cores or more, else 1).
+
+    Returns:
+        The report: every finding, sorted by (file, line, pointer, code).
+
+    Raises:
+        RunNotFoundError: the run does not exist or cannot be listed. Bad data never raises.
+    """
+    loc = os.fspath(location)
+    storage = open_storage(loc)
+    if storage.is_local and not os.access(storage.root, os.R_OK | os.X_OK):
+        raise RunNotFoundError(13, "run directory cannot be listed", loc)
+    if jobs is None:
+        jobs = 2 if (os.cpu_count() or 1) >= 2 else 1
+    validator = _Validator(storage, loc, cap=max_findings_per_code, jobs=max(1, jobs))
+    findings = validator.run()
+    return Report.build(_utf8(loc), findings, layout=validator.layout)
+
+
+def _utf8(text: str) -> str:
+    """``text`` as valid UTF-8 (undecodable file-name bytes become ``\\xNN`` escapes)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _clean(f: Finding) -> Finding:
+    """A finding whose strings all encode as UTF-8 (JSON output must never fail)."""
+    file, pointer, message = _utf8(f.file), _utf8(f.pointer), _utf8(f.message)
+    message = message.replace("\r", " ").replace("\n", " ") or "(no message)"
+    if (file, pointer, message) == (f.file, f.pointer, f.message):
+        return f
+    return Finding(f.code, f.severity, file, f.line, pointer, message)
+
+
+class _Validator:
+    """One validation of one run: the per-file pass, then the cross-file checks."""
+
+    def __init__(self, storage: Storage, location: str, *, cap: int, jobs: int) -> None:
+        self.storage = storage
+        self.location = location
+        self.cap = cap
+        self.jobs = jobs
+        self.findings: list[Finding] = []
+        self.layout: str | None = None
+
+    # -- listing and classification ---------------------------------------------------------
+
+    def run(self) -> list[Finding]:
+        view = self._classify(list(self.storage.walk()))
+        self.layout = view.layout
+        iterations = {rp.iteration for rp in view.files.values() if rp.iteration is not None}
+        kinds = {rel: rp.kind for rel, rp in view.files.items()}
+        ckpt = next((r for r, k in kinds.items() if k == "checkpoints"), None)
+        if ckpt is not None:
+            view.checkpoints = self._guard(ckpt, view, self._checkpoints)
+        metrics = next((r for r, k in kinds.items() if k == "metrics"), None)
+        if metrics is not None:
+            restart = view.checkpoints.restart_steps if view.checkpoints else set()
+            view.metrics = self._guard(metrics, view, self._metrics, iterations, restart)
+        for rel in sorted(view.files):
+            if kinds[rel] not in ("checkpoints", "metrics"):
+                self._guard(rel, view, self._file)
+        for check in CROSS_FILE_CHECKS:
+            self.findings.extend(check(view))
+        return [_clean(f) for f in self.findings]
+
+    def _classify(self, entries: list[Entry]) -> RunView:
+        files: dict[str, layout.RunPath] = {}
+        present: dict[str, str] = {}
+        display: dict[str, str] = {}
+        hidden: set[str] = set()  # directories where a file belongs: contents not validated
+        unknown = 0
+        for e in entries:
+            rel = e.path
+            shown = display[rel] = _utf8(rel)
+            if any(rel.startswith(d + "/") for d in hidden):
+                continue
+            present[rel] = e.kind
+            rp = layout.parse_path(rel)
+            name = rel.rsplit("/", 1)[-1]
+            if e.kind == "dir":
+                if rp.kind not in ("unknown", "sidecar"):
+                    self._add("RL107", f"{shown} is a directory where a {rp.kind} file belongs",
+                              file=shown)
+                    hidden.add(rel)
+                continue
+            if name.startswith(".") and TEMP_INFIX in name:
+                self._add("RL306", "temporary file left by an interrupted atomic write (safe to "
+                                   "delete once no writer runs)", file=shown)
+                continue
+            if e.kind == "symlink":
+                where = "inside" if e.target_inside else "out of"
+                self._add("RL303", f"symbolic link pointing {where} the run; never followed",
+                          file=shown)
+                continue
+            if e.kind == "other":
+                if rp.kind in ("unknown", "sidecar"):
+                    self._add("RL301", "not a regular file (fifo, socket or device); not read",
+                              file=shown)
+                else:
+                    self._add("RL107", f"{shown} is not a regular file (fifo, socket or device) "
+                                       f"where a {rp.kind} file belongs; not read", file=shown)
+                continue
+            if rp.kind == "sidecar":
+                self._add("RL305", "sidecar kept by rlio (a torn tail or lines a resume "
+                                   "superseded); not validated", file=shown)
+            elif rp.kind == "unknown":
+                unknown += 1
+                if unknown <= self.cap:
+                    self._add("RL301", "file matches no known pattern; not validated", file=shown)
+            else:
+                if rp.problem is not None:
+                    self._add("RL302", rp.problem, file=shown)
+                files[rel] = rp
+        if unknown > self.cap:
+            self.findings.append(capped("RL301", unknown - self.cap, self.cap, file=""))
+        found = layout.detect_layout(files)
+        return RunView(found, files, present, display)
+
+    @staticmethod
+    def _known_dir(rel: str) -> bool:
+        """An iteration directory of the nested layout (asked of ``layout``, the naming owner)."""
+        return "/" not in rel and layout.parse_path(f"{rel}/train.html").layout == "nested"
+
+    def _add(self, code: str, message: str, *, file: str = "", line: int | None = None,
+             pointer: str = "") -> None:
+        self.findings.append(finding(code, message, file=file, line=line, pointer=pointer))
+
+    def _guard(self, rel: str, view: RunView, fn: Callable[..., _T], *args: Any) -> _T | None:
+        """Run one file's checks; an I/O error (or a validator bug) becomes RL107, never a raise."""
+        shown = view.display[rel]
+        try:
+            return fn(rel, view, *args)
+        except OSError as exc:
+            self._add("RL107", f"cannot be read: {exc.strerror or exc}", file=shown)
+        except Exception as exc:  # a validator bug must not crash a CI job: report it instead
+            self._add("RL107", f"could not be validated ({type(exc).__name__}: {exc})"[:300],
+                      file=shown)
+        return None
+
+    # -- per-file passes --------------------------------------------------------------------
+
+    def _sink(self, rel: str, view: RunView) -> Sink:
+        return Sink(view.display[rel], self.cap)
+
+    def _stream(self, rel: str, sink: Sink, kind: str, hook: RecordHook | None) -> None:
+        with self.storage.open_read(rel) as stream:
+            scan_jsonl(stream, sink, schema=KIND_SCHEMA[kind],
+                       append_only=rel in layout.APPEND_ONLY, on_record=hook)
+
+    def _checkpoints(self, rel: str, view: RunView) -> CheckpointFacts:
+        sink = self._sink(rel, view)
+        hook = CheckpointChecks(sink)
+        try:
+            self._stream(rel, sink, "checkpoints", hook)
+        finally:
+            self.findings.extend(sink.finish())
+        return hook.facts
+
+    def _metrics(self, rel: str, view: RunView, iterations: set[int],
+                 restart: set[int]) -> MetricsFacts:
+        sink = self._sink(rel, view)
+        hook = MetricsChecks(sink, restart_steps=restart, iterations=iterations,
+                             any_iteration_files=bool(iterations))
+        try:
+            self._stream(rel, sink, "metrics", hook)
+            facts = hook.finish()
+            if facts.records == 0 and not sink.items:
+                sink.add("RL116", "metrics.jsonl holds no record yet (the run logged nothing)")
+        finally:
+            self.findings.extend(sink.finish())
+        return facts
+
+    def _file(self, rel: str, view: RunView) -> None:
+        rp = view.files[rel]
+        sink = self._sink(rel, view)
+        try:
+            if rp.kind == "rollout_summaries":
+                self._rollouts(rel, rp, sink)
+            elif rp.kind in _JSONL_KINDS:
+                self._stream(rel, sink, rp.kind, None)
+            elif rp.kind in ("config", "logtree"):
+                self._document(rel, rp, sink)
+            elif rp.kind in ("html", "timing_gantt"):
+                size = self.storage.size(rel)
+                head = self.storage.read_range(rel, 0, _HTML_SNIFF)
+                tail = self.storage.read_range(rel, max(0, size - _HTML_SNIFF), size)
+                check_html(head, tail, size, sink, chart=rp.kind == "timing_gantt")
+            elif rp.kind == "code_diff":
+                with self.storage.open_read(rel) as stream:
+                    check_utf8_text(stream, sink)
+        finally:
+            self.findings.extend(sink.finish())
+
+    def _document(self, rel: str, rp: layout.RunPath, sink: Sink) -> None:
+        size = self.storage.size(rel)
+        if size > MAX_DOCUMENT:
+            sink.add("RL114", f"document is {size >> 20} MiB, over the validator's "
+                              f"{MAX_DOCUMENT >> 20} MiB limit; not parsed")
+            return
+        data = self.storage.read_bytes(rel)
+        parsed, doc = check_document(data, sink, schema=KIND_SCHEMA[rp.kind], kind=rp.kind)
+        del data
+        if parsed and rp.kind == "logtree":
+            logtree_checks(doc, sink, twin=twin_path(rp, "html"), nested=rp.layout == "nested")
+
+    # -- rollout summaries: streamed, split across processes when very large ------------------
+
+    def _rollouts(self, rel: str, rp: layout.RunPath, sink: Sink) -> None:
+        size = self.storage.size(rel)
+        if size == 0:
+            return
+        parts = self.jobs if size >= PARALLEL_MIN_BYTES else 1
+        ranges = self._split(rel, size, parts)
+        tasks = [RangeTask(self.location, rel, sink.file, rp.iteration, rp.label, a, b,
+                           b >= size, self.cap) for a, b in ranges]
+        results = self._run_ranges(tasks)
+        offset = 0
+        order = None
+        for res in results:
+            sink.merge(res.sink, offset)
+            offset += res.stats.lines
+            order = res.order if order is None else order.then(res.order)
+        if order is not None and not order.ordered:
+            duplicate_pairs(self._records(rel), sink)
+
+    def _split(self, rel: str, size: int, parts: int) -> list[tuple[int, int]]:
+        """``parts`` byte ranges of the file, each starting on a line boundary."""
+        points = [0]
+        for k in range(1, parts):
+            off = max(size * k // parts, points[-1])
+            while off < size:
+                chunk = self.storage.read_range(rel, off, min(size, off + (1 << 16)))
+                if not chunk:
+                    off = size
+                    break
+                i = chunk.find(b"\n")
+                if i >= 0:
+                    off += i + 1
+                    break
+                off += len(chunk)
+            points.append(min(off, size))
+        points.append(size)
+        return [(a, b) for a, b in itertools.pairwise(points) if b > a]
+
+    def _run_ranges(self, tasks: list[RangeTask]) -> list[RangeResult]:
+        remote: list[RemoteScan | None] = []
+        for task in tasks[1:]:
+            try:
+                remote.append(RemoteScan(task))
+            except (OSError, ValueError):
+                remote.append(None)
+        try:
+            results = [scan_range(tasks[0])]
+            for task, scan in zip(tasks[1:], remote, strict=True):
+                try:
+                    if scan is None:
+                        raise RuntimeError("no helper process")
+                    results.append(scan.result())
+                except (RuntimeError, OSError, ValueError, EOFError, ImportError):
+                    results.append(scan_range(task))  # the helper failed: scan here instead
+        finally:
+            for scan in remote:
+                if scan is not None:
+                    scan.cancel()
+        return results
+
+    def _records(self, rel: str) -> Iterator[tuple[int, Any]]:
+        """Every decodable record of a JSONL file with its line (for the duplicate-pair pass)."""
+        with self.storage.open_read(rel) as stream:
+            readline = line_reader(stream)
+            n = 0
+            while line := readline(MAX_LINE):
+                n += 1
+                if len(line) < MAX_LINE:
+                    with contextlib.suppress(orjson.JSONDecodeError):
+                        yield n, orjson.loads(line)

@@ -1,0 +1,81 @@
+"""Fixtures of the storage tests: the enforcing GCS emulator and one run location per backend."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from gcs_emulator import Emulator
+
+from rlio.storage import Storage, open_storage
+
+BUCKET = "rlio-test"
+
+
+@pytest.fixture(scope="session")
+def gcs_emulator() -> Iterator[Emulator]:
+    """The precondition-enforcing emulator on a free loopback port, for the whole session.
+
+    ``STORAGE_EMULATOR_HOST`` is set for this process and the writer processes tests start, and
+    restored at the end.
+    """
+    emu = Emulator(bucket=BUCKET).start()
+    saved = {k: os.environ.get(k) for k in emu.env}
+    os.environ.update(emu.env)
+    try:
+        yield emu
+    finally:
+        emu.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture
+def emulator(gcs_emulator: Emulator) -> Iterator[Emulator]:
+    """The session emulator with no fault rules installed, before and after the test."""
+    gcs_emulator.set_faults([])
+    yield gcs_emulator
+    gcs_emulator.set_faults([])
+
+
+@pytest.fixture
+def gs_uri(emulator: Emulator) -> str:
+    """A fresh run URI on the emulator (a unique prefix per test)."""
+    return f"gs://{BUCKET}/t-{uuid.uuid4().hex[:12]}"
+
+
+def _memory_uri() -> str:
+    return f"memory://rlio-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(params=["local", "memory", "gs"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh run location of each kind: a local folder, memory:// and gs:// (emulator)."""
+    kind: str = request.param
+    if kind == "local":
+        return str(tmp_path / "run")
+    if kind == "memory":
+        return _memory_uri()
+    request.getfixturevalue("emulator")
+    return f"gs://{BUCKET}/c-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def store(backend: str) -> Storage:
+    """An opened (created) run of each backend."""
+    return open_storage(backend, create=True)
+
+
+@pytest.fixture
+def reopen(backend: str) -> Callable[[], Storage]:
+    """Open the same run again, as another writer or a reader would."""
+    return lambda: open_storage(backend)
