@@ -180,6 +180,11 @@ def html_doc(title: str) -> bytes:
     ).encode()
 
 
+def cookbook_html(title: str) -> bytes:
+    """An HTML twin as older producers write it: upper-case doctype, no final newline."""
+    return html_doc(title).replace(b"<!doctype html>", b"<!DOCTYPE html>").rstrip(b"\n")
+
+
 RUN_ROOT = "/runs/exp1"  # where the producer saw the run; logtree "path" values start with it
 RLIO_TIME = "2025-03-01T12:00:{s:02d}.250000+00:00"
 
@@ -383,6 +388,22 @@ COOKBOOK_CONVERSATION = {
 }
 
 
+@case
+def _clean_naming() -> Case:
+    files = base_run("flat", 2, evals=("0", "gsm8k_main", "math-500.v2"))
+    files["metrics.jsonl"] = jsonl([
+        metrics_line(0, 2, **{"state_path": "tinker://run-7f3a/weights/000000",
+                              "train/is_warmup": True, "0/env/all/reward/total": 0.5}),
+        metrics_line(1, 2, **{"train/is_warmup": False, "gsm8k/main/env/all/correct": 0.5,
+                              "math-500.v2/env/all/correct": None}),
+    ])
+    add_iteration(files, "flat", 1000000)  # seven digits: no padding needed
+    return Case("clean_naming_and_values", "Evaluator labels `0` (a nameless evaluator), "
+                "`gsm8k_main` and `math-500.v2`, an iteration past 999999 (seven digits), metrics "
+                "values that are strings, booleans and null. Valid: no warning or error.",
+                "§1, §3", files, forbidden=CLEAN_FORBIDDEN)
+
+
 def _cookbook_run(layout: str) -> tuple[Files, list[dict[str, Any]]]:
     """A run as the Tinker cookbook writes it, with every documented quirk; and its findings."""
     n = 3
@@ -415,6 +436,12 @@ def _cookbook_run(layout: str) -> tuple[Files, list[dict[str, Any]]]:
              "sampler_path": "tinker://run-7f3a/sampler_weights/final"},
         ], cookbook),
         "code.diff": b"",  # a clean work tree: an empty diff
+        "timing_spans.jsonl": jsonl([
+            {"step": 0, "spans": [{"name": "sample", "duration": 2.25, "wall_start": 1740830400.0,
+                                   "wall_end": 1740830402.25}]},
+            {"step": 1, "spans": [{"name": "sample", "duration": float("nan"),
+                                   "wall_start": 1740830410.0, "wall_end": float("nan")}]},
+        ], cookbook),
     }
     root = "/home/user/runs/math-rl"
     for i, started in ((0, "2025-03-01T12:00:00"), (1, "2025-03-01T12:03:07.518204")):
@@ -423,7 +450,7 @@ def _cookbook_run(layout: str) -> tuple[Files, list[dict[str, Any]]]:
             doc = logtree_doc(title, f"{root}/{it_path(layout, i, 'html', label)}",
                               started_at=started, conversation=COOKBOOK_CONVERSATION)
             files[it_path(layout, i, "logtree", label)] = pretty(doc)
-            files[it_path(layout, i, "html", label)] = html_doc(title)
+            files[it_path(layout, i, "html", label)] = cookbook_html(title)
     split_recs = summaries("train", 0)
     split_recs[0]["trajectory_metrics"] = {"kl": float("nan"), "correct": 1.0}
     files[it_path(layout, 0, "rollout_summaries")] = jsonl(split_recs, cookbook)
@@ -433,9 +460,9 @@ def _cookbook_run(layout: str) -> tuple[Files, list[dict[str, Any]]]:
         summaries("eval/test", 1, groups=1), cookbook)
     files[it_path(layout, 2, "html")] = html_doc("RL Iteration 2")  # old-style: HTML only
     findings = [
-        F("RL104", "warning", "metrics.jsonl", 1),
-        F("RL104", "warning", "metrics.jsonl", 2),
+        F("RL104", "warning", "metrics.jsonl", 1),  # one per file, at the first token line
         F("RL104", "warning", "config.json"),
+        F("RL104", "warning", "timing_spans.jsonl", 2),
         F("RL104", "warning", it_path(layout, 0, "rollout_summaries"), 1),
         F("RL204", "info", it_path(layout, 0, "logtree"), None, "/started_at"),
         F("RL204", "info", it_path(layout, 1, "logtree", "test"), None, "/started_at"),
@@ -447,12 +474,13 @@ def _cookbook_run(layout: str) -> tuple[Files, list[dict[str, Any]]]:
 @case
 def _cookbook_flat() -> Case:
     files, findings = _cookbook_run("flat")
-    return Case("cookbook_quirks_flat", "A cookbook-written flat run with every documented quirk: "
-                "NaN/Infinity/-Infinity tokens (metrics, config, summaries), an eval-only metrics "
-                "line at the end, rolling checkpoints with nested extra keys and a final one, an "
-                "empty code.diff, a 0-byte eval summaries file, an HTML-only iteration, naive "
-                "started_at with and without microseconds, indent-2 JSON without final newline, "
-                "ASCII \\uXXXX escapes. Valid: warnings and infos only.",
+    return Case("cookbook_quirks_flat", "A cookbook-written flat run with every documented "
+                "quirk: NaN/Infinity/-Infinity tokens (metrics, config, timing spans, "
+                "summaries), an eval-only metrics line at the end, rolling checkpoints with "
+                "nested extra keys and a final one, an empty code.diff, a 0-byte eval summaries "
+                "file, an HTML-only iteration, naive started_at with and without microseconds, "
+                "indent-2 JSON without final newline, ASCII \\uXXXX escapes, HTML with an "
+                "upper-case doctype and no final newline. Valid: warnings and infos only.",
                 "§2, §3, §4, §5, §6, §7, §8", files, findings,
                 forbidden=["RL102", "RL103", "RL111", "RL113", "RL201", "RL408", "RL409"])
 
@@ -543,6 +571,16 @@ def _torn_metrics() -> Case:
     return Case("torn_metrics", "A crash mid-append leaves a torn last line in metrics.jsonl "
                 "(no final newline, not JSON): a warning, not an error.", "§2", files,
                 [F("RL103", "warning", "metrics.jsonl", 4)], forbidden=["RL102"])
+
+
+@case
+def _torn_unterminated_json() -> Case:
+    files = metrics_only([0, 1])
+    files["metrics.jsonl"] += compact(metrics_line(2, 3))
+    return Case("torn_metrics_unterminated", "The last metrics line is complete JSON but has no "
+                "final newline: still a torn line (the write may have been cut exactly there), "
+                "a warning.", "§2", files, [F("RL103", "warning", "metrics.jsonl", 3)],
+                forbidden=["RL102"])
 
 
 @case
@@ -644,9 +682,14 @@ def _too_deep() -> Case:
     files = base_run("flat", 1, evals=(), extras=False)
     lt = it_path("flat", 0, "logtree")
     files[lt] = _deep_logtree(2000)
-    return Case("logtree_too_deep", "A logtree JSON nested 2,000 levels deep, beyond what "
-                "orjson (1,024) and Python's json accept: an error finding, never a crash.", "§7",
-                files, [F("RL106", "error", lt)])
+    files["metrics.jsonl"] = raw_lines(
+        compact(metrics_line(0, 2)),
+        b'{"step":1,"blob":' + b"[" * 1500 + b"]" * 1500 + b"}",
+        compact(metrics_line(1, 2)))  # a line follows: not a torn tail
+    return Case("logtree_too_deep", "A logtree JSON nested 2,000 levels deep and a metrics line "
+                "nested 1,500 deep, beyond what orjson (1,024) and Python's json accept: error "
+                "findings, never a crash.", "§2, §7",
+                files, [F("RL106", "error", lt), F("RL106", "error", "metrics.jsonl", 2)])
 
 
 @case
@@ -668,9 +711,12 @@ def _deep_ok() -> Case:
 def _empty_config() -> Case:
     files = base_run("flat", 1, evals=(), extras=False)
     files["config.json"] = b""
-    return Case("empty_config", "config.json is 0 bytes: a JSON document file must not be "
-                "empty (unlike a JSONL file).", "§2, §4", files,
-                [F("RL111", "error", "config.json")])
+    lt = it_path("flat", 0, "logtree")
+    files[lt] = b"\n  \n"
+    return Case("empty_json_documents", "config.json is 0 bytes and a logtree JSON holds only "
+                "whitespace: a JSON document file must not be empty (unlike a JSONL file).",
+                "§2, §4, §7", files,
+                [F("RL111", "error", "config.json"), F("RL111", "error", lt)])
 
 
 @case
@@ -708,6 +754,32 @@ def _missing_config() -> Case:
 
 
 @case
+def _fresh_empty_metrics() -> Case:
+    files = base_run("flat", 1, evals=(), per_iteration=False)
+    files["metrics.jsonl"] = b""
+    files["checkpoints.jsonl"] = b""
+    files["timing_spans.jsonl"] = b""
+    files["trace_events.jsonl"] = b""
+    return Case("fresh_run_empty_metrics", "A run that has just started: config written, "
+                "metrics.jsonl, checkpoints.jsonl, timing_spans.jsonl and trace_events.jsonl "
+                "still 0 bytes (valid JSONL). Info only.",
+                "§1, §2", files, [F("RL116", "info", "metrics.jsonl")],
+                forbidden=CLEAN_FORBIDDEN)
+
+
+@case
+def _temp_file() -> Case:
+    files = base_run("nested", 1, evals=(), extras=False)
+    tmp = "iteration_000000/.train_logtree.json.rlio-tmp-9c1e7a0b"
+    files[tmp] = files[it_path("nested", 0, "logtree")][:50]
+    files[".config.json.rlio-tmp-51d2f3aa"] = b""
+    return Case("leftover_temp_files", "Temporary files of interrupted atomic writes "
+                "(.<name>.rlio-tmp-<hex>) next to their targets: info, not parsed.", "§1", files,
+                [F("RL306", "info", tmp), F("RL306", "info", ".config.json.rlio-tmp-51d2f3aa")],
+                forbidden=CLEAN_FORBIDDEN)
+
+
+@case
 def _run_is_file() -> Case:
     return Case("run_is_a_file", "The run location is a regular file, not a directory: the run "
                 "cannot be read. The CLI exits 2 with no report; the API raises.", "§10", {},
@@ -724,11 +796,14 @@ def _schema_metrics_nested() -> Case:
         metrics_line(0, 3),
         {"step": 1, "progress/batch": 1, "train/extra": {"a": 1}},
         {"step": 2, "progress/batch": 2, "env/all/tags": ["a", "b"]},
+        [3, 0.5],
     ])
     return Case("schema_metrics_nested_value", "Metrics values must be scalars: a nested object "
-                "(line 2) and an array (line 3) are errors naming the key.", "§3", files,
+                "(line 2) and an array (line 3) are errors naming the key; a line that is not an "
+                "object (line 4) is an error for the whole record.", "§3", files,
                 [F("RL201", "error", "metrics.jsonl", 2, "/train~1extra"),
-                 F("RL201", "error", "metrics.jsonl", 3, "/env~1all~1tags")])
+                 F("RL201", "error", "metrics.jsonl", 3, "/env~1all~1tags"),
+                 F("RL201", "error", "metrics.jsonl", 4, "")])
 
 
 @case
@@ -758,14 +833,17 @@ def _schema_checkpoint() -> Case:
         ckpt("000004", 4, state=False, sampler_path="/local/no-scheme"),
         {"name": "final", "batch": 4, "final": "yes",
          "state_path": "tinker://run-7f3a/weights/final"},
+        {"name": "final", "batch": 4, "epoch": None,
+         "state_path": "tinker://run-7f3a/weights/final"},
     ])
     return Case("schema_checkpoint", "Checkpoint records: no name (line 2), an empty name "
                 "(line 3), a sampler_path without a URI scheme (line 4), a non-boolean final "
-                "(line 5).", "§5", files,
+                "(line 5), an absent key written as null (line 6).", "§5", files,
                 [F("RL201", "error", "checkpoints.jsonl", 2, ""),
                  F("RL201", "error", "checkpoints.jsonl", 3, "/name"),
                  F("RL201", "error", "checkpoints.jsonl", 4, "/sampler_path"),
-                 F("RL201", "error", "checkpoints.jsonl", 5, "/final")])
+                 F("RL201", "error", "checkpoints.jsonl", 5, "/final"),
+                 F("RL201", "error", "checkpoints.jsonl", 6, "/epoch")])
 
 
 def _summaries_case(name: str, description: str, layout: str, recs: list[bytes],
@@ -844,7 +922,7 @@ def _schema_logtree_node() -> Case:
 def _schema_logtree_message() -> Case:
     files = base_run("nested", 1, evals=("test",), extras=False)
     train, ev = it_path("nested", 0, "logtree"), it_path("nested", 0, "logtree", "test")
-    msgs = [{"content": "no role"}, {"role": "assistant", "content": "ok"}]
+    msgs: list[dict[str, Any]] = [{"content": "no role"}, {"role": "assistant", "content": "ok"}]
     doc = logtree_doc("RL Iteration 0", None, started_at=RLIO_TIME.format(s=0))
     doc["root"]["data"] = {"type": "conversation", "messages": msgs}
     doc["root"]["children"] = []
@@ -907,11 +985,17 @@ def _key_order() -> Case:
     files["metrics.jsonl"] = raw_lines(b'{"progress/batch":0,"step":0,"optim/lr":4e-05}')
     files["checkpoints.jsonl"] = raw_lines(
         b'{"batch":1,"name":"000001","state_path":"tinker://run-7f3a/weights/000001"}')
+    rs = it_path("flat", 0, "rollout_summaries")
+    rec = traj("train", 0, 0, 0)
+    reordered = {"split": rec.pop("split"), **rec}
+    files[rs] = jsonl([reordered, traj("train", 0, 0, 1)])
     return Case("key_order", "Keys out of the documented order: step not first in a metrics "
-                "line; batch before name in a checkpoint. Warnings, not errors.", "§2, §3, §5",
+                "line; batch before name in a checkpoint; split before schema_version in a "
+                "rollout summary. Warnings, not errors.", "§2, §3, §5, §6",
                 files,
                 [F("RL202", "warning", "metrics.jsonl", 1),
-                 F("RL202", "warning", "checkpoints.jsonl", 1)],
+                 F("RL202", "warning", "checkpoints.jsonl", 1),
+                 F("RL202", "warning", rs, 1)],
                 forbidden=["RL201"])
 
 
@@ -982,18 +1066,31 @@ def _step_idx() -> Case:
 
 @case
 def _total_reward() -> Case:
-    good_float = traj("train", 1, 0, 1, rewards=(0.1, 0.2), final=0.0)
+    return _summaries_case(
+        "total_reward_mismatch", "total_reward 5.0 where the steps sum to 0.5 plus a "
+        "final_reward of 0.25 (line 1); the other line agrees.", "flat",
+        [compact(traj("train", 1, 0, 0, total_reward=5.0)), compact(traj("train", 1, 0, 1))],
+        lambda p: [F("RL405", "error", p, 1, "/total_reward")], spec="§6, §9")
+
+
+@case
+def _total_reward_ok() -> Case:
+    good_float = traj("train", 1, 0, 0, rewards=(0.1, 0.2), final=0.0)
     good_float["total_reward"] = 0.3  # 0.1 + 0.2 = 0.30000000000000004: within tolerance
+    ten = traj("train", 1, 0, 1, rewards=(0.1,) * 10, final=0.0)
+    ten["total_reward"] = 1.0  # the float sum is 0.9999999999999999
     good_int = traj("train", 1, 0, 2, rewards=(1.0,), final=0.0)
     good_int["total_reward"] = 1  # an integer total is valid
     null_step = traj("train", 1, 0, 3, rewards=(None,), final=0.5)  # unknown total: null
+    no_steps = traj("train", 1, 0, 4, rewards=(), final=0.25)  # no step: total = final_reward
+    negative = traj("train", 1, 1, 0, rewards=(1.0,), final=-1.5)  # negative final reward
     return _summaries_case(
-        "total_reward_mismatch", "total_reward 5.0 where the steps sum to 0.75 (line 1); a float "
-        "rounding difference (line 2), an integer total (line 3) and a null total (line 4) are "
-        "fine.", "flat",
-        [compact(traj("train", 1, 0, 0, total_reward=5.0)), compact(good_float),
-         compact(good_int), compact(null_step)],
-        lambda p: [F("RL405", "error", p, 1, "/total_reward")], spec="§6, §9")
+        "total_reward_within_tolerance", "total_reward agreeing with the steps: float rounding "
+        "(0.1 + 0.2 written as 0.3; ten 0.1 rewards written as 1.0), an integer total, a null "
+        "total when a step reward is unknown, a trajectory without steps, a negative "
+        "final_reward. Valid.", "flat",
+        [compact(r) for r in (good_float, ten, good_int, null_step, no_steps, negative)],
+        lambda p: [], spec="§6, §9", forbidden=CLEAN_FORBIDDEN)
 
 
 @case
@@ -1086,10 +1183,14 @@ def _unpadded() -> Case:
     files = base_run("flat", 1, evals=(), extras=False)
     files["train_iteration_7_logtree.json"] = files[it_path("flat", 0, "logtree")]
     files["train_iteration_7.html"] = html_doc("RL Iteration 7")
+    files["train_iteration_0000042_rollout_summaries.jsonl"] = b""
     return Case("unpadded_iteration_flat", "Iteration 7 written without zero padding "
-                "(train_iteration_7_*): warnings naming the expected 000007.", "§1", files,
+                "(train_iteration_7_*) and iteration 42 padded to seven digits (0000042, not "
+                "what {N:06d} writes): warnings naming the expected 000007 and 000042.", "§1",
+                files,
                 [F("RL302", "warning", "train_iteration_7_logtree.json"),
-                 F("RL302", "warning", "train_iteration_7.html")])
+                 F("RL302", "warning", "train_iteration_7.html"),
+                 F("RL302", "warning", "train_iteration_0000042_rollout_summaries.jsonl")])
 
 
 @case
@@ -1122,11 +1223,13 @@ def _unknown() -> Case:
     files["notes.txt"] = b"lr sweep 3 of 5\n"
     files["wandb/run-20250301_120000.log"] = b"wandb: syncing\n"
     files["train_iteration_000000.txt"] = b"?\n"
-    return Case("unknown_files", "Files that match no pattern: info findings, never errors.",
-                "§1", files,
+    files["iteration_000000/notes.md"] = b"# notes\n"
+    return Case("unknown_files", "Files that match no pattern, at the top and in folders "
+                "(also in an iteration_N/ folder): info findings, never errors.", "§1", files,
                 [F("RL301", "info", "notes.txt"),
                  F("RL301", "info", "wandb/run-20250301_120000.log"),
-                 F("RL301", "info", "train_iteration_000000.txt")], forbidden=CLEAN_FORBIDDEN)
+                 F("RL301", "info", "train_iteration_000000.txt"),
+                 F("RL301", "info", "iteration_000000/notes.md")], forbidden=CLEAN_FORBIDDEN)
 
 
 @case
@@ -1147,11 +1250,15 @@ def _unknown_data() -> Case:
 @case
 def _symlinks() -> Case:
     files = base_run("flat", 1, evals=(), extras=False)
-    return Case("symlinks", "Two symbolic links: one out of the run (to this case's expected.json) "
-                "and one inside it. Never followed: a warning each.", "§1", files,
-                [F("RL303", "warning", "escape.json"), F("RL303", "warning", "latest.html")],
+    files["archive/notes.txt"] = b"older attempt\n"
+    return Case("symlinks", "Three symbolic links: a file link out of the run (to this case's "
+                "expected.json), a file link inside it and a link to a directory of the run. "
+                "Never followed: a warning each.", "§1", files,
+                [F("RL303", "warning", "escape.json"), F("RL303", "warning", "latest.html"),
+                 F("RL303", "warning", "archive_link"), F("RL301", "info", "archive/notes.txt")],
                 symlinks={"escape.json": "../expected.json",
-                          "latest.html": it_path("flat", 0, "html")})
+                          "latest.html": it_path("flat", 0, "html"),
+                          "archive_link": "archive"})
 
 
 # --------------------------------------------------------------------------------------------

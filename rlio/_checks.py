@@ -11,6 +11,7 @@ Checks only report findings; they never raise for bad data.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -27,6 +28,14 @@ TRAINING_KEYS: Final = ("progress/batch", "training_client/step", "progress/done
                         "progress", "optim/lr")
 _OFFSET = re.compile(r"(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)$")
 _TIME = re.compile(r"[T ][0-9]{2}:[0-9]{2}")
+
+
+_STEP_IDX: Final = operator.itemgetter("step_idx")
+_REWARD: Final = operator.itemgetter("reward")
+_DONE: Final = operator.itemgetter("episode_done")
+
+
+_RANGES: Final = tuple(tuple(range(n)) for n in range(64))
 
 
 def _key_order(schema: str, key: str) -> tuple[str, ...]:
@@ -62,83 +71,102 @@ class PairOrder:
 
 
 class RolloutChecks:
-    """Per-record checks of one ``*_rollout_summaries.jsonl`` file."""
+    """Per-record checks of one ``*_rollout_summaries.jsonl`` file.
+
+    ``hook`` is the per-record function for ``scan_jsonl``: a closure over local state, because it
+    runs once per trajectory on the validator's hot path.
+    """
 
     def __init__(self, sink: Sink, *, iteration: int | None, label: str | None) -> None:
         self.sink = sink
-        self.iteration = iteration
         self.split = layout.split_name(label)
-        self.splits = {self.split}
+        splits = {self.split}
         if label is not None:
-            self.splits.add(layout.split_name(layout.sanitize_label(label)))
+            splits.add(layout.split_name(layout.sanitize_label(label)))
+        keys = _key_order("rollout-summary-line", "required")
         self.order = PairOrder()
-        self._lg = -1
-        self._lt = -1
-        self._keys: tuple[str, ...] | None = _key_order("rollout-summary-line", "required")
+        state = [-1, -1, 100]  # last group_idx, last traj_idx, key-order checks left
+        order = self.order
+        add = sink.add
+        expected_split = self.split
 
-    def __call__(self, rec: Any, line: int, ok: bool) -> None:
-        if not ok:
-            return
-        sink = self.sink
-        it = rec["iteration"]
-        if it != self.iteration and self.iteration is not None:
-            sink.add("RL401", f"iteration {it} differs from {self.iteration} in the file name",
-                     line=line, pointer="/iteration")
-        split = rec["split"]
-        if split not in self.splits:
-            sink.add("RL402", f"split {short(split)} differs from the file's split "
-                              f"{self.split!r}", line=line, pointer="/split")
-        g = rec["group_idx"]
-        t = rec["traj_idx"]
-        if g > self._lg or (g == self._lg and t > self._lt):
-            self._lg = g
-            self._lt = t
-        else:
-            self.order.ordered = False
-        if self.order.first is None:
-            self.order.first = (g, t)
-        steps = rec["steps"]
-        total = rec["total_reward"]
-        acc = rec["final_reward"]
-        mag = 0.0
-        bad_idx = -1
-        done_at = -1
-        i = 0
-        for st in steps:
-            if st["step_idx"] != i and bad_idx < 0:
-                bad_idx = i
-            r = st["reward"]
-            if r is None or acc is None:
-                acc = None
+        def hook(rec: Any, line: int, ok: bool) -> None:
+            if not ok:
+                return
+            it = rec["iteration"]
+            if it != iteration and iteration is not None:
+                add("RL401", f"iteration {it} differs from {iteration} in the file name",
+                    line=line, pointer="/iteration")
+            split = rec["split"]
+            if split not in splits:
+                add("RL402", f"split {short(split)} differs from the file's split "
+                             f"{expected_split!r}", line=line, pointer="/split")
+            g = rec["group_idx"]
+            t = rec["traj_idx"]
+            lg = state[0]
+            if g > lg or (g == lg and t > state[1]):
+                state[0] = g
+                state[1] = t
+                if lg < 0:
+                    order.first = (g, t)
             else:
-                acc += r
-                mag += abs(r)
-            if done_at < 0 and st["episode_done"]:
-                done_at = i
-            i += 1
-        if bad_idx >= 0:
-            sink.add("RL404", f"step_idx {steps[bad_idx]['step_idx']} at position {bad_idx}; "
-                              f"step_idx must run 0..{i - 1}",
-                     line=line, pointer=f"/steps/{bad_idx}/step_idx")
-        if total is not None and acc is not None:
+                order.ordered = False
+            steps = rec["steps"]
+            total = rec["total_reward"]
             final = rec["final_reward"]
-            if abs(total - acc) > 1e-6 + 1e-6 * (mag + abs(final)):
-                sink.add("RL405", f"total_reward {short(total)} but the step rewards plus "
-                                  f"final_reward sum to {short(acc)}",
-                         line=line, pointer="/total_reward")
-        if 0 <= done_at < i - 1:
-            sink.add("RL406", f"{i - 1 - done_at} step(s) after episode_done: true at step "
-                              f"{done_at}", line=line, pointer=f"/steps/{done_at + 1}")
-        if self._keys is not None and tuple(rec) != self._keys:
-            sink.add("RL202", f"keys are {short(list(rec), 120)}; documented order is "
-                              f"{', '.join(self._keys)}", line=line)
-            self._keys = None
+            if len(steps) == 1:  # the common single-turn trajectory, without building tuples
+                st = steps[0]
+                if st["step_idx"] != 0:
+                    self._bad_step_idx(steps, (st["step_idx"],), line)
+                r = st["reward"]
+                if (total is not None and final is not None and r is not None
+                        and abs(total - r - final) > 1e-6 + 1e-6 * (abs(r) + abs(final))):
+                    self._total(total, final, (r,), line)
+            elif steps:
+                self._steps(steps, total, final, line)
+            elif total is not None and final is not None:
+                self._total(total, final, (), line)
+            if state[2]:
+                if tuple(rec) != keys:
+                    add("RL202", f"keys are {short(list(rec), 120)}; documented order is "
+                                 f"{', '.join(keys)}", line=line)
+                    state[2] = 0
+                else:  # writers emit one key order: the first records tell
+                    state[2] -= 1
 
-    def finish(self) -> PairOrder:
-        """The pair order seen (``last`` is filled in here)."""
-        if self.order.first is not None:
-            self.order.last = (self._lg, self._lt)
-        return self.order
+        def finish() -> PairOrder:
+            if order.first is not None:
+                order.last = (state[0], state[1])
+            return order
+
+        self.hook: Callable[[Any, int, bool], None] = hook
+        self.finish: Callable[[], PairOrder] = finish
+
+    def _total(self, total: Any, final: Any, rewards: tuple[Any, ...], line: int) -> None:
+        acc = sum(rewards) + final
+        if abs(total - acc) > 1e-6 + 1e-6 * (sum(map(abs, rewards)) + abs(final)):
+            self.sink.add("RL405", f"total_reward {short(total)} but the step rewards plus "
+                                   f"final_reward sum to {short(acc)}",
+                          line=line, pointer="/total_reward")
+
+    def _steps(self, steps: list[Any], total: Any, final: Any, line: int) -> None:
+        n = len(steps)
+        idx = tuple(map(_STEP_IDX, steps))
+        if idx != (_RANGES[n] if n < 64 else tuple(range(n))):
+            self._bad_step_idx(steps, idx, line)
+        dones = tuple(map(_DONE, steps))
+        if True in dones[:-1]:
+            at = dones.index(True)
+            self.sink.add("RL406", f"{n - 1 - at} step(s) after episode_done: true at step {at}",
+                          line=line, pointer=f"/steps/{at + 1}")
+        rewards = tuple(map(_REWARD, steps))
+        if total is not None and final is not None and None not in rewards:
+            self._total(total, final, rewards, line)
+
+    def _bad_step_idx(self, steps: list[Any], idx: tuple[Any, ...], line: int) -> None:
+        at = next(i for i, v in enumerate(idx) if v != i)
+        self.sink.add("RL404", f"step_idx {short(idx[at])} at position {at}; step_idx must run "
+                               f"0..{len(steps) - 1}", line=line, pointer=f"/steps/{at}/step_idx")
 
 
 def duplicate_pairs(records: Iterator[tuple[int, Any]], sink: Sink) -> None:

@@ -285,8 +285,7 @@ def scan_jsonl(
     readline = line_reader(stream)
     stats = ScanStats()
     pending: _Pending | None = None
-    lineno = 0
-    pos = 0
+    lineno = records = pos = 0
     end = sys.maxsize if limit is None else limit
     while pos < end:
         line = readline(MAX_LINE)
@@ -316,8 +315,13 @@ def scan_jsonl(
             record, pending = _slow_decode(line, lineno, sink)
             if pending is not None:
                 continue
-        stats.records += 1
-        ok = judge(sink, schema, check, record, lineno)
+        records += 1
+        try:
+            ok = check(record)
+        except RecursionError:
+            ok = False
+        if not ok:  # slow path: deep documents, explanation, capping
+            ok = judge(sink, schema, check, record, lineno)
         if on_record is not None:
             on_record(record, lineno, ok)
     if pending is not None:
@@ -326,6 +330,7 @@ def scan_jsonl(
         else:
             _flush(sink, pending)
     stats.lines = lineno
+    stats.records = records
     stats.bytes = pos
     return stats
 

@@ -55,7 +55,7 @@ def scan_range(task: RangeTask) -> RangeResult:
         if task.start:
             stream.seek(task.start)
         stats = scan_jsonl(stream, sink, schema=_ROLLOUT_SCHEMA, append_only=False,
-                           on_record=hook, limit=task.end - task.start, at_eof=task.at_eof)
+                           on_record=hook.hook, limit=task.end - task.start, at_eof=task.at_eof)
     return RangeResult(sink, stats, hook.finish())
 
 
@@ -72,10 +72,11 @@ class RemoteScan:
             [sys.executable, "-m", "rlio._checks_worker"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
         )
-        assert self._proc.stdin is not None
+        stdin, self._proc.stdin = self._proc.stdin, None  # written here; communicate() skips it
+        assert stdin is not None
         try:
-            self._proc.stdin.write(pickle.dumps(task))
-            self._proc.stdin.close()
+            stdin.write(pickle.dumps(task))
+            stdin.close()
         except OSError:
             pass  # the process died; result() reports it
 
@@ -113,4 +114,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the importable module's main, not this __main__ copy: pickled classes must be
+    # rlio._checks_worker's so that the parent can load them.
+    from rlio._checks_worker import main as _main
+
+    sys.exit(_main())

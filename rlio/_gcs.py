@@ -33,12 +33,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, BinaryIO
 from urllib.parse import quote
 
-from .errors import UnsafeStorageError
+from .errors import RunNotFoundError, UnsafeStorageError
 from .storage import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log
 
-#: Where batch parts wait to be composed, and where lease objects live (run-relative).
+#: Where batch parts wait to be composed, where lease objects live, and the marker object of a
+#: run created before its first file (all run-relative, all hidden from ``walk``).
 PARTS_DIR = ".rlio-parts"
 LOCKS_DIR = ".rlio-locks"
+RUN_MARKER = ".rlio-run"
 #: Custom metadata on a log: the last batch sequence number each recent writer composed
 #: (``"<writer>:<seq> ..."``, most recent last), and how many times rlio rewrote the log.
 META_APPENDS = "rlio-appends"
@@ -255,6 +257,16 @@ class GcsStorage(Storage):
             return any(True for _ in self.api.list(self._dir, max_results=1))
         except FileNotFoundError:  # no such bucket
             return False
+
+    def create(self) -> None:
+        try:
+            if any(True for _ in self.api.list(self._dir, max_results=1)) or not self.prefix:
+                return
+            self.api.upload(self.key(RUN_MARKER), b"", if_generation_match=0)
+        except FileExistsError:
+            pass  # another writer created the run at the same time
+        except FileNotFoundError:
+            raise RunNotFoundError(errno.ENOENT, "no such bucket", f"gs://{self.bucket}") from None
 
     def walk(self) -> Iterator[Entry]:
         cut = len(self._dir)

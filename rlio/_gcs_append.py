@@ -10,29 +10,34 @@ records to concurrent writers; staging on local disk loses them on a crash. Inst
    object. So a training loop that logs once a minute waits about a second, not a minute, for its
    line to reach GCS, and never blocks on the network in ``append`` (unless ``max_pending`` bytes
    are waiting: then ``append`` commits itself, as back-pressure).
-2. A commit uploads the batch as a part object (create-only, a name unique to this writer and
-   batch, under ``.rlio-parts/``), then composes ``[log@G, part]`` into the log with
-   ``ifGenerationMatch=G``. A 412 means another writer appended first (or ours landed and its
-   answer was lost): read the log's metadata and try again with the new generation. Then the part
-   is deleted. The log stays one object of pure JSONL that any reader can read.
+2. A commit uploads the batch as this writer's part object (``.rlio-parts/<file>.<writer>``,
+   one name per open appender, overwritten by each commit), then composes ``[log@G, part@P]``
+   into the log with ``ifGenerationMatch=G`` (``P``: the generation just uploaded, so exactly
+   those bytes are composed). A 412 means another writer appended first (or ours landed and its
+   answer was lost): read the log's metadata and try again with the new generation. The log stays
+   one object of pure JSONL that any reader can read. Two requests per commit; the part is
+   deleted when the appender closes. (One reused name instead of a new object per batch: no
+   object is created and deleted per append, which keeps emulators, whose cost grows with every
+   object they have ever deleted, fast.)
 3. Exactly once: every writer has a random id and numbers its batches. Each compose (and the create
    of a new log) records ``writer:seq`` in the log's custom metadata (the last 64 writers), built on
    the metadata of the generation it replaces. After any failure the writer reads that metadata
    first: if its ``seq`` is there, the batch landed (a commit whose answer was lost, then a 412 on
-   gcsfs's retry) and is not composed again. Bytes sent per commit are the batch plus about 1 KB,
-   whatever the log's size.
+   gcsfs's retry) and is not composed again. Bytes sent per commit are the batch plus about 1.5 KB,
+   whatever the log's size. A new log is first created empty (``ifGenerationMatch=0``), so no
+   batch ever travels in a create that could race another writer's.
 
-Crashes: a batch whose commit had not returned is lost (it was not acknowledged); its part object
-may remain and is swept when a writer reopens the run (``GcsStorage.sweep_orphans``). A writer
-whose part is swept before its compose sees 404 and uploads it again.
+Crashes: a batch whose commit had not returned is lost (it was not acknowledged); the writer's
+part object may remain and is swept when a writer reopens the run (``GcsStorage.sweep_orphans``).
+A writer whose part is swept before its compose sees 404 and uploads it again.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import logging
 import random
+import secrets
 import threading
 import time
 import weakref
@@ -94,8 +99,11 @@ class GcsAppender(Appender):
                  max_pending: int = 64 << 20, give_up_after: float = 300.0) -> None:
         self.api, self.key, self.display = api, key, display
         self._ctype = ctype
-        self._part_prefix = part_prefix
-        self.writer = f"{random.getrandbits(64):016x}"
+        #: This appender's random id, recorded with each batch it lands (see ``landed``); from
+        #: os.urandom, so processes forked from one parent never share one.
+        self.writer = secrets.token_hex(8)
+        self._part = f"{part_prefix}.{self.writer}"
+        self._part_used = False
         self.interval = interval
         self.max_records, self.max_bytes, self.max_pending = max_records, max_bytes, max_pending
         self._give_up_after = give_up_after
@@ -160,6 +168,11 @@ class GcsAppender(Appender):
                 self._drain()
         finally:
             _LIVE.discard(self)
+        if self._part_used:
+            try:
+                self.api.delete(self._part)
+            except Exception:  # an orphan part is swept when a writer reopens the run
+                _log.warning("rlio: could not delete batch part %s", self._part, exc_info=True)
 
     # -- internals -------------------------------------------------------------------------
 
@@ -210,8 +223,7 @@ class GcsAppender(Appender):
 
     def _commit(self, seq: int, data: bytes) -> None:
         """Put batch ``seq`` into the log exactly once (see the module docstring)."""
-        part = f"{self._part_prefix}.{self.writer}.{seq:09d}"
-        part_up = False
+        part_gen: int | None = None  # generation of our part holding this batch, once uploaded
         known, verify = self._known, False
         deadline = time.monotonic() + self._give_up_after
         conflicts = 0
@@ -227,24 +239,22 @@ class GcsAppender(Appender):
                         f"could not append {len(data)} bytes to {self.display} within "
                         f"{self._give_up_after:.0f} s ({conflicts} conflicts with other writers)")
                 try:
-                    if known is None:
-                        known = self.api.upload(
-                            self.key, data, metadata=_metadata_after(None, self.writer, seq),
-                            if_generation_match=0, ctype=self._ctype)
-                        break
-                    if not part_up:
-                        # FileExistsError: our own upload of this batch, whose answer was lost
-                        with contextlib.suppress(FileExistsError):
-                            self.api.upload(part, data, if_generation_match=0)
-                        part_up = True
+                    if known is None:  # a new log: create it empty, then compose as usual
+                        self.api.upload(self.key, b"", metadata={META_REWRITES: "0"},
+                                        if_generation_match=0, ctype=self._ctype)
+                        continue
+                    if part_gen is None:
+                        self._part_used = True
+                        part_gen = generation(self.api.upload(self._part, data))
                     gen = generation(known)
                     try:
+                        # ifGenerationMatch pins the first source too: it is the destination
                         known = self.api.compose(
-                            self.key, [(self.key, gen), (part, None)],
+                            self.key, [(self.key, None), (self._part, part_gen)],
                             metadata=_metadata_after(known, self.writer, seq),
                             if_generation_match=gen, ctype=self._ctype)
                     except FileNotFoundError:  # our part was swept, or the log was deleted
-                        part_up = False
+                        part_gen = None
                         continue
                     break
                 except FileExistsError:  # 412: another writer's commit came first (or ours)
@@ -254,11 +264,6 @@ class GcsAppender(Appender):
             self._known = None
             raise
         self._known = known
-        if part_up:
-            try:
-                self.api.delete(part)
-            except Exception:  # an orphan part is swept when a writer reopens the run
-                _log.warning("rlio: could not delete batch part %s", part, exc_info=True)
 
 
 def _register(appender: GcsAppender) -> None:

@@ -33,6 +33,15 @@ def _record_error(index: int, pointer: str, reason: str) -> RecordError:
 
 def ordered_rollout(rec: Any, iteration: int, split: str, index: int) -> dict[str, Any]:
     """``rec`` with its keys (and its steps') in SPEC order; fills version, split, iteration."""
+    if type(rec) is dict and tuple(rec) == ROLLOUT_KEYS:
+        steps = rec["steps"]
+        if (rec["split"] == split and rec["iteration"] == iteration
+                and type(rec["iteration"]) is int and type(steps) is list):
+            for step in steps:
+                if type(step) is not dict or tuple(step) != STEP_KEYS:
+                    break
+            else:
+                return rec  # the common case: already in order, nothing to copy
     if not isinstance(rec, Mapping):
         raise _record_error(index, "", f"expected a mapping, got {type(rec).__name__}")
     given_split = rec.get("split", split)
@@ -43,17 +52,13 @@ def ordered_rollout(rec: Any, iteration: int, split: str, index: int) -> dict[st
     if isinstance(given_it, bool) or given_it != iteration:
         raise _record_error(index, "/iteration", f"iteration {given_it!r} does not match the "
                                                  f"file's iteration {iteration}")
-    steps = rec.get("steps")
-    if (type(rec) is dict and tuple(rec) == ROLLOUT_KEYS and type(given_it) is int
-            and type(steps) is list
-            and all(type(s) is dict and tuple(s) == STEP_KEYS for s in steps)):
-        return rec  # the common case: already in order, nothing to copy
     out: dict[str, Any] = {"schema_version": rec.get("schema_version", 1), "split": split,
                            "iteration": iteration}
     for key in ROLLOUT_KEYS[3:]:
         if key in rec:
             out[key] = rec[key]
     out.update((k, v) for k, v in rec.items() if k not in _ROLLOUT_KEY_SET)
+    steps = rec.get("steps")
     if isinstance(steps, (list, tuple)):
         out["steps"] = [_ordered_step(s) for s in steps]
     return out
@@ -75,21 +80,21 @@ def cross_check(rec: dict[str, Any], index: int, seen: set[tuple[Any, Any]]) -> 
                                                 "in this file")
     seen.add(pair)
     parts = [rec["final_reward"]]
-    for i, s in enumerate(rec["steps"]):
-        if s["step_idx"] != i:
+    for i, step in enumerate(rec["steps"]):
+        if step["step_idx"] != i:
             raise _record_error(index, f"/steps/{i}/step_idx",
-                                f"step_idx {s['step_idx']!r} should be {i} (its position)")
-        parts.append(s["reward"])
+                                f"step_idx {step['step_idx']!r} should be {i} (its position)")
+        parts.append(step["reward"])
     total = rec["total_reward"]
-    if total is None or not math.isfinite(total) or any(
-        p is None or not math.isfinite(p) for p in parts
-    ):
-        return  # a null or non-finite reward: nothing to compare against
     try:
+        if total is None or not math.isfinite(total):
+            return  # nothing to compare
         expected = math.fsum(parts)  # exactly rounded: independent of summation order
-    except OverflowError:
-        return
-    if not math.isclose(total, expected, rel_tol=REWARD_TOLERANCE, abs_tol=REWARD_TOLERANCE):
+    except (TypeError, OverflowError, ValueError):
+        return  # a null reward, or sums beyond floats: nothing to compare against
+    if math.isfinite(expected) and not math.isclose(
+        total, expected, rel_tol=REWARD_TOLERANCE, abs_tol=REWARD_TOLERANCE
+    ):
         raise _record_error(index, "/total_reward",
                             f"total_reward {total!r} differs from the step rewards plus "
                             f"final_reward (sum {expected!r}, tolerance {REWARD_TOLERANCE})")

@@ -8,6 +8,7 @@ in print, and in either colour scheme (colours come from the page's CSS classes)
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -61,13 +62,21 @@ def downsample_minmax(
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """About ``count`` round tick values covering ``[lo, hi]`` (steps of 1, 2, 2.5 or 5 x 10^k)."""
+    """About ``count`` round tick values covering ``[lo, hi]`` (steps of 1, 2, 2.5 or 5 x 10^k).
+
+    Ranges too wide or too narrow for round steps (near the float limits) get their two ends.
+    """
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         return [lo]
-    raw = (hi - lo) / max(1, count)
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    first = math.ceil(lo / step - 1e-9) * step
+    raw = hi / max(1, count) - lo / max(1, count)  # halves first: no overflow at +-1e308
+    mag = 10.0 ** math.floor(math.log10(raw)) if raw > 0 and math.isfinite(raw) else 0.0
+    if not 0 < mag < math.inf:
+        return [lo, hi]
+    step = next((m * mag for m in (1, 2, 2.5, 5) if m * mag >= raw), 10 * mag)
+    q = lo / step
+    if not math.isfinite(step) or not abs(q) < 1e15:
+        return [lo, hi]
+    first = math.ceil(q - 1e-9) * step
     ticks: list[float] = []
     t = first
     while t <= hi + step * 1e-9 and len(ticks) < 50:
@@ -85,6 +94,15 @@ def fmt(value: float) -> str:
     if value == int(value) and abs(value) < 1e15:
         return str(int(value))
     return f"{value:.4g}"
+
+
+def tick(value: float) -> str:
+    """An axis label: like ``fmt`` but compact for large values (``250000`` -> ``250k``)."""
+    if abs(value) >= 1e4:
+        for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+            if abs(value) >= size:
+                return f"{value / size:.4g}{suffix}"
+    return fmt(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,11 +124,15 @@ class Series:
 
 
 def _scale(lo: float, hi: float) -> tuple[float, float]:
-    if hi > lo:
-        pad = (hi - lo) * 0.05
-        return lo - pad, hi + pad
-    pad = abs(lo) * 0.1 or 1.0
-    return lo - pad, hi + pad
+    """The drawn range: ``[lo, hi]`` padded by 5% (or around a constant), within float limits."""
+    pad = (hi / 2 - lo / 2) * 0.1 if hi > lo else (abs(lo) * 0.1 or 1.0)
+    return max(-sys.float_info.max, lo - pad), min(sys.float_info.max, hi + pad)
+
+
+def _ratio(v: float, lo: float, hi: float) -> float:
+    """Where ``v`` lies in ``[lo, hi]`` as 0..1, computed on halves so no step overflows."""
+    span = hi / 2 - lo / 2
+    return (v / 2 - lo / 2) / span if span > 0 else 0.5
 
 
 def line_chart(series: Series, *, x_label: str, chart_id: str) -> str:
@@ -140,10 +162,10 @@ def line_chart(series: Series, *, x_label: str, chart_id: str) -> str:
     y0, y1 = _scale(min(ys), max(ys))
 
     def px(x: float) -> float:
-        return _L + (x - x0) / (x1 - x0) * pw
+        return _L + _ratio(x, x0, x1) * pw
 
     def py(y: float) -> float:
-        return _T + (1 - (y - y0) / (y1 - y0)) * ph
+        return _T + (1 - _ratio(y, y0, y1)) * ph
 
     for t in nice_ticks(y0, y1, 5):
         if y0 <= t <= y1:
@@ -153,7 +175,7 @@ def line_chart(series: Series, *, x_label: str, chart_id: str) -> str:
             )
             parts.append(
                 f'<text class="tick" x="{_L - 6}" y="{yy + 4:.1f}" text-anchor="end">'
-                f"{escape(fmt(t))}</text>"
+                f"{escape(tick(t))}</text>"
             )
     for t in nice_ticks(x0, x1, 6):
         if x0 <= t <= x1 and (t == int(t) or x1 - x0 < 10):
@@ -162,7 +184,7 @@ def line_chart(series: Series, *, x_label: str, chart_id: str) -> str:
                          f'y2="{_T + ph}"/>')
             parts.append(
                 f'<text class="tick" x="{xx:.1f}" y="{_T + ph + 18}" text-anchor="middle">'
-                f"{escape(fmt(t))}</text>"
+                f"{escape(tick(t))}</text>"
             )
     for r in series.restarts[:20]:
         if x0 <= r <= x1:
@@ -211,7 +233,7 @@ def timeline(marks: Sequence[Mark], *, x_max: float, max_marks: int = 250) -> st
     pw = width - left - right
 
     def px(x: float) -> float:
-        return left + max(0.0, x) / span * pw
+        return left + _ratio(max(0.0, x), 0.0, span) * pw
 
     parts = [
         f'<svg class="timeline" viewBox="0 0 {width} {height}" role="img" '
@@ -221,7 +243,7 @@ def timeline(marks: Sequence[Mark], *, x_max: float, max_marks: int = 250) -> st
     for t in nice_ticks(0.0, span, 8):
         if t == int(t):
             parts.append(f'<text class="tick" x="{px(t):.1f}" y="80" text-anchor="middle">'
-                         f"{escape(fmt(t))}</text>")
+                         f"{escape(tick(t))}</text>")
     parts.append(f'<text class="tick" x="{left - 8}" y="30" text-anchor="end">saved</text>')
     parts.append(f'<text class="tick" x="{left - 8}" y="50" text-anchor="end">rolling</text>')
     by_kind: dict[str, list[Mark]] = {}

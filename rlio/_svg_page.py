@@ -141,10 +141,13 @@ def section_validation(report: Any | None, error: str | None) -> str:
     else:
         counts = report.counts
         out.append(f'<p class="verdict {"ok" if report.ok else "failed"}">'
-                   f'{"ok" if report.ok else "FAILED"}: '
-                   f'<span class="sev-error">{counts["error"]:,} error(s)</span>, '
-                   f'<span class="sev-warning">{counts["warning"]:,} warning(s)</span>, '
-                   f'<span class="sev-info">{counts["info"]:,} info</span></p>')
+                   f'<span class="word">{"ok" if report.ok else "FAILED"}</span>: '
+                   + ", ".join(
+                       f'<span class="{f"sev-{sev}" if counts[sev] else "zero"}">'
+                       f"{counts[sev]:,} {label}</span>"
+                       for sev, label in (("error", "error(s)"), ("warning", "warning(s)"),
+                                          ("info", "info")))
+                   + "</p>")
         findings = sorted(report.findings, key=lambda f: -int(f.severity))
         shown = findings[:MAX_FINDINGS]
         if len(findings) > len(shown):

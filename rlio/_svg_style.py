@@ -52,11 +52,11 @@ svg .ck-resume-label{fill:var(--resume);font-weight:600}
 .notes{margin:6px 0 12px;padding-left:20px;color:var(--warn)}
 .note,.unavailable{color:var(--muted)}
 .resume strong{color:var(--resume)}
-.verdict{font-size:15px;font-weight:600}.verdict.ok{color:var(--ok)}
-.verdict.failed{color:var(--err)}
+.verdict{font-size:15px;font-weight:600}.verdict.ok .word{color:var(--ok)}
+.verdict.failed .word{color:var(--err)}.verdict .zero{color:var(--muted)}
 .sev-error{color:var(--err)}.sev-warning{color:var(--warn)}.sev-info{color:var(--info)}
 .card+.scroll,.card+.note{margin-top:12px}
-.scroll{overflow-x:auto;max-height:560px;overflow-y:auto;border:1px solid var(--border);
+.scroll{overflow-x:auto;max-height:420px;overflow-y:auto;border:1px solid var(--border);
 border-radius:8px;background:var(--card)}
 table{border-collapse:collapse;width:100%;font-size:12.5px}
 th{position:sticky;top:0;background:var(--card);text-align:left;font-weight:600;

@@ -89,7 +89,7 @@ class _Trajectory:
 
     @property
     def total_reward(self) -> float:
-        return sum(s["reward"] for s in self.steps) + self.final_reward
+        return float(sum(s["reward"] for s in self.steps) + self.final_reward)
 
 
 def _episode(rng: random.Random, skill: float, max_turns: int) -> _Trajectory:

@@ -43,40 +43,24 @@ __all__ = ["DEFAULT_METRICS", "REPORT_NAME", "render_run_report", "write_run_rep
 # --------------------------------------------------------------------------- reading the run
 
 
-def _iter_jsonl(storage: Storage, rel: str, stats: FileStats) -> Iterator[Any]:
-    """Decoded records of a JSONL file, streamed; blank, bad and torn lines are counted, skipped."""
-    with storage.open_read(rel) as f:
-        for raw in f:
-            stats.lines += 1
-            if not raw.endswith(b"\n"):
-                stats.torn = True  # what a crash leaves: readers ignore it (SPEC §2)
-                return
-            if not raw.strip():
-                stats.blank += 1
-                continue
-            try:
-                value, had_nonfinite = decode(raw)
-            except DecodeError:
-                stats.bad += 1
-                continue
-            stats.nonfinite_lines += had_nonfinite
-            yield value
-
-
 @dataclass
 class FileStats:
+    """What reading one JSONL file skipped, to say so on the page."""
+
     lines: int = 0
     blank: int = 0
     bad: int = 0
     nonfinite_lines: int = 0
     torn: bool = False
+    error: str | None = None
 
     def notes(self) -> list[str]:
-        out = []
+        """One sentence per kind of problem met."""
+        out = [] if self.error is None else [self.error]
         if self.torn:
             out.append("the last line is torn (no final newline): ignored")
         if self.bad:
-            out.append(f"{self.bad:,} line(s) are not JSON: skipped")
+            out.append(f"{self.bad:,} line(s) are not JSON objects: skipped")
         if self.blank:
             out.append(f"{self.blank:,} blank line(s)")
         if self.nonfinite_lines:
@@ -84,14 +68,52 @@ class FileStats:
         return out
 
 
+def _iter_jsonl(storage: Storage, rel: str, stats: FileStats) -> Iterator[dict[str, Any]]:
+    """The objects of a JSONL file, streamed; blank, bad and torn lines are counted, skipped.
+
+    A symlink is never followed and an unreadable file ends the stream; both are noted.
+    """
+    entry = storage.stat(rel)
+    if entry is None:
+        return
+    if entry.kind != "file":
+        stats.error = f"{rel} is a {entry.kind}, not a file: not read"
+        return
+    try:
+        with storage.open_read(rel) as f:
+            for raw in f:
+                stats.lines += 1
+                if not raw.endswith(b"\n"):
+                    stats.torn = True  # what a crash leaves: readers ignore it (SPEC §2)
+                    return
+                if not raw.strip():
+                    stats.blank += 1
+                    continue
+                try:
+                    value, had_nonfinite = decode(raw)
+                except DecodeError:
+                    stats.bad += 1
+                    continue
+                if not isinstance(value, dict):
+                    stats.bad += 1
+                    continue
+                stats.nonfinite_lines += had_nonfinite
+                yield value
+    except OSError as exc:
+        stats.error = f"{rel} could not be read past line {stats.lines}: {exc}"
+
+
 @dataclass
 class Column:
+    """One metric's points in file order (compact arrays: a million lines stay cheap)."""
+
     xs: array[float] = field(default_factory=lambda: array("d"))
     ys: array[float] = field(default_factory=lambda: array("d"))
     ordered: bool = True
     skipped: int = 0  # null, NaN or infinite values
 
     def add(self, x: float, y: float) -> None:
+        """Append a point, noting when x stops increasing."""
         if self.ordered and self.xs and x <= self.xs[-1]:
             self.ordered = False
         self.xs.append(x)
@@ -115,13 +137,15 @@ class Column:
 
 @dataclass
 class MetricsScan:
+    """What one pass over ``metrics.jsonl`` found."""
+
     stats: FileStats = field(default_factory=FileStats)
     columns: dict[str, Column] = field(default_factory=dict)
     keys: dict[str, None] = field(default_factory=dict)  # every key seen, in first-seen order
     records: int = 0
     x_label: str = "line"
     last_x: float | None = None
-    restarts: list[float] = field(default_factory=list)
+    restarts: list[float] = field(default_factory=list)  # where training lines' x dropped back
     present: bool = False
 
 
@@ -131,58 +155,64 @@ def _number(v: Any) -> float | None:
     return None
 
 
+_X_KEYS = ("step", "progress/batch", "training_client/step")
+#: Keys only training lines carry: async eval lines repeat or trail a step, they don't resume.
+_TRAINING_KEYS = ("progress/batch", "progress/done_frac", "env/all/reward/total")
+
+
 def _read_metrics(storage: Storage, wanted: Sequence[str]) -> MetricsScan:
-    """Stream ``metrics.jsonl`` once, keeping only the wanted (and eval reward) columns."""
-    m = MetricsScan()
-    if storage.stat(layout.METRICS) is None:
-        return m
-    m.present = True
+    """Stream ``metrics.jsonl`` once, keeping only the wanted (and eval reward) columns.
+
+    x is ``step``, else ``progress/batch``, else ``training_client/step``, else the record's
+    index. Evaluator reward keys (``<name>/env/all/reward/total``) are charted as they appear.
+    """
+    m = MetricsScan(present=storage.stat(layout.METRICS) is not None)
     want = dict.fromkeys(wanted)
-    seen: set[str] = set()
-    x_kind = 3  # 0 step, 1 progress/batch, 2 training_client/step, 3 line index
+    evals = 0
+    x_kind = len(_X_KEYS)
+    last_train_x: float | None = None
     for rec in _iter_jsonl(storage, layout.METRICS, m.stats):
-        if not isinstance(rec, dict):
-            m.stats.bad += 1
-            continue
-        if not seen.issuperset(rec):
+        if not m.keys.keys() >= rec.keys():
             for k in rec:
-                if k not in seen:
-                    seen.add(k)
+                if k not in m.keys:
                     m.keys[k] = None
                     if (k.endswith(_EVAL_REWARD_SUFFIX) and k not in want
-                            and sum(1 for w in want if w.endswith(_EVAL_REWARD_SUFFIX))
-                            <= _MAX_EVAL_CHARTS):
+                            and evals < _MAX_EVAL_CHARTS):
                         want[k] = None
+                        evals += 1
         x: float | None = None
-        for kind, name in enumerate(("step", "progress/batch", "training_client/step")):
+        for kind, name in enumerate(_X_KEYS):
             v = rec.get(name)
             if type(v) is int:
                 x, x_kind = float(v), min(x_kind, kind)
                 break
         if x is None:
             x = float(m.records)
-        if m.last_x is not None and x < m.last_x:
-            m.restarts.append(x)
-        m.last_x = x
+        if any(k in rec for k in _TRAINING_KEYS):
+            if last_train_x is not None and x < last_train_x:
+                m.restarts.append(x)
+            last_train_x = x
+        m.last_x = x if m.last_x is None else max(m.last_x, x)
         m.records += 1
         for k in want:
-            v = rec.get(k)
-            if v is None and k not in rec:
+            if k not in rec:
                 continue
             col = m.columns.get(k)
             if col is None:
                 col = m.columns[k] = Column()
-            y = _number(v)
+            y = _number(rec[k])
             if y is None or not math.isfinite(y):
                 col.skipped += 1
             else:
                 col.add(x, y)
-    m.x_label = ("step", "progress/batch", "training_client/step", "line")[x_kind]
+    m.x_label = (*_X_KEYS, "line")[x_kind]
     return m
 
 
 @dataclass
 class CheckpointScan:
+    """The checkpoint ledger as read."""
+
     stats: FileStats = field(default_factory=FileStats)
     #: (1-based line, record, kind) with kind ``periodic``, ``rolling`` or ``final``.
     records: list[tuple[int, dict[str, Any], str]] = field(default_factory=list)
@@ -190,15 +220,9 @@ class CheckpointScan:
 
 
 def _read_checkpoints(storage: Storage) -> CheckpointScan:
-    c = CheckpointScan()
-    if storage.stat(layout.CHECKPOINTS) is None:
-        return c
-    c.present = True
+    c = CheckpointScan(present=storage.stat(layout.CHECKPOINTS) is not None)
     for rec in _iter_jsonl(storage, layout.CHECKPOINTS, c.stats):
-        if isinstance(rec, dict):
-            c.records.append((c.stats.lines, rec, checkpoint_kind(rec)))
-        else:
-            c.stats.bad += 1
+        c.records.append((c.stats.lines, rec, checkpoint_kind(rec)))
     return c
 
 
@@ -211,6 +235,8 @@ def checkpoint_kind(rec: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class ResumePoint:
+    """Where a resume restarts, as a sentence, with ``describe()``'s detail when known."""
+
     line: int | None  # 1-based line of the resumable record in checkpoints.jsonl
     batch: int | None
     text: str
@@ -294,9 +320,19 @@ def _find_pages(storage: Storage) -> PageIndex:
     return pages
 
 
-def _validation(run: str) -> Any | None:
+def _validation(run: str, own: str | None) -> Any | None:
+    """``validate_run(run)``, less the one finding the report causes: itself as an unknown file."""
     mod = _optional_module("validate")
-    return None if mod is None else mod.validate_run(run)
+    if mod is None:
+        return None
+    report = mod.validate_run(run)
+    mine = [f for f in report.findings if f.file == own and f.code == "RL301"]
+    if not mine:
+        return report
+    from .findings import Report
+
+    kept = [f for f in report.findings if f not in mine]
+    return Report.build(report.run, kept, layout=getattr(report, "layout", None))
 
 
 # --------------------------------------------------------------------------- links
@@ -307,20 +343,37 @@ def _is_uri(location: str) -> bool:
     return bool(sep) and head.isidentifier()
 
 
-def _linker(storage: Storage, output: str | None) -> Callable[[str], str]:
-    """``rel -> href``: relative from where the report is written, absolute URIs otherwise."""
+def _local_output(output: str) -> str | None:
+    """The absolute local path of ``output``, or None when it is a remote URI."""
+    if _is_uri(output) and not output.startswith("file://"):
+        return None
+    return os.path.abspath(output.removeprefix("file://"))
+
+
+def _run_relative(storage: Storage, output: str | None) -> str | None:
+    """The page's run-relative path when it is written inside the run, else None."""
     if output is None:
-        return lambda rel: quote(rel)
+        return REPORT_NAME
     root = storage.root.rstrip("/")
-    if storage.is_local and (not _is_uri(output) or output.startswith("file://")):
-        out = os.path.abspath(output.removeprefix("file://"))
-        base = os.path.dirname(out)
-        run_abs = os.path.abspath(root)
+    local = _local_output(output)
+    if storage.is_local and local is not None:
+        rel = os.path.relpath(local, os.path.abspath(root))
+        return None if rel.startswith(os.pardir) else rel.replace(os.sep, "/")
+    return output[len(root) + 1:] if output.startswith(root + "/") else None
+
+
+def _linker(storage: Storage, output: str | None) -> Callable[[str], str]:
+    """``rel -> href``: relative from where the page is written; absolute URIs when a local page
+    shows a remote run (or the reverse)."""
+    inside = _run_relative(storage, output)
+    if inside is not None:
+        base = posixpath.dirname(inside) or "."
+        return lambda rel: quote(posixpath.relpath(rel, base))
+    local = None if output is None else _local_output(output)
+    if storage.is_local and local is not None:
+        base, run_abs = os.path.dirname(local), os.path.abspath(storage.root)
         return lambda rel: quote(
             os.path.relpath(os.path.join(run_abs, *rel.split("/")), base).replace(os.sep, "/"))
-    if output.startswith(root + "/"):
-        base = posixpath.dirname(output[len(root) + 1:])
-        return lambda rel: quote(posixpath.relpath(rel, base or "."))
     return lambda rel: quote(storage.display(rel), safe=":/")
 
 
@@ -341,7 +394,7 @@ def _read_config(storage: Storage) -> tuple[str, bool] | None:
     data = storage.read_range(layout.CONFIG, 0, 4 * _MAX_CONFIG_CHARS)
     try:
         text = json.dumps(decode(data)[0], indent=2, ensure_ascii=False)
-    except (DecodeError, ValueError):
+    except (DecodeError, ValueError, RecursionError):
         text = data.decode("utf-8", "replace")
     return text[:_MAX_CONFIG_CHARS], len(text) > _MAX_CONFIG_CHARS or entry.size > len(data)
 
@@ -370,7 +423,7 @@ def render_run_report(run: str | os.PathLike[str], *, metrics: Sequence[str] = (
     report, v_error = None, None
     if validate:
         try:
-            report = _validation(run_s)
+            report = _validation(run_s, _run_relative(storage, output))
         except Exception as exc:  # the page still shows metrics when the validator fails
             v_error = f"{type(exc).__name__}: {exc}"
     name = posixpath.basename(storage.root.rstrip("/")) or storage.root
@@ -407,15 +460,17 @@ def write_run_report(run: str | os.PathLike[str], *, output: str | None = None,
         validate: include the validation summary.
     """
     run_s = os.fspath(run)
-    if output is not None and not _is_uri(output) and os.path.isdir(output):
+    if output is not None and _local_output(output) is not None and os.path.isdir(
+            output.removeprefix("file://")):
         output = os.path.join(output, REPORT_NAME)
     page = render_run_report(run_s, metrics=metrics, output=output, validate=validate).encode()
     if output is None:
         storage = open_storage(run_s)
         storage.replace(REPORT_NAME, page)
         return storage.display(REPORT_NAME)
-    if not _is_uri(output) or output.startswith("file://"):
-        parent, base = os.path.split(os.path.abspath(output.removeprefix("file://")))
+    local = _local_output(output)
+    if local is not None:
+        parent, base = os.path.split(local)
     else:
         parent, _, base = output.rstrip("/").rpartition("/")
     open_storage(parent or ".", create=True).replace(base, page)

@@ -8,8 +8,8 @@ supersedes: the suffix of ``metrics.jsonl`` whose steps are at or after it (foun
 metrics backwards too) and the per-iteration files at or after it.
 
 Line numbers are the one thing the end of a file cannot tell: the 1-based number of a line is one
-plus the count of newlines before it, and counting them reads every byte in front (about 80 ms per
-150 MB, in 1 MiB chunks, flat memory). ``ResumeState`` therefore computes ``line``,
+plus the count of newlines before it, and counting them reads every byte in front (tens of ms per
+100 MB, in 1 MiB chunks, flat memory). ``ResumeState`` therefore computes ``line``,
 ``skipped_lines`` and ``superseded_metrics_lines`` on first access and caches them; a restart
 that only needs ``next_batch`` never pays for them. The count reads the bytes *before* the found
 record, which append-only writers never change, so it stays right after later appends, after a
@@ -17,7 +17,8 @@ torn tail is moved aside and after ``prepare_resume`` rewinds metrics.
 
 ``prepare_resume`` (called by ``RunWriter(..., resume=True)``) acts on the state: it moves torn
 tails to ``<file>.torn`` and the superseded metrics suffix to ``metrics.jsonl.superseded``, so the
-resumed run's ``metrics.jsonl`` has no repeated steps and nothing is deleted.
+resumed run's ``metrics.jsonl`` has no repeated steps and nothing is deleted. Without a resumable
+checkpoint the restart is at iteration 0: every metrics line is superseded.
 """
 
 from __future__ import annotations
@@ -184,10 +185,13 @@ def _classify(seg: _Segment, is_last: bool) -> tuple[Any, _Skip | None]:
 
 def _scan_ledger(storage: Storage, required_key: str, *, last_only: bool = False) -> _LedgerScan:
     """Read the ledger backwards to its last resumable record (or just its last line)."""
-    try:
-        size = storage.size(layout.CHECKPOINTS)
-    except FileNotFoundError:
+    entry = storage.stat(layout.CHECKPOINTS)
+    if entry is None:
         return _LedgerScan(False, None, 0, ())
+    if entry.kind != "file":
+        raise ResumeError(f"{storage.display(layout.CHECKPOINTS)} is a {entry.kind}, not a "
+                          "regular file: no restart point can be read from it")
+    size = entry.size
     torn = False
     found: list[tuple[int, _Skip]] = []  # (backward index, skip)
     for i, seg in enumerate(_backward_lines(storage, layout.CHECKPOINTS, size)):
@@ -218,7 +222,8 @@ def _metrics_cut(storage: Storage, next_batch: int) -> _MetricsCut | None:
     integer ``step`` has ``step >= next_batch``, trimmed to start at such a line (lines without a
     step, or unparseable, inside it go with it). Reading stops at the first line, from the end,
     whose step is below ``next_batch``: an async eval line with a repeated step before that point
-    stays, which keeps the read bounded by the superseded region.
+    stays, which keeps the read bounded by the superseded region (plus any run of lines without
+    a step just before it).
     """
     try:
         size = storage.size(layout.METRICS)
@@ -414,12 +419,17 @@ def read_resume_state(
         required_key: the key that makes a record resumable (``sampler_path`` for sampling).
 
     Raises:
-        ResumeError: the resumable record has no integer ``batch`` >= 0 (or a bad ``epoch``);
-            the message and ``.line`` name its line.
+        ResumeError: the resumable record has no integer ``batch`` >= 0 (or a bad ``epoch``):
+            the message and ``.line`` name its line; or the ledger is not a regular file, or a
+            file cannot be read.
         RunNotFoundError: the run directory does not exist.
     """
     storage = _as_storage(log_path)
-    return _state_from_scan(storage, _scan_ledger(storage, required_key), required_key)
+    try:
+        return _state_from_scan(storage, _scan_ledger(storage, required_key), required_key)
+    except OSError as exc:  # e.g. permission denied: the run exists but cannot be read
+        where = exc.filename or storage.display(layout.CHECKPOINTS)
+        raise ResumeError(f"{where}: cannot be read: {exc.strerror or exc}") from exc
 
 
 def resume_document(

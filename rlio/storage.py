@@ -40,8 +40,9 @@ EntryKind = Literal["file", "dir", "symlink", "other"]
 TEMP_INFIX = ".rlio-tmp-"
 
 #: Run-relative prefixes object-store backends keep for themselves: batch parts waiting to be
-#: composed into a log, and lease objects. ``walk`` never yields them.
-HIDDEN_PREFIXES = (".rlio-parts/", ".rlio-locks/")
+#: composed into a log, lease objects, and the empty marker that makes a new run exist before
+#: its first file is written. ``walk`` never yields them.
+HIDDEN_PREFIXES = (".rlio-parts/", ".rlio-locks/", ".rlio-run")
 
 
 def is_log(rel: str) -> bool:
@@ -185,6 +186,15 @@ class Storage(ABC):
             return cast(BinaryIO, _ReplaceOnClose(self, rel))
         raise ValueError(f"mode must be 'rb', 'wb' or (local only) 'ab', got {mode!r}")
 
+    @abstractmethod
+    def create(self) -> None:
+        """Make the run exist (``exists()`` is then true) before anything is written in it.
+
+        ``open_storage(..., create=True)`` calls this. Object stores have no directories: a new
+        run gets an empty hidden marker object instead, so that a reader opening it right after
+        a writer did (``read_resume_state`` on a fresh run) finds an empty run, as on disk.
+        """
+
     def sweep_orphans(self) -> int:
         """Delete batch parts a crashed writer left behind; the number deleted.
 
@@ -279,6 +289,9 @@ class LocalStorage(Storage):
 
     def exists(self) -> bool:
         return os.path.isdir(self.root)
+
+    def create(self) -> None:
+        os.makedirs(self.root, exist_ok=True)
 
     def _entry(self, rel: str, st: os.stat_result, full: str) -> Entry:
         if stat.S_ISLNK(st.st_mode):
@@ -433,6 +446,9 @@ class MemoryStorage(Storage):
     def _abs(self, rel: str) -> str:
         return f"{self._base}/{rel}" if rel else self._base
 
+    def create(self) -> None:
+        self._fs.makedirs(self._base, exist_ok=True)
+
     def exists(self) -> bool:
         return bool(self._fs.exists(self._base))
 
@@ -556,10 +572,11 @@ def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> S
         path = loc[len("file://"):] if scheme == "file" else loc
         storage = LocalStorage(path.rstrip("/") or "/")
         if create:
-            os.makedirs(storage.root, exist_ok=True)
+            storage.create()
     else:
         storage = _open_remote(loc, scheme)
         if create:
+            storage.create()
             storage.sweep_orphans()  # a writer (re)opens the run: clean up after a crash
     if not create and not storage.exists():
         raise RunNotFoundError(errno.ENOENT, "run directory not found", loc)

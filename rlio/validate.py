@@ -10,6 +10,7 @@ is validated the same way as a local one. Bad data never raises: it becomes a fi
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 from collections.abc import Callable, Iterator
@@ -34,9 +35,9 @@ from ._checks_stream import (
     MAX_LINE,
     RecordHook,
     Sink,
+    capped,
     check_document,
     check_html,
-    capped,
     check_utf8_text,
     line_reader,
     scan_jsonl,
@@ -75,13 +76,22 @@ def validate_run(
         RunNotFoundError: the run does not exist or cannot be listed. Bad data never raises.
     """
     loc = os.fspath(location)
-    storage = open_storage(loc)
+    try:
+        storage = open_storage(loc)
+    except RunNotFoundError:
+        raise
+    except (OSError, ValueError, NotImplementedError, ImportError) as exc:
+        raise RunNotFoundError(errno.ENOENT, f"run cannot be opened ({exc})", loc) from exc
     if storage.is_local and not os.access(storage.root, os.R_OK | os.X_OK):
-        raise RunNotFoundError(13, "run directory cannot be listed", loc)
+        raise RunNotFoundError(errno.EACCES, "run directory cannot be listed", loc)
     if jobs is None:
         jobs = 2 if (os.cpu_count() or 1) >= 2 else 1
     validator = _Validator(storage, loc, cap=max_findings_per_code, jobs=max(1, jobs))
-    findings = validator.run()
+    try:
+        entries = list(storage.walk())
+    except OSError as exc:
+        raise RunNotFoundError(errno.EIO, f"run cannot be listed ({exc})", loc) from exc
+    findings = validator.run(entries)
     return Report.build(_utf8(loc), findings, layout=validator.layout)
 
 
@@ -120,8 +130,9 @@ class _Validator:
 
     # -- listing and classification ---------------------------------------------------------
 
-    def run(self) -> list[Finding]:
-        view = self._classify(list(self.storage.walk()))
+    def run(self, entries: list[Entry]) -> list[Finding]:
+        """Validate every entry of the run, then run the cross-file checks."""
+        view = self._classify(entries)
         self.layout = view.layout
         iterations = {rp.iteration for rp in view.files.values() if rp.iteration is not None}
         kinds = {rel: rp.kind for rel, rp in view.files.items()}
@@ -285,7 +296,9 @@ class _Validator:
         size = self.storage.size(rel)
         if size == 0:
             return
-        parts = self.jobs if size >= PARALLEL_MIN_BYTES else 1
+        # helper processes reopen the run by its location: only local runs are worth it (a
+        # memory:// run is invisible to another process; object stores are network-bound)
+        parts = self.jobs if size >= PARALLEL_MIN_BYTES and self.storage.is_local else 1
         ranges = self._split(rel, size, parts)
         tasks = [RangeTask(self.location, rel, sink.file, rp.iteration, rp.label, a, b,
                            b >= size, self.cap) for a, b in ranges]

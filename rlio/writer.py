@@ -13,21 +13,22 @@ from __future__ import annotations
 import contextlib
 import operator
 import os
-import subprocess
+import secrets
 import threading
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from . import layout as L
-from ._jsonl import DecodeError, NonFinite, decode, encode_line
+from ._jsonl import _LINE_OPTS, _OPTS, NonFinite, encode_line, normalize_value
 from ._normalize import OnUnserializable, has_nonfinite, nonfinite_to_none, to_json_value
 from ._normalize_rollouts import cross_check, ordered_rollout
+from ._writer_support import detect_layout, git_diff, repair_torn_tail
 from .errors import LabelCollisionError, RecordError, UnsafeStorageError
-from .schema import explain, is_valid
+from .schema import explain, fast_check, is_valid
 from .storage import Appender, Storage, open_storage
 
 if TYPE_CHECKING:
@@ -35,105 +36,6 @@ if TYPE_CHECKING:
     from .resume import ResumeState
 
 __all__ = ["RunWriter", "git_diff", "repair_torn_tail"]
-
-_TAIL_CHUNK = 1 << 16
-_GIT_TIMEOUT = 30.0
-
-
-# --------------------------------------------------------------------------------------------
-# Torn tails
-
-
-def _torn_offset(storage: Storage, rel: str, size: int, check_json: bool) -> int:
-    """Where the torn tail of an append-only file starts (``size`` when there is none).
-
-    Torn: bytes after the last ``\\n``; for JSONL files also a last complete line that does not
-    parse (what a crash can leave behind a zero-filled or half-flushed block).
-    """
-    buf, pos = b"", size
-    while True:
-        start = max(0, pos - _TAIL_CHUNK)
-        buf = storage.read_range(rel, start, pos) + buf
-        pos = start
-        last_nl = buf.rfind(b"\n")
-        if last_nl < 0 and pos > 0:
-            continue  # the unterminated tail is longer than what was read
-        tail = pos + last_nl + 1  # start of the unterminated tail (== size when none)
-        if not check_json or last_nl < 0:
-            return tail
-        prev_nl = buf.rfind(b"\n", 0, last_nl)
-        if prev_nl < 0 and pos > 0:
-            continue  # the last complete line starts before what was read
-        line = buf[prev_nl + 1:last_nl]
-        if not line.strip():
-            return tail  # a blank line is tolerated, not torn
-        try:
-            decode(line)
-        except DecodeError as exc:
-            if exc.kind in ("json", "utf8"):
-                return pos + prev_nl + 1
-        return tail
-
-
-def repair_torn_tail(storage: Storage, rel: str) -> int:
-    """Move a torn last line of the append-only file ``rel`` to ``rel + ".torn"``.
-
-    The bytes are appended to the sidecar (never deleted) before ``rel`` is cut, under the file's
-    inter-process lock. A missing or empty file is left alone (and not created).
-
-    Returns:
-        The number of bytes moved aside (0 when the file ends cleanly).
-    """
-    entry = storage.stat(rel)
-    if entry is None or entry.kind != "file" or entry.size == 0:
-        return 0
-    with storage.lock(rel):
-        entry = storage.stat(rel)
-        if entry is None or entry.size == 0:
-            return 0
-        offset = _torn_offset(storage, rel, entry.size, rel.endswith(".jsonl"))
-        if offset >= entry.size:
-            return 0
-        return storage.move_tail(rel, offset, rel + L.TORN_SUFFIX)
-
-
-# --------------------------------------------------------------------------------------------
-# code.diff
-
-
-def git_diff(cwd: str | os.PathLike[str] | None = None, *, timeout: float = _GIT_TIMEOUT) -> bytes:
-    """``git diff HEAD`` of the repository at ``cwd``, then the untracked files' names.
-
-    Untracked (not ignored) files are listed after the diff as ``# untracked: <path>`` lines,
-    which ``git apply`` ignores. Outside a git repository, or without git, the result is empty.
-    """
-    where = os.fspath(cwd) if cwd is not None else os.getcwd()
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
-
-    def run(*args: str) -> bytes | None:
-        try:
-            proc = subprocess.run(
-                ["git", *args], cwd=where, capture_output=True, timeout=timeout, check=False,
-                env=env, stdin=subprocess.DEVNULL,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return proc.stdout if proc.returncode == 0 else None
-
-    diff_args = ("diff", "--no-color", "--no-ext-diff")
-    diff = run(*diff_args, "HEAD")
-    if diff is None:
-        diff = run(*diff_args)  # a repository without commits has no HEAD yet
-    if diff is None:
-        return b""
-    untracked = run("ls-files", "--others", "--exclude-standard", "-z") or b""
-    names = [n for n in untracked.split(b"\0") if n]
-    if names:
-        if diff and not diff.endswith(b"\n"):
-            diff += b"\n"
-        diff += b"".join(b"# untracked: " + n.replace(b"\n", b"\\n") + b"\n" for n in names)
-    return diff
-
 
 # --------------------------------------------------------------------------------------------
 # The writer
@@ -151,17 +53,6 @@ def _iteration(value: Any) -> int:
     return n
 
 
-def _detect_layout(storage: Storage) -> L.Layout | None:
-    """The layout of the first per-iteration file found, or None for a run with none."""
-    if not storage.exists():
-        return None
-    for entry in storage.walk():
-        found = L.parse_path(entry.path).layout
-        if found is not None:
-            return found
-    return None
-
-
 class RunWriter:
     """Writes one run directory (a local path or a URI) in the format of SPEC.md.
 
@@ -169,8 +60,10 @@ class RunWriter:
         log_path: the run directory; created when absent.
         layout: ``"flat"`` (default for a new run) or ``"nested"``. An existing run keeps the
             layout found on disk (a differing explicit choice gives a ``UserWarning``).
-        resume: prepare a restart: torn tails are moved aside, metrics lines the restart will
-            log again go to ``metrics.jsonl.superseded``; see ``resume_state``.
+        resume: prepare a restart: metrics lines the restart will log again go to
+            ``metrics.jsonl.superseded``; see ``resume_state``. (Torn last lines of
+            ``metrics.jsonl`` and ``checkpoints.jsonl`` are moved to ``<file>.torn`` whenever an
+            existing run is opened, resuming or not.)
         nonfinite: ``"null"`` (default) writes NaN and infinities as ``null``; ``"token"`` writes
             ``NaN``/``Infinity`` like Python's ``json`` (parity with older readers).
         check: check each record against its schema (and rollout summaries against SPEC §9)
@@ -197,7 +90,7 @@ class RunWriter:
         self._storage = open_storage(self.log_path, create=True)
         self._nonfinite: NonFinite = nonfinite
         self._check = check
-        found = _detect_layout(self._storage)
+        found = detect_layout(self._storage)
         if found is not None and layout is not None and found != layout:
             warnings.warn(
                 f"run {self.log_path!r} already uses the {found} layout; keeping it instead of "
@@ -206,9 +99,12 @@ class RunWriter:
         self._layout: L.Layout = found or layout or "flat"
         self._lock = threading.Lock()
         self._appenders: dict[str, Appender] = {}
+        self._metrics_lock = threading.Lock()
         self._file_locks: dict[str, threading.Lock] = {
-            L.METRICS: threading.Lock(), L.CHECKPOINTS: threading.Lock(),
+            L.METRICS: self._metrics_lock, L.CHECKPOINTS: threading.Lock(),
         }
+        self._metrics_appender: Appender | None = None  # the hot path skips the dict lookup
+        self._predicates: dict[str, Callable[[Any], bool]] = {}
         self._labels: dict[str, str] = {}  # label -> the evaluator name that claimed it
         self._counts = {L.METRICS: 0, L.CHECKPOINTS: 0}
         self._closed = False
@@ -217,6 +113,8 @@ class RunWriter:
             from .resume import prepare_resume
 
             self.resume_state = prepare_resume(self._storage, required_key="state_path")
+        for rel in (L.METRICS, L.CHECKPOINTS):  # reopening a crashed run: keep torn tails aside
+            repair_torn_tail(self._storage, rel)  # (leaves symlinks alone; appends refuse them)
 
     # -- properties and lifecycle ------------------------------------------------------------
 
@@ -250,15 +148,22 @@ class RunWriter:
                 app.flush()
 
     def close(self) -> None:
-        """Flush and close the append handles. Idempotent; the writer cannot be used after."""
+        """Make the appended lines durable and close the handles.
+
+        Idempotent; every verb raises ``ValueError`` afterwards.
+        """
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             appenders, self._appenders = self._appenders, {}
+            self._metrics_appender = None
         for rel, app in appenders.items():
             with self._file_locks[rel]:
-                app.close()
+                try:
+                    app.flush()
+                finally:
+                    app.close()
 
     def _require_open(self) -> None:
         if self._closed:
@@ -309,6 +214,13 @@ class RunWriter:
 
     # -- validation --------------------------------------------------------------------------
 
+    def _predicate(self, schema: str) -> Callable[[Any], bool]:
+        """The compiled fast check of ``schema`` (looked up once per writer)."""
+        check = self._predicates.get(schema)
+        if check is None:
+            check = self._predicates[schema] = fast_check(schema)
+        return check
+
     def _checked(self, schema: str, record: Any, what: str, index: int) -> Any:
         """The record to encode: ``record`` when valid, else a normalized valid copy.
 
@@ -316,10 +228,14 @@ class RunWriter:
             RecordError: naming ``what``, the index and the JSON pointer of the problem.
         """
         try:
-            if is_valid(schema, record):
+            if self._predicate(schema)(record):
                 return record
         except Exception:  # a user type the fast check trips on: take the slow path
             pass
+        return self._checked_slow(schema, record, what, index)
+
+    def _checked_slow(self, schema: str, record: Any, what: str, index: int) -> Any:
+        """Normalize a record that failed the fast check; re-check; explain a real failure."""
         plain = to_json_value(record, what=what, index=index)
         judged = nonfinite_to_none(plain) if has_nonfinite(plain) else plain
         if is_valid(schema, judged):
@@ -331,6 +247,29 @@ class RunWriter:
     def _encode(self, record: Any, index: int) -> bytes:
         return encode_line(record, nonfinite=self._nonfinite, index=index)
 
+    def _encode_many(self, records: list[Any]) -> bytes:
+        """All records as JSONL bytes, in one orjson call when possible.
+
+        The records are serialized as one array with a random marker string between them, and
+        the markers become the line breaks: a 128-bit nonce no value can predict, and JSON
+        escapes every raw newline, so the split is exact (and checked by a count).
+        """
+        n = len(records)
+        if n > 1 and self._nonfinite == "null":
+            nonce = secrets.token_hex(16)
+            seq: list[Any] = [f"\x00{nonce}\x00"] * (2 * n - 1)
+            seq[0::2] = records
+            try:
+                data = orjson.dumps(seq, default=normalize_value, option=_OPTS)
+            except (TypeError, ValueError, RecursionError):
+                pass  # encode one by one below, to name the record that fails
+            else:
+                sep = b',"\\u0000' + nonce.encode() + b'\\u0000",'
+                body = data[1:-1].replace(sep, b"\n")
+                if body.count(b"\n") == n - 1:
+                    return body + b"\n"
+        return b"".join(self._encode(r, i) for i, r in enumerate(records))
+
     # -- append-only files -------------------------------------------------------------------
 
     def _appender(self, rel: str) -> Appender:
@@ -339,8 +278,10 @@ class RunWriter:
             app = self._appenders.get(rel)
             if app is None:
                 self._refuse_symlinks(rel)
-                repair_torn_tail(self._storage, rel)
+                repair_torn_tail(self._storage, rel)  # again: another process may have crashed
                 app = self._appenders[rel] = self._storage.appender(rel)
+                if rel == L.METRICS:
+                    self._metrics_appender = app
             return app
 
     def _append(self, rel: str, line: bytes, *, durable: bool) -> None:
@@ -364,24 +305,64 @@ class RunWriter:
             RecordError: a value is an object or array, breaks the metrics schema, or ``step``
                 conflicts with a ``"step"`` key in ``metrics``; nothing is written.
         """
+        if (not self._check and type(step) is int and type(metrics) is dict
+                and "step" not in metrics and self._nonfinite == "null"):
+            line = self._metrics_fast_line(metrics, step)
+            if line is not None:
+                self._append_metrics(line)
+                return
         index = self._counts[L.METRICS]
-        if not isinstance(metrics, Mapping):
-            raise TypeError(f"metrics must be a mapping of name to value, got {metrics!r}")
         if step is not None:
-            inner = metrics.get("step", step)
-            if inner is not step and inner != step:
+            if "step" in metrics and metrics["step"] is not step and metrics["step"] != step:
                 raise RecordError(
                     f"metrics record {index} at /step: step={step!r} is given as an argument "
-                    f"but the metrics hold step={inner!r}", index=index, pointer="/step",
+                    f"but the metrics hold step={metrics['step']!r}", index=index,
+                    pointer="/step",
                 )
             record: Any = {"step": step, **metrics}
-        elif "step" in metrics and next(iter(metrics)) != "step":
-            record = {"step": metrics["step"], **metrics}
+        elif type(metrics) is dict and ("step" not in metrics or next(iter(metrics)) == "step"):
+            record = metrics
+        elif isinstance(metrics, Mapping):
+            record = {"step": metrics["step"], **metrics} if "step" in metrics else {**metrics}
         else:
-            record = metrics if type(metrics) is dict else dict(metrics)
-        if self._check:
-            record = self._checked("metrics-line", record, "metrics record", index)
-        self._append(L.METRICS, self._encode(record, index), durable=False)
+            raise TypeError(f"metrics must be a mapping of name to value, got {metrics!r}")
+        if self._check:  # inlined _checked: this is the hot path
+            check = self._predicates.get("metrics-line") or self._predicate("metrics-line")
+            try:
+                valid = check(record)
+            except Exception:  # a user type the fast check trips on: take the slow path
+                valid = False
+            if not valid:
+                record = self._checked_slow("metrics-line", record, "metrics record", index)
+        if self._nonfinite == "null":
+            try:
+                line = orjson.dumps(record, default=normalize_value, option=_LINE_OPTS)
+            except (TypeError, ValueError, RecursionError):
+                line = self._encode(record, index)  # raises RecordError naming the pointer
+        else:
+            line = self._encode(record, index)
+        self._append_metrics(line)
+
+    @staticmethod
+    def _metrics_fast_line(metrics: dict[str, Any], step: int) -> bytes | None:
+        """The unchecked line for a plain dict and an int step: the step is spliced into the
+        encoded dict instead of copying it. None sends the record down the general path.
+        """
+        try:
+            body = orjson.dumps(metrics, default=normalize_value, option=_LINE_OPTS)
+        except (TypeError, ValueError, RecursionError):
+            return None  # the general path names the record and pointer
+        if len(body) <= 3:  # b"{}\n"
+            return b'{"step":%d}\n' % step
+        return b'{"step":%d,' % step + body[1:]
+
+    def _append_metrics(self, line: bytes) -> None:
+        app = self._metrics_appender or self._appender(L.METRICS)
+        with self._metrics_lock:
+            if self._closed:
+                self._require_open()
+            app.append(line)
+            self._counts[L.METRICS] += 1
 
     def record_checkpoint(
         self,
@@ -478,15 +459,22 @@ class RunWriter:
         it = _iteration(iteration)
         rel = self._target(it, "rollout_summaries", evaluator)
         split = L.split_name(L.parse_path(rel).label)
-        lines = []
+        prepared = []
         seen: set[tuple[Any, Any]] = set()
+        check = self._predicate("rollout-summary-line") if self._check else None
         for index, rec in enumerate(records):
             out = ordered_rollout(rec, it, split, index)
-            if self._check:
-                out = self._checked("rollout-summary-line", out, "rollout summary record", index)
+            if check is not None:
+                try:
+                    valid = check(out)
+                except Exception:  # a user type the fast check trips on: take the slow path
+                    valid = False
+                if not valid:
+                    out = self._checked_slow("rollout-summary-line", out,
+                                             "rollout summary record", index)
                 cross_check(out, index, seen)
-            lines.append(self._encode(out, index))
-        self._storage.replace(rel, b"".join(lines))
+            prepared.append(out)
+        self._storage.replace(rel, self._encode_many(prepared))
 
     @contextlib.contextmanager
     def logtree(

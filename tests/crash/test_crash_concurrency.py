@@ -16,8 +16,9 @@ _RECORDER = textwrap.dedent("""
     import sys
     from rlio import RunWriter
     run, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    sys.stdin.readline()  # start together
     with RunWriter(run) as w:
+        print("ready", flush=True)
+        sys.stdin.readline()  # start together
         for i in range(n):
             w.record_checkpoint(f"{who}-{i:04d}", batch=i, state_path=f"tinker://{who}/w/{i}",
                                 who=who, seq=i, pad="p" * (i % 7 * 1500))
@@ -28,13 +29,17 @@ def test_four_processes_times_500_checkpoints(tmp_path: Path) -> None:
     """4 processes x 500 record_checkpoint calls: all 2,000 records once each, none interleaved."""
     n, who = 500, ["a", "b", "c", "d"]
     procs = [subprocess.Popen([sys.executable, "-c", _RECORDER, str(tmp_path), w, str(n)],
-                              stdin=subprocess.PIPE) for w in who]
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE) for w in who]
+    for p in procs:
+        assert p.stdout is not None and p.stdout.readline() == b"ready\n"
     for p in procs:
         assert p.stdin is not None
         p.stdin.write(b"go\n")
         p.stdin.close()
     for p in procs:
         assert p.wait(timeout=600) == 0
+        assert p.stdout is not None
+        p.stdout.close()
     data = (tmp_path / "checkpoints.jsonl").read_bytes()
     assert data.endswith(b"\n")
     recs = [json.loads(x) for x in data.splitlines()]  # an interleaved line would not parse

@@ -41,8 +41,9 @@ def gcs_emulator() -> Iterator[Emulator]:
 
 @pytest.fixture
 def emulator(gcs_emulator: Emulator) -> Iterator[Emulator]:
-    """The session emulator with no fault rules installed, before and after the test."""
+    """The session emulator with no fault rules and zeroed counters, before and after the test."""
     gcs_emulator.set_faults([])
+    gcs_emulator.stats(reset=True)
     yield gcs_emulator
     gcs_emulator.set_faults([])
 

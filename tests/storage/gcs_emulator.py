@@ -20,8 +20,9 @@ Control endpoints (not GCS): ``POST /_rlio/faults`` with a JSON list of rules, e
 "mode": "commit_then_503"|"commit_then_drop"|"503", "skip": n, "times": k}``: after ``skip``
 matching requests, the next ``times`` ones fail that way (``commit_then_*`` first perform the
 request, then answer 503 or close the connection without an answer: the ambiguous failure).
-``GET /_rlio/faults`` reports how many were injected; ``GET /_rlio/stats`` returns request counts
-and bytes received per op; ``POST /_rlio/stats`` resets them.
+``GET /_rlio/faults`` reports how many were injected; ``GET /_rlio/stats`` returns, per op, the
+request count, the bytes received (``bytes``: request line, headers and body) and the body bytes
+answered (``bytes_out``); ``POST /_rlio/stats`` resets them.
 
 Run as a script: ``python gcs_emulator.py --port 0 --bucket NAME`` prints ``READY <port>``.
 """
@@ -83,9 +84,12 @@ class _State:
         self.stats: dict[str, dict[str, int]] = {}
 
     def count(self, op: str, nbytes: int) -> None:
-        s = self.stats.setdefault(op, {"requests": 0, "bytes": 0})
+        s = self.stats.setdefault(op, {"requests": 0, "bytes": 0, "bytes_out": 0})
         s["requests"] += 1
         s["bytes"] += nbytes
+
+    def count_out(self, op: str, nbytes: int) -> None:
+        self.stats[op]["bytes_out"] += nbytes
 
     def fault_for(self, op: str, name: str) -> str | None:
         """The fault to inject into this request; every matching rule counts it."""
@@ -197,6 +201,8 @@ class _Handler(http_server.BaseHTTPRequestHandler):
         live = self._live(bucket, name) if bucket is not None and name else None
         if op == "read" and live is not None:
             response["x-goog-generation"] = str(live["generation"])  # as GCS sends it
+        content = response._content
+        self.state.count_out(op, len(content.encode() if isinstance(content, str) else content))
         response.close()
 
     def _live(self, bucket: str, name: str) -> dict[str, Any] | None:

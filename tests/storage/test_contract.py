@@ -20,7 +20,7 @@ def _lines(n: int, tag: str = "r") -> list[bytes]:
 
 
 def test_replace_writes_a_whole_file_readable_by_every_read_call(store: Storage) -> None:
-    """replace() creates a file (and its parent folders); read_bytes, open_read, size, stat agree."""
+    """replace() creates a file (and parent folders); read_bytes, open_read, size, stat agree."""
     data = b"".join(_lines(50))
     store.replace("iteration_000001/train_logtree.json", data)
     store.replace("config.json", b"{}")

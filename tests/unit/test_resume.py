@@ -216,10 +216,10 @@ class CountingStorage(LocalStorage):
 
 def test_reads_only_the_end_of_a_large_ledger(tmp_path: Path) -> None:
     """Finding the restart point of a 200,000-record ledger reads only its last chunks."""
-    recs = b"".join(line(ck(f"{i:06d}", i, state_path=f"tinker://r/w/{i:06d}"))
+    recs = b"".join(b'{"name":"%06d","batch":%d,"state_path":"tinker://r/w/%06d"}\n' % (i, i, i)
                     for i in range(200_000))
     write(tmp_path, layout.CHECKPOINTS, recs, ck("x", 1, sampler_path="s"), b"\n", b"{torn")
-    metrics(tmp_path, list(range(200_000)))
+    write(tmp_path, layout.METRICS, b"".join(b'{"step":%d}\n' % i for i in range(200_000)))
     storage = CountingStorage(str(tmp_path))
     state = must(read_resume_state(storage))
     assert state.next_batch == 199_999 and state.torn_tail
@@ -391,3 +391,57 @@ def test_prepare_resume_on_a_fresh_run_creates_nothing(tmp_path: Path) -> None:
     """A run with no files is left as it is."""
     assert resume.prepare_resume(open_storage(tmp_path)) is None
     assert list(tmp_path.iterdir()) == []
+
+
+def test_memory_uri_run_resumes_and_rewinds() -> None:
+    """On a memory:// run, the state is read from the end and resume=True rewinds metrics."""
+    import uuid
+
+    from rlio import RunWriter
+
+    uri = f"memory://rlio-resume-test/{uuid.uuid4().hex}"
+    with RunWriter(uri) as run:
+        for i in range(6):
+            run.log_metrics({"progress/batch": i}, step=i)
+            if i == 2:
+                run.record_checkpoint("000003", batch=3, state_path="tinker://r/w/3")
+    state = must(read_resume_state(uri))
+    assert (state.line, state.next_batch, state.superseded_metrics_lines) == (1, 3, (4, 6))
+    with RunWriter(uri, resume=True) as run:
+        assert must(run.resume_state).superseded_metrics_lines == (4, 6)
+    storage = open_storage(uri)
+    kept = storage.read_bytes(layout.METRICS).splitlines()
+    moved = storage.read_bytes(layout.METRICS + layout.SUPERSEDED_SUFFIX).splitlines()
+    assert [json.loads(x)["step"] for x in kept] == [0, 1, 2]
+    assert [json.loads(x)["step"] for x in moved] == [3, 4, 5]
+
+
+def test_rewound_run_validates_without_warnings(tmp_path: Path) -> None:
+    """A crashed, rewound and continued run has no error or warning; its sidecars are info."""
+    from rlio import RunWriter, validate_run
+
+    with RunWriter(tmp_path) as run:
+        run.write_config({"lr": 1e-5})
+        for i in range(6):
+            run.log_metrics({"progress/batch": i}, step=i)
+            if i == 2:
+                run.record_checkpoint("000003", batch=3, state_path="tinker://r/w/3")
+    with open(tmp_path / layout.METRICS, "ab") as f:
+        f.write(b'{"step": 6, "progress/ba')  # the crash
+    with RunWriter(tmp_path, resume=True) as run:
+        state = must(run.resume_state)
+        for i in range(state.next_batch, 8):
+            run.log_metrics({"progress/batch": i}, step=i)
+    steps = [json.loads(x)["step"] for x in (tmp_path / layout.METRICS).read_bytes().splitlines()]
+    assert steps == list(range(8))
+    report = validate_run(tmp_path)
+    assert [f for f in report.findings if str(f.severity) != "info"] == []
+    assert {f.file for f in report.findings if f.code == "RL305"} == {
+        "metrics.jsonl.superseded", "metrics.jsonl.torn"}
+
+
+def test_ledger_that_is_not_a_file_is_a_resume_error(tmp_path: Path) -> None:
+    """A directory named checkpoints.jsonl gives ResumeError, not a silent fresh start."""
+    (tmp_path / layout.CHECKPOINTS).mkdir()
+    with pytest.raises(ResumeError, match=r"checkpoints\.jsonl is a dir, not a regular file"):
+        read_resume_state(tmp_path)

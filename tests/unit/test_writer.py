@@ -558,3 +558,41 @@ def test_log_path_is_kept_as_given(tmp_path: pathlib.Path) -> None:
     with RunWriter(tmp_path / "r") as run:
         assert run.log_path == str(tmp_path / "r")
         assert "flat" in repr(run)
+
+
+class PydanticLike:
+    """Duck-types a pydantic v2 model (pydantic is not a test dependency)."""
+
+    def model_dump(self, mode: str = "python") -> dict[str, Any]:
+        return {"name": "m", "when": pathlib.Path("/p")}
+
+
+def test_config_accepts_pydantic_style_models(tmp_path: pathlib.Path) -> None:
+    """Objects with model_dump() are serialized through it (nested values normalized too)."""
+    with RunWriter(tmp_path) as run:
+        run.write_config({"model": PydanticLike()})
+    assert json.loads((tmp_path / "config.json").read_text()) == {
+        "model": {"name": "m", "when": "/p"}}
+
+
+def test_token_policy_applies_to_every_file_kind(tmp_path: pathlib.Path) -> None:
+    """nonfinite='token' writes NaN tokens in config, checkpoints and rollout summaries too."""
+    with RunWriter(tmp_path, nonfinite="token") as run:
+        run.write_config({"lr": float("nan")})
+        run.record_checkpoint("a", loss=float("inf"))
+        run.write_rollout_summaries(0, [rollout(total_reward=float("nan"))])
+    assert '"lr": NaN' in (tmp_path / "config.json").read_text()
+    assert (tmp_path / "checkpoints.jsonl").read_text() == '{"name":"a","loss":Infinity}\n'
+    line = (tmp_path / "train_iteration_000000_rollout_summaries.jsonl").read_text()
+    assert '"total_reward":NaN' in line
+
+
+def test_many_rollout_records_split_into_exact_lines(tmp_path: pathlib.Path) -> None:
+    """Batch encoding yields one line per record even when values hold newlines and NULs."""
+    recs = [rollout(0, i, tags=[f"a\nb\x00{i}", '","\\u0000'], trajectory_metrics={"s": "\n"})
+            for i in range(50)]
+    with RunWriter(tmp_path) as run:
+        run.write_rollout_summaries(2, recs)
+    got = read_lines(tmp_path / "train_iteration_000002_rollout_summaries.jsonl")
+    assert [r["tags"] for r in got] == [r["tags"] for r in recs]
+    assert len(got) == 50

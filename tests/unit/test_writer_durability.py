@@ -125,16 +125,17 @@ def test_repair_handles_long_tails_and_files_without_newline(tmp_path: pathlib.P
 
 
 def test_repair_of_missing_file_creates_nothing(tmp_path: pathlib.Path) -> None:
-    """repair_torn_tail on an absent file returns 0 and does not create it."""
+    """repair_torn_tail on an absent file returns 0 and does not create it (nor does opening)."""
     assert repair_torn_tail(open_storage(tmp_path), "checkpoints.jsonl") == 0
+    RunWriter(tmp_path).close()
     assert list(tmp_path.iterdir()) == []
 
 
 def test_repeated_repairs_append_to_the_sidecar(tmp_path: pathlib.Path) -> None:
     """Two crashes' torn tails both stay in the sidecar, in order."""
     (tmp_path / "metrics.jsonl").write_bytes(b'{"step":0}\n{"st')
-    RunWriter(tmp_path).close()  # opening alone does not touch append-only files
-    assert (tmp_path / "metrics.jsonl").read_bytes() == b'{"step":0}\n{"st'
+    RunWriter(tmp_path).close()  # reopening repairs, even before anything is appended
+    assert (tmp_path / "metrics.jsonl").read_bytes() == b'{"step":0}\n'
     with RunWriter(tmp_path) as run:
         run.log_metrics({}, step=1)
     with (tmp_path / "metrics.jsonl").open("ab") as f:
@@ -319,3 +320,27 @@ def test_resume_on_a_fresh_run_is_none(tmp_path: pathlib.Path) -> None:
     """resume=True on a run with no checkpoint gives resume_state None and writes nothing."""
     with RunWriter(tmp_path / "new", resume=True) as run:
         assert run.resume_state is None
+
+
+def test_writer_on_the_memory_backend() -> None:
+    """The writer works through the storage interface alone: memory:// runs validate clean."""
+    import uuid
+
+    import fsspec
+
+    from rlio import read_resume_state, validate_run
+    from rlio.demo import run_demo
+
+    root = f"memory://rlio-writer-{uuid.uuid4().hex}"
+    run_demo(root, layout="nested", iterations=4)
+    report = validate_run(root)
+    assert report.ok and report.layout == "nested"
+    state = read_resume_state(root)
+    assert state is not None and state.checkpoint["name"] == "final"
+    fs = fsspec.filesystem("memory")
+    fs.pipe(f"{root}/metrics.jsonl", fs.cat(f"{root}/metrics.jsonl") + b'{"step":4,"x')
+    with pytest.warns(UserWarning, match="nested"), RunWriter(root, layout="flat") as run:
+        assert run.layout == "nested"
+        run.log_metrics({"x": 1}, step=4)
+    assert fs.cat(f"{root}/metrics.jsonl.torn") == b'{"step":4,"x\n'
+    assert fs.cat(f"{root}/metrics.jsonl").endswith(b'{"step":4,"x":1}\n')

@@ -1,0 +1,124 @@
+"""What the writer does to a run besides encoding records: torn-tail repair, ``git diff``, and
+finding an existing run's layout. Kept apart from ``writer`` to keep both modules small; the
+public names are re-exported by ``rlio.writer``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from . import layout as L
+from ._jsonl import DecodeError, decode
+from .storage import Storage
+
+__all__ = ["detect_layout", "git_diff", "repair_torn_tail"]
+
+_TAIL_CHUNK = 1 << 16
+_GIT_TIMEOUT = 30.0
+
+
+# --------------------------------------------------------------------------------------------
+# Torn tails
+
+
+def _torn_offset(storage: Storage, rel: str, size: int, check_json: bool) -> int:
+    """Where the torn tail of an append-only file starts (``size`` when there is none).
+
+    Torn: bytes after the last ``\\n``; for JSONL files also a last complete line that does not
+    parse (what a crash can leave behind a zero-filled or half-flushed block).
+    """
+    buf, pos = b"", size
+    while True:
+        start = max(0, pos - _TAIL_CHUNK)
+        buf = storage.read_range(rel, start, pos) + buf
+        pos = start
+        last_nl = buf.rfind(b"\n")
+        if last_nl < 0 and pos > 0:
+            continue  # the unterminated tail is longer than what was read
+        tail = pos + last_nl + 1  # start of the unterminated tail (== size when none)
+        if not check_json or last_nl < 0:
+            return tail
+        prev_nl = buf.rfind(b"\n", 0, last_nl)
+        if prev_nl < 0 and pos > 0:
+            continue  # the last complete line starts before what was read
+        line = buf[prev_nl + 1:last_nl]
+        if not line.strip():
+            return tail  # a blank line is tolerated, not torn
+        try:
+            decode(line)
+        except DecodeError as exc:
+            if exc.kind in ("json", "utf8"):
+                return pos + prev_nl + 1
+        return tail
+
+
+def repair_torn_tail(storage: Storage, rel: str) -> int:
+    """Move a torn last line of the append-only file ``rel`` to ``rel + ".torn"``.
+
+    The bytes are appended to the sidecar (never deleted) before ``rel`` is cut, under the file's
+    inter-process lock. A missing or empty file is left alone (and not created).
+
+    Returns:
+        The number of bytes moved aside (0 when the file ends cleanly).
+    """
+    entry = storage.stat(rel)
+    if entry is None or entry.kind != "file" or entry.size == 0:
+        return 0
+    with storage.lock(rel):
+        entry = storage.stat(rel)
+        if entry is None or entry.size == 0:
+            return 0
+        offset = _torn_offset(storage, rel, entry.size, rel.endswith(".jsonl"))
+        if offset >= entry.size:
+            return 0
+        return storage.move_tail(rel, offset, rel + L.TORN_SUFFIX)
+
+
+# --------------------------------------------------------------------------------------------
+# code.diff
+
+
+def git_diff(cwd: str | os.PathLike[str] | None = None, *, timeout: float = _GIT_TIMEOUT) -> bytes:
+    """``git diff HEAD`` of the repository at ``cwd``, then the untracked files' names.
+
+    Untracked (not ignored) files are listed after the diff as ``# untracked: <path>`` lines,
+    which ``git apply`` ignores. Outside a git repository, or without git, the result is empty.
+    """
+    where = os.fspath(cwd) if cwd is not None else os.getcwd()
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+
+    def run(*args: str) -> bytes | None:
+        try:
+            proc = subprocess.run(
+                ["git", *args], cwd=where, capture_output=True, timeout=timeout, check=False,
+                env=env, stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return proc.stdout if proc.returncode == 0 else None
+
+    diff_args = ("diff", "--no-color", "--no-ext-diff")
+    diff = run(*diff_args, "HEAD")
+    if diff is None:
+        diff = run(*diff_args)  # a repository without commits has no HEAD yet
+    if diff is None:
+        return b""
+    untracked = run("ls-files", "--others", "--exclude-standard", "-z") or b""
+    names = [n for n in untracked.split(b"\0") if n]
+    if names:
+        if diff and not diff.endswith(b"\n"):
+            diff += b"\n"
+        diff += b"".join(b"# untracked: " + n.replace(b"\n", b"\\n") + b"\n" for n in names)
+    return diff
+
+
+def detect_layout(storage: Storage) -> L.Layout | None:
+    """The layout of the first per-iteration file found, or None for a run with none."""
+    if not storage.exists():
+        return None
+    for entry in storage.walk():
+        found = L.parse_path(entry.path).layout
+        if found is not None:
+            return found
+    return None

@@ -1,0 +1,266 @@
+"""gs:// specifics against the precondition-enforcing emulator: conflicts, faults, crashes, cost.
+
+Races are made deterministic by running another writer at a chosen point of a request sequence
+(``_Hooked``), since the single-threaded emulator never interleaves two requests by itself.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from gcs_emulator import Emulator
+
+from rlio._gcs import LOCKS_DIR, PARTS_DIR, GcsApi, GcsStorage, generation
+from rlio.errors import UnsafeStorageError
+from rlio.storage import open_storage
+
+
+def _gs(uri: str, *, create: bool = True) -> GcsStorage:
+    st = open_storage(uri, create=create)
+    assert isinstance(st, GcsStorage)
+    return st
+
+
+class _Hooked(GcsApi):
+    """A GcsApi that runs ``hook`` once, just before the first call matching ``when``."""
+
+    def __init__(self, base: GcsApi, method: str, when: Callable[..., bool],
+                 hook: Callable[[], None]) -> None:
+        super().__init__(base.fs, base.bucket)
+        self._method, self._when, self._hook, self.fired = method, when, hook, False
+
+    def _maybe(self, method: str, *args: Any, **kwargs: Any) -> None:
+        if not self.fired and method == self._method and self._when(*args, **kwargs):
+            self.fired = True
+            self._hook()
+
+    def upload(self, key: str, data: bytes, **kw: Any) -> dict[str, Any]:
+        self._maybe("upload", key, data, **kw)
+        return super().upload(key, data, **kw)
+
+    def compose(self, key: str, sources: Any, **kw: Any) -> dict[str, Any]:
+        self._maybe("compose", key, sources, **kw)
+        return super().compose(key, sources, **kw)
+
+
+def _append(st: GcsStorage, rel: str, data: bytes) -> None:
+    app = st.appender(rel)
+    try:
+        app.append_durable(data)
+    finally:
+        app.close()
+
+
+def _parts(st: GcsStorage) -> list[str]:
+    return [o["name"] for o in st.api.list(st.key(PARTS_DIR) + "/")]
+
+
+def test_emulator_answers_preconditions_as_gcs_does(gs_uri: str, emulator: Emulator) -> None:
+    """The test emulator gives 412 for stale generations, 404 for gone ones, 304 for NotMatch."""
+    api = _gs(gs_uri).api
+    key = gs_uri.split("/", 3)[3] + "/obj"
+    g1 = generation(api.upload(key, b"one\n", if_generation_match=0))
+    with pytest.raises(FileExistsError):
+        api.upload(key, b"again\n", if_generation_match=0)
+    g2 = generation(api.upload(key, b"two\n", if_generation_match=g1))
+    assert g2 > g1
+    with pytest.raises(FileExistsError):
+        api.upload(key, b"stale\n", if_generation_match=g1)
+    api.upload(key + ".p", b"part\n")
+    with pytest.raises(FileExistsError):
+        api.compose(key, [(key, None), (key + ".p", None)], metadata={}, if_generation_match=g1)
+    with pytest.raises(FileNotFoundError):
+        api.compose(key, [(key, g1), (key + ".p", None)], metadata={}, if_generation_match=g2)
+    with pytest.raises(FileExistsError):
+        api.delete(key, if_generation_match=g1)
+    with pytest.raises(FileNotFoundError):
+        api.read(key, 0, 4, gen=g1)
+    assert api.read(key, 0, 100) == b"two\n"
+    url = f"{emulator.url}/storage/v1/b/{api.bucket}/o/{key.replace('/', '%2F')}"
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(f"{url}?ifGenerationNotMatch={g2}", timeout=10)
+    assert err.value.code == 304
+    assert emulator.stats()["upload:412"]["requests"] == 2
+
+
+def test_a_stale_generation_is_refused_then_the_append_is_retried(
+        gs_uri: str, emulator: Emulator) -> None:
+    """An appender composing on a generation another writer replaced gets 412, then retries."""
+    st = _gs(gs_uri)
+    a, b = st.appender("metrics.jsonl"), st.appender("metrics.jsonl")
+    a.append_durable(b'{"a": 1}\n')
+    b.append_durable(b'{"b": 1}\n')
+    emulator.stats(reset=True)
+    a.append_durable(b'{"a": 2}\n')  # a still holds the generation before b's append
+    a.close()
+    b.close()
+    assert st.read_bytes("metrics.jsonl") == b'{"a": 1}\n{"b": 1}\n{"a": 2}\n'
+    stats = emulator.stats()
+    assert stats["compose:412"]["requests"] == 1 and stats["compose"]["requests"] == 2
+    assert _parts(st) == []
+
+
+def test_a_create_only_collision_falls_back_to_compose(gs_uri: str, emulator: Emulator) -> None:
+    """Two writers creating one log: the loser's create-only upload gets 412, then it composes."""
+    st = _gs(gs_uri)
+    other = _gs(gs_uri)
+    st.api = _Hooked(st.api, "upload",
+                     lambda key, data, **kw: kw.get("if_generation_match") == 0
+                     and key.endswith("/checkpoints.jsonl"),
+                     lambda: _append(other, "checkpoints.jsonl", b'{"name": "other"}\n'))
+    emulator.stats(reset=True)
+    _append(st, "checkpoints.jsonl", b'{"name": "mine"}\n')
+    assert st.api.fired
+    assert st.read_bytes("checkpoints.jsonl") == b'{"name": "other"}\n{"name": "mine"}\n'
+    assert emulator.stats()["upload:412"]["requests"] == 1
+
+
+def _records(data: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def test_commits_whose_answer_is_lost_are_neither_duplicated_nor_dropped(
+        gs_uri: str, emulator: Emulator) -> None:
+    """With writes that commit and then answer 503 or drop the connection, every line lands once."""
+    st = _gs(gs_uri)
+    log = r"/metrics\.jsonl$"
+    emulator.set_faults([
+        {"op": "upload", "name": log, "mode": "commit_then_503", "times": 1},  # the create
+        {"op": "upload", "name": PARTS_DIR, "mode": "commit_then_503", "skip": 2, "times": 1},
+        {"op": "compose", "name": log, "mode": "commit_then_503", "skip": 1, "times": 2},
+        {"op": "compose", "name": log, "mode": "commit_then_drop", "skip": 6, "times": 1},
+        {"op": "delete", "name": PARTS_DIR, "mode": "503", "times": 1},
+    ])
+
+    def feed(tag: str) -> None:
+        app = st.appender("metrics.jsonl")
+        for i in range(12):
+            line = json.dumps({"w": tag, "i": i}).encode() + b"\n"
+            (app.append_durable if i % 3 else app.append)(line)
+        app.close()
+
+    threads = [threading.Thread(target=feed, args=(t,)) for t in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert emulator.injected() == 6
+    got = _records(st.read_bytes("metrics.jsonl"))
+    assert sorted((r["w"], r["i"]) for r in got) == sorted(
+        (w, i) for w in ("a", "b") for i in range(12))
+    for w in ("a", "b"):
+        assert [r["i"] for r in got if r["w"] == w] == list(range(12))
+    assert _parts(st) == []
+
+
+def test_a_part_swept_before_its_compose_is_uploaded_again(gs_uri: str) -> None:
+    """A reopening writer sweeping an in-flight part costs a re-upload, never a lost line."""
+    st = _gs(gs_uri)
+    _append(st, "metrics.jsonl", b'{"step": 0}\n')
+    sweeper = _gs(gs_uri, create=False)
+    swept: list[int] = []
+    st.api = _Hooked(st.api, "compose", lambda key, sources, **kw: True,
+                     lambda: swept.append(sweeper.sweep_orphans()))
+    _append(st, "metrics.jsonl", b'{"step": 1}\n')
+    assert swept == [1]
+    assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n{"step": 1}\n'
+    assert _parts(st) == []
+
+
+def test_orphan_parts_are_hidden_and_swept_when_a_writer_reopens(gs_uri: str) -> None:
+    """Parts a crashed writer left are not run files, and open_storage(create=True) deletes them."""
+    st = _gs(gs_uri)
+    _append(st, "metrics.jsonl", b'{"step": 0}\n')
+    for i in range(3):
+        st.api.upload(f"{st.key(PARTS_DIR)}/metrics.jsonl.dead{i}", b'{"lost": 1}\n')
+    assert len(_parts(st)) == 3
+    assert [e.path for e in _gs(gs_uri, create=False).walk()] == ["metrics.jsonl"]
+    _gs(gs_uri, create=True)
+    assert _parts(st) == []
+    assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n'
+
+
+def test_move_tail_keeps_appends_that_land_while_it_runs(gs_uri: str) -> None:
+    """A compose landing between the tail's copy and the cut is kept after the cut (412, retry)."""
+    st = _gs(gs_uri)
+    _append(st, "metrics.jsonl", b'{"step": 0}\n{"step": 1}\n')
+    other = _gs(gs_uri)
+    st.api = _Hooked(st.api, "upload",
+                     lambda key, data, **kw: key.endswith("/metrics.jsonl")
+                     and bool(kw.get("if_generation_match")),
+                     lambda: _append(other, "metrics.jsonl", b'{"step": 2}\n'))
+    with st.lock("metrics.jsonl"):
+        assert st.move_tail("metrics.jsonl", 12, "metrics.jsonl.superseded") == 12
+    assert st.api.fired
+    assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n{"step": 2}\n'
+    assert st.read_bytes("metrics.jsonl.superseded") == b'{"step": 1}\n'
+
+
+def test_move_tail_refuses_to_overwrite_a_foreign_rewrite(gs_uri: str) -> None:
+    """If something else rewrites the log during move_tail, the log is left as it was left."""
+    st = _gs(gs_uri)
+    _append(st, "metrics.jsonl", b'{"step": 0}\n{"step": 1}\n')
+    key = st.key("metrics.jsonl")
+    st.api = _Hooked(st.api, "upload",
+                     lambda k, data, **kw: k == key and bool(kw.get("if_generation_match")),
+                     lambda: GcsApi(st.api.fs, st.bucket).upload(key, b'{"foreign": 1}\n'))
+    with pytest.raises(UnsafeStorageError, match="both places"):
+        st.move_tail("metrics.jsonl", 12, "metrics.jsonl.superseded")
+    assert st.read_bytes("metrics.jsonl") == b'{"foreign": 1}\n'
+    assert st.read_bytes("metrics.jsonl.superseded") == b'{"step": 1}\n'
+
+
+def test_a_rewrite_whose_answer_is_lost_recognises_itself(gs_uri: str, emulator: Emulator) -> None:
+    """move_tail's conditional rewrite committing then answering 503 is not an error."""
+    st = _gs(gs_uri)
+    _append(st, "checkpoints.jsonl", b'{"name": "a"}\n{"name": "b"}\n')
+    emulator.set_faults([{"op": "upload", "name": r"/checkpoints\.jsonl$",
+                          "mode": "commit_then_503", "times": 1}])
+    assert st.move_tail("checkpoints.jsonl", 14, "checkpoints.jsonl.torn") == 14
+    assert emulator.injected() == 1
+    assert st.read_bytes("checkpoints.jsonl") == b'{"name": "a"}\n'
+    _append(st, "checkpoints.jsonl", b'{"name": "c"}\n')
+    assert st.read_bytes("checkpoints.jsonl") == b'{"name": "a"}\n{"name": "c"}\n'
+
+
+def test_a_stale_lease_left_by_a_crashed_holder_is_broken(gs_uri: str) -> None:
+    """lock() takes over a lease whose holder's expiry passed, and releases it on exit."""
+    st = _gs(gs_uri)
+    key = f"{st.key(LOCKS_DIR)}/metrics.jsonl.lock"
+    st.api.upload(key, b"", metadata={"rlio-lease-expires": f"{time.time() - 60:.3f}"})
+    with st.lock("metrics.jsonl"):
+        held = st.api.get(key)
+        assert held is not None and float(held["metadata"]["rlio-lease-expires"]) > time.time()
+    assert st.api.get(key) is None
+
+
+def test_bytes_sent_per_append_do_not_grow_with_the_file(gs_uri: str, emulator: Emulator) -> None:
+    """A batch costs the same requests and bytes on a 10 KB log as on a 12 MB one."""
+    st = _gs(gs_uri)
+    app = st.appender("metrics.jsonl")
+    batch = b"".join(b'{"step": %d, "loss": 0.125, "pad": "%s"}\n' % (i, b"x" * 100)
+                     for i in range(64))
+    app.append_durable(batch)
+
+    def cost() -> tuple[int, int]:
+        emulator.stats(reset=True)
+        app.append_durable(batch)
+        stats = emulator.stats()
+        return (sum(s["requests"] for s in stats.values()),
+                sum(s["bytes"] for s in stats.values()))
+
+    small = cost()
+    for _ in range(6):
+        app.append_durable(b"x" * (2 << 20) + b"\n")
+    large = cost()
+    app.close()
+    assert st.size("metrics.jsonl") > 12 << 20
+    assert large[0] == small[0] == 2  # part upload, compose
+    assert large[1] <= small[1] + 64  # only the numbers in the metadata may grow a digit

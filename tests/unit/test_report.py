@@ -1,0 +1,341 @@
+"""``rlio report``: charts, checkpoints, validation and links of one page for a whole run."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import sys
+import types
+from html import unescape
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import pytest
+
+from rlio import layout
+from rlio.cli import main
+from rlio.errors import RunNotFoundError
+from rlio.findings import Report, finding
+from rlio.report import render_run_report, write_run_report
+
+CORPUS = Path(__file__).resolve().parents[2] / "conformance" / "cases"
+
+
+def cookbook_run(root: Path, iterations: int, *, run_layout: layout.Layout = "flat",
+                 evaluator_every: int = 5, logtrees: bool = True) -> Path:
+    """A run as the cookbook writes it: ``json.dumps`` lines (NaN tokens), eval lines, pages."""
+    root.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i in range(iterations):
+        lines.append({"step": i, "progress/batch": i, "progress/done_frac": (i + 1) / iterations,
+                      "env/all/reward/total": math.tanh(i / 10), "optim/entropy": 1 - i / 1e4,
+                      "optim/kl_sample_train_v1": 0.01, "optim/lr": 4e-5})
+        for label in ["test"] if i % evaluator_every == 0 else []:
+            lines.append({"step": i, f"{label}/env/all/reward/total": i / iterations})
+    (root / layout.METRICS).write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (root / layout.CONFIG).write_text(json.dumps({"model_name": "m", "lr": 4e-5}, indent=2))
+    for i in range(iterations):
+        labels = [None] + (["test"] if i % evaluator_every == 0 else [])
+        for label in labels:
+            for artifact in ("html", "logtree") if logtrees else ("html",):
+                rel = layout.iteration_path(run_layout, i, artifact, label=label)
+                (root / rel).parent.mkdir(parents=True, exist_ok=True)
+                (root / rel).write_text("<!doctype html><p>page</p>" if artifact == "html"
+                                        else "{}")
+    return root
+
+
+def charts(page: str) -> dict[str, tuple[int, int]]:
+    """``{metric: (points drawn, points in the run)}`` of every chart on the page."""
+    found = re.findall(r'<figure class="card chart-card" data-metric="([^"]*)">.*?'
+                       r'data-points="(\d+)" data-total="(\d+)"', page)
+    return {unescape(k): (int(p), int(t)) for k, p, t in found}
+
+
+def links(page: str) -> list[str]:
+    """The hrefs of the iteration links, decoded."""
+    section = page[page.index('<section id="iterations">'):]
+    return [unquote(unescape(h)) for h in re.findall(r'<a href="([^"]*)">', section)]
+
+
+@pytest.mark.parametrize("run_layout", ["flat", "nested"])
+def test_charts_and_links_for_both_layouts(tmp_path: Path, run_layout: layout.Layout) -> None:
+    """Default charts have one point per step; every page of both splits is linked."""
+    run = cookbook_run(tmp_path / "run", 12, run_layout=run_layout)
+    page = render_run_report(run, validate=False)
+    assert charts(page) == {
+        "env/all/reward/total": (12, 12), "progress/done_frac": (12, 12),
+        "optim/kl_sample_train_v1": (12, 12), "optim/entropy": (12, 12),
+        "test/env/all/reward/total": (3, 3),
+    }
+    expected = sorted(layout.iteration_path(run_layout, i, "html", label=label)
+                      for i in range(12) for label in [None, "test"]
+                      if label is None or i % 5 == 0)
+    assert sorted(links(page)) == expected
+    assert f"<dd>{run_layout}</dd>" in page
+
+
+def test_cookbook_quirks_are_tolerated_and_said(tmp_path: Path) -> None:
+    """NaN tokens, null, a blank line, a bad line and a torn tail are skipped and reported."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / layout.METRICS).write_bytes(
+        b'{"progress/batch": 0, "optim/kl_sample_train_v2": 0.5, "optim/entropy": NaN}\n'
+        b"\n"
+        b'{"progress/batch": 1, "optim/kl_sample_train_v2": Infinity, "optim/entropy": null}\n'
+        b"not json\n"
+        b'{"progress/batch": 2, "optim/kl_sample_train_v2": 0.25, "optim/entropy": 1.5}\n'
+        b'{"progress/batch": 3, "optim/kl_sample_tr')
+    page = render_run_report(run, validate=False)
+    assert charts(page)["optim/kl_sample_train_v2"] == (2, 2)  # v2 charted: v1 never logged
+    assert "optim/kl_sample_train_v1" not in charts(page)
+    assert charts(page)["optim/entropy"] == (1, 1)
+    for note in ("the last line is torn", "1 line(s) are not JSON", "1 blank line(s)",
+                 "2 line(s) hold NaN/Infinity tokens", "2 null or non-finite value(s) not drawn"):
+        assert note in page, note
+    assert "last 0.25 at progress/batch 2" in page
+
+
+def test_a_resume_draws_the_latest_value_of_repeated_steps(tmp_path: Path) -> None:
+    """Steps logged again after a resume replace the crashed run's values; the drop is noted."""
+    run = tmp_path / "run"
+    run.mkdir()
+    steps = [(0, 0.0), (1, 1.0), (2, 2.0), (3, 3.0), (2, 20.0), (3, 30.0), (4, 40.0)]
+    (run / layout.METRICS).write_text(
+        "".join(json.dumps({"step": s, "env/all/reward/total": r}) + "\n" for s, r in steps))
+    page = render_run_report(run, validate=False)
+    assert charts(page)["env/all/reward/total"] == (5, 5)
+    assert "step drops back to 2" in page
+    assert "last 40 at step 4" in page and "max 40" in page and "max 3 " not in page
+    assert page.count('class="restart"') == 1  # the resume guide, on the one chart with data
+
+
+def test_an_eval_line_trailing_a_step_is_not_a_resume(tmp_path: Path) -> None:
+    """An async evaluator line logged after a later training step does not count as a resume."""
+    run = tmp_path / "run"
+    run.mkdir()
+    lines = [{"step": 0, "progress/batch": 0}, {"step": 1, "progress/batch": 1},
+             {"step": 0, "test/env/all/reward/total": 0.5}, {"step": 2, "progress/batch": 2}]
+    (run / layout.METRICS).write_text("".join(json.dumps(x) + "\n" for x in lines))
+    page = render_run_report(run, validate=False)
+    assert "drops back" not in page and 'class="restart"' not in page
+    assert charts(page)["test/env/all/reward/total"] == (1, 1)
+
+
+def test_checkpoint_kinds_and_resume_point(tmp_path: Path) -> None:
+    """Periodic, rolling and final checkpoints are told apart; resume is the last state_path."""
+    run = cookbook_run(tmp_path / "run", 10)
+    records = [
+        {"name": "000002", "batch": 2, "state_path": "tinker://r/weights/000002"},
+        {"name": "000003", "batch": 3, "state_path": "tinker://r/weights/000003", "rolling": True},
+        {"name": "000004", "batch": 4, "state_path": "tinker://r/weights/000004",
+         "sampler_path": "tinker://r/sampler_weights/000004"},
+        {"name": "final", "batch": 10, "sampler_path": "tinker://r/sampler_weights/final"},
+    ]
+    (run / layout.CHECKPOINTS).write_text("".join(json.dumps(r) + "\n" for r in records))
+    page = render_run_report(run, validate=False)
+    assert 'data-periodic="2" data-rolling="1" data-final="1"' in page
+    assert "restart at batch 4 from checkpoint 000004 (checkpoints.jsonl line 3)" in page
+    assert re.search(r'<tr class="is-resume"><td>3</td><td>000004</td>', page)
+    assert [len(re.findall(f'data-kind="{k}"', page)) for k in
+            ("periodic", "rolling", "final", "resume")] == [2, 1, 1, 1]
+
+
+def test_resume_point_without_the_resume_module_agrees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``rlio.resume`` the report finds the same resume point from the ledger itself."""
+    run = cookbook_run(tmp_path / "run", 6)
+    (run / layout.CHECKPOINTS).write_text(
+        '{"name": "000003", "batch": 3, "state_path": "tinker://r/weights/000003"}\n'
+        '{"name": "final", "batch": 6, "sampler_path": "tinker://r/sampler_weights/final"}\n'
+        '{"name": "000004", "ba')
+    with_module = render_run_report(run, validate=False)
+    monkeypatch.setitem(sys.modules, "rlio.resume", None)
+    without = render_run_report(run, validate=False)
+    sentence = "restart at batch 3 from checkpoint 000003 (checkpoints.jsonl line 1)"
+    assert sentence in without and "the last line is torn" in without
+    assert sentence in with_module
+
+
+def test_no_checkpoints_means_restart_from_zero(tmp_path: Path) -> None:
+    """A run without a checkpoint ledger says a restart begins at iteration 0."""
+    page = render_run_report(cookbook_run(tmp_path / "run", 3), validate=False)
+    assert "No checkpoints.jsonl" in page
+    assert "no resumable checkpoint: a restart begins at iteration 0" in page
+
+
+def test_thousands_of_iterations_stay_small(tmp_path: Path) -> None:
+    """5,000 iterations and 5,000 checkpoints give a page under 1 MB with <= 1,000 points/chart."""
+    run = cookbook_run(tmp_path / "run", 5000, evaluator_every=50, logtrees=False)
+    (run / layout.CHECKPOINTS).write_text("".join(
+        json.dumps({"name": f"{i:06d}", "batch": i, "state_path": f"tinker://r/weights/{i:06d}",
+                    "rolling": i % 10 != 0}) + "\n" for i in range(1, 5001)))
+    page = render_run_report(run, validate=False)
+    assert len(page.encode()) < 1_000_000
+    drawn = charts(page)
+    assert drawn["env/all/reward/total"][1] == 5000
+    assert all(points <= 1000 for points, _ in drawn.values())
+    assert len(links(page)) == 5100
+    assert "Showing the last 200 of 5,000 records." in page
+
+
+def test_user_metrics_are_charted_even_when_absent(tmp_path: Path) -> None:
+    """``metrics=`` adds a chart per key; a key the run never logged gets an empty chart."""
+    run = cookbook_run(tmp_path / "run", 4)
+    page = render_run_report(run, metrics=["optim/lr", "no/such/key"], validate=False)
+    assert charts(page)["optim/lr"] == (4, 4)
+    assert charts(page)["no/such/key"] == (0, 0) and "not logged in this run" in page
+
+
+def test_run_text_is_escaped(tmp_path: Path) -> None:
+    """Metric names, checkpoint fields, config text and file names appear only as text."""
+    evil = "<script>window.__pwned=1</script><img src=x onerror=alert(1)>"
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / layout.METRICS).write_text(json.dumps({"step": 0, evil: 1.0}) + "\n")
+    (run / layout.CONFIG).write_text(json.dumps({"x": evil}))
+    (run / layout.CHECKPOINTS).write_text(json.dumps({"name": evil, "batch": 1,
+                                                      "state_path": evil}) + "\n")
+    (run / "eval_<img src=x onerror=alert(1)>_iteration_000000.html").write_text("x")
+    page = render_run_report(run, metrics=[evil], validate=False)
+    assert "<script" not in page and "<img" not in page and "onerror=alert" not in page.replace(
+        "onerror=alert(1)&gt;", "")
+    assert page.count("&lt;script&gt;window.__pwned=1&lt;/script&gt;") >= 4
+    assert 'href="eval_%3Cimg%20src%3Dx%20onerror%3Dalert%281%29%3E_iteration_000000.html"' in page
+
+
+def _fake_validator(monkeypatch: pytest.MonkeyPatch, run_fn: Any) -> None:
+    module = types.ModuleType("rlio.validate")
+    module.validate_run = run_fn  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "rlio.validate", module)
+
+
+def test_validation_summary_counts_and_caps_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The validator's counts are shown and at most 200 findings, errors first, escaped."""
+    run = cookbook_run(tmp_path / "run", 2)
+    findings = [finding("RL301", f"info <{i}>", file=f"f{i}") for i in range(249)]
+    findings.append(finding("RL201", "bad <value>", file=layout.METRICS, line=7, pointer="/a~1b"))
+    _fake_validator(monkeypatch, lambda r: Report.build(str(r), findings))
+    page = render_run_report(run)
+    assert "FAILED</span>: " in page and "1 error(s)" in page and "249 info" in page
+    section = page[page.index('<section id="validation">'):page.index('<section id="iter')]
+    assert section.count("<tr class=") == 200
+    assert "Showing the first 200 of 250 findings" in section
+    first = section.index('<tr class="sev-error"><td>error</td><td>RL201</td>'
+                          "<td><code>metrics.jsonl:7 /a~1b</code></td><td>bad &lt;value&gt;")
+    assert first < section.index('<tr class="sev-info">')
+
+
+def test_validation_unavailable_or_failing_still_renders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a validator the page says so; a crashing validator is reported, not raised."""
+    run = cookbook_run(tmp_path / "run", 2)
+    monkeypatch.setitem(sys.modules, "rlio.validate", None)
+    assert "Validation unavailable" in render_run_report(run)
+
+    def boom(run: str) -> Report:
+        raise RuntimeError("validator <bug>")
+
+    _fake_validator(monkeypatch, boom)
+    page = render_run_report(run)
+    assert "Validation failed to run: RuntimeError: validator &lt;bug&gt;" in page
+    assert charts(page)["env/all/reward/total"] == (2, 2)
+
+
+def test_write_defaults_to_report_inside_the_run(tmp_path: Path) -> None:
+    """Without ``output`` the page goes to ``<run>/report.html`` atomically, links relative."""
+    run = cookbook_run(tmp_path / "run", 3, run_layout="nested")
+    where = write_run_report(run, validate=False)
+    assert where == str(run / "report.html")
+    assert sorted(os.listdir(run))[:1] == ["config.json"]  # no temporary file left behind
+    page = (run / "report.html").read_text()
+    assert links(page)[0] == "iteration_000000/train.html"
+    assert all((run / href).is_file() for href in links(page))
+
+
+@pytest.mark.parametrize("where", ["elsewhere/page.html", "run/sub/page.html", "outdir"])
+def test_links_resolve_from_wherever_the_page_is_written(tmp_path: Path, where: str) -> None:
+    """Links are relative to the output's directory, inside or outside the run (or a folder)."""
+    run = cookbook_run(tmp_path / "run", 3)
+    out = tmp_path / where
+    if where == "outdir":
+        out.mkdir()
+    written = Path(write_run_report(run, output=str(out), validate=False))
+    assert written == (out / "report.html" if where == "outdir" else out)
+    hrefs = links(written.read_text())
+    assert len(hrefs) == 4
+    assert all((written.parent / h).resolve().is_file() for h in hrefs)
+
+
+def test_a_missing_run_is_an_error(tmp_path: Path) -> None:
+    """A run that does not exist raises RunNotFoundError naming it."""
+    with pytest.raises(RunNotFoundError, match="nope"):
+        write_run_report(tmp_path / "nope")
+
+
+def test_cli_writes_the_page_with_extra_metrics(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``rlio report RUN -o FILE --metric K`` writes the page, charts K and says where."""
+    run = cookbook_run(tmp_path / "run", 3)
+    out = tmp_path / "r.html"
+    assert main(["report", str(run), "-o", str(out), "--metric", "optim/lr"]) == 0
+    assert capsys.readouterr().out == f"wrote {out}\n"
+    assert charts(out.read_text())["optim/lr"] == (3, 3)
+    assert main(["report", str(tmp_path / "absent")]) == 2
+
+
+def test_every_conformance_run_renders(tmp_path: Path) -> None:
+    """The report renders every run of the conformance corpus (cookbook quirks, damage, both
+    layouts) without raising; an unreadable run raises RunNotFoundError."""
+    cases = sorted(CORPUS.glob("*/run"))
+    assert cases, f"no conformance cases under {CORPUS}"
+    for source in cases:
+        if not source.is_dir() or source.is_symlink():
+            with pytest.raises(RunNotFoundError):
+                render_run_report(source, validate=False)
+            continue
+        run = tmp_path / source.parent.name
+        shutil.copytree(source, run, symlinks=True)
+        page = render_run_report(run, validate=False)
+        assert page.startswith("<!doctype html>") and page.endswith("</html>\n"), source
+
+
+def test_a_run_behind_a_uri_is_read_through_storage() -> None:
+    """A ``memory://`` run (no local path at all) is reported, and the page written beside it."""
+    from rlio.demo import run_demo
+    from rlio.storage import open_storage
+
+    run = "memory://rlio-report-test/run"
+    run_demo(run, layout="nested", iterations=3)
+    assert write_run_report(run) == f"{run}/report.html"
+    page = open_storage(run).read_bytes("report.html").decode()
+    assert charts(page)["progress/done_frac"] == (3, 3)
+    assert "iteration_000002/train.html" in links(page)
+    elsewhere = "memory://rlio-report-test/pages/r.html"
+    assert write_run_report(run, output=elsewhere, validate=False) == elsewhere
+    page = open_storage("memory://rlio-report-test/pages").read_bytes("r.html").decode()
+    assert f"{run}/iteration_000000/train.html" in links(page)
+
+
+def test_the_page_does_not_report_itself_as_an_unknown_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Validating a run that holds its own report leaves out just that one finding."""
+    run = cookbook_run(tmp_path / "run", 2)
+    findings = [finding("RL301", "unknown", file="report.html"),
+                finding("RL301", "unknown", file="notes.txt")]
+    _fake_validator(monkeypatch, lambda r: Report.build(str(r), findings))
+    inside = render_run_report(run)
+    assert "<code>notes.txt</code>" in inside and "<code>report.html</code>" not in inside
+    assert "1 info" in inside
+    elsewhere = render_run_report(run, output=str(tmp_path / "report.html"))
+    assert "<code>report.html</code>" in elsewhere and "2 info" in elsewhere
