@@ -306,6 +306,7 @@ class Case:
     symlinks: dict[str, str] = field(default_factory=dict)
     run_is_file: bool = False
     exit_code: int | None = None
+    filesystem_only: bool = False
 
     def expected(self) -> dict[str, Any]:
         """The ``expected.json`` document."""
@@ -323,6 +324,8 @@ class Case:
         if self.forbidden:
             doc["forbidden_codes"] = sorted(set(self.forbidden))
         doc["no_errors"] = no_errors
+        if self.filesystem_only or self.symlinks or self.run_is_file:
+            doc["filesystem_only"] = True
         return doc
 
 
@@ -726,7 +729,7 @@ def _config_dir() -> Case:
     files["config.json/x"] = b"placeholder: git stores no empty directory\n"
     return Case("config_is_directory", "config.json is a directory: the file cannot be read "
                 "(error), never a crash.", "§1, §10", files,
-                [F("RL107", "error", "config.json")])
+                [F("RL107", "error", "config.json")], filesystem_only=True)
 
 
 @case

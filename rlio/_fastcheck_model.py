@@ -231,6 +231,8 @@ class Context:
             if bad or (kw == "multipleOf" and v <= 0):
                 raise ValueError(f"{kw} at {where} must be a number{' > 0' * (kw == 'multipleOf')}"
                                  f", got {v!r}")
+        if self.draft == 2020 and isinstance(s.get("items"), list):
+            raise ValueError(f"items at {where} is an array: in draft 2020-12 use prefixItems")
         if not all(isinstance(k, str) for k in s.get("required", [])):
             raise ValueError(f"required at {where} must list strings, got {s['required']!r}")
         for p in [s.get("pattern", ""), *s.get("patternProperties", {})]:

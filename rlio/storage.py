@@ -179,8 +179,9 @@ class Storage(ABC):
         if "a" in mode or "+" in mode:
             raise UnsafeStorageError(
                 errno.EOPNOTSUPP,
-                f"refusing to open {self.display(rel)} in mode {mode!r}: object stores cannot "
-                "append in place (gcsfs turns append into an overwrite); use appender()",
+                f"refusing to open {self.display(rel)} in mode {mode!r}: only 'ab' on a local "
+                "disk appends safely (object stores cannot append in place: gcsfs turns append "
+                "into an overwrite); use appender()",
             )
         if mode == "wb":
             return cast(BinaryIO, _ReplaceOnClose(self, rel))

@@ -27,7 +27,8 @@ CONFORMANCE = ROOT / "conformance"
 CASES = CONFORMANCE / "cases"
 CASE_NAMES = sorted(p.name for p in CASES.iterdir() if p.is_dir())
 KEYS = ("code", "severity", "file", "line", "pointer")
-EXPECTED_KEYS = {"description", "spec", "exit_code", "findings", "forbidden_codes", "no_errors"}
+EXPECTED_KEYS = {"description", "spec", "exit_code", "findings", "forbidden_codes", "no_errors",
+                 "filesystem_only"}
 
 #: Catalogue codes no static corpus can reproduce, with the reason. Everything else must be
 #: expected by at least one case.
@@ -136,6 +137,30 @@ def test_check_script_runs_a_validator_command() -> None:
     assert proc.returncode == 1
     assert "FAIL torn_metrics" in proc.stdout and "FAIL run_is_a_file" in proc.stdout
     assert "ok   clean_nested" in proc.stdout
+
+
+def _object_store_cases() -> list[str]:
+    return [n for n in CASE_NAMES if not load_expected(n).get("filesystem_only")]
+
+
+@pytest.mark.parametrize("name", _object_store_cases())
+def test_case_on_memory_backend(name: str) -> None:
+    """The same case uploaded to a memory:// object store gives a matching report."""
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    root = f"/rlio-conformance/{name}"
+    run = CASES / name / "run"
+    for dirpath, _dirnames, filenames in os.walk(run):
+        for n in filenames:
+            p = Path(dirpath) / n
+            fs.pipe(f"{root}/{p.relative_to(run).as_posix()}", p.read_bytes())
+    try:
+        actual = [f.to_dict() for f in validate_run(f"memory://{root}").findings]
+    finally:
+        fs.rm(root, recursive=True)
+    problems = match_case(load_expected(name), actual) + shape_problems(actual)
+    assert not problems, _report(problems, actual)
 
 
 def test_matching_rule_rejects_what_it_should() -> None:

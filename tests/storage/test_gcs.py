@@ -7,6 +7,8 @@ Races are made deterministic by running another writer at a chosen point of a re
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -264,3 +266,63 @@ def test_bytes_sent_per_append_do_not_grow_with_the_file(gs_uri: str, emulator: 
     assert st.size("metrics.jsonl") > 12 << 20
     assert large[0] == small[0] == 2  # part upload, compose
     assert large[1] <= small[1] + 64  # only the numbers in the metadata may grow a digit
+
+
+def test_an_unflushed_line_reaches_gcs_within_about_a_second(gs_uri: str) -> None:
+    """A single append() with no flush is committed by the timer thread, not held until close."""
+    st = _gs(gs_uri)
+    app = st.appender("metrics.jsonl")
+    app.append(b'{"step": 0}\n')
+    deadline = time.monotonic() + 30
+    while st.stat("metrics.jsonl") is None or st.size("metrics.jsonl") == 0:
+        assert time.monotonic() < deadline, "the buffered line never reached the log"
+        time.sleep(0.1)
+    assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n'
+    app.close()
+
+
+def test_append_commits_itself_when_too_much_is_pending(gs_uri: str) -> None:
+    """Past max_pending buffered bytes, append() commits in the caller (back-pressure)."""
+    from rlio._gcs_append import GcsAppender
+
+    st = _gs(gs_uri)
+    app = GcsAppender(st.api, st.key("logs.log"), f"{st.key(PARTS_DIR)}/logs.log",
+                      ctype="text/plain", display=st.display("logs.log"), interval=3600,
+                      max_pending=100)
+    app.append(b"a" * 60 + b"\n")
+    app.append(b"b" * 60 + b"\n")  # 122 bytes pending: committed before append returns
+    assert st.read_bytes("logs.log") == b"a" * 60 + b"\n" + b"b" * 60 + b"\n"
+    app.close()
+
+
+def test_a_failed_background_commit_is_raised_then_retried_without_loss(gs_uri: str) -> None:
+    """The timer thread's error surfaces on the next append; the batch is kept and lands once."""
+    st = _gs(gs_uri)
+    _append(st, "metrics.jsonl", b'{"step": 0}\n')
+
+    def fail() -> None:
+        raise ConnectionError("injected: network down")
+
+    st.api = _Hooked(st.api, "compose", lambda key, sources, **kw: True, fail)
+    app = st.appender("metrics.jsonl")
+    app.append(b'{"step": 1}\n')
+    deadline, accepted = time.monotonic() + 30, 0
+    with pytest.raises(ConnectionError):
+        while time.monotonic() < deadline:
+            app.append(b'{"step": 2}\n')  # raises (taking nothing) once the timer thread failed
+            accepted += 1
+            time.sleep(0.05)
+    app.close()
+    assert st.read_bytes("metrics.jsonl").splitlines() == (
+        [b'{"step": 0}', b'{"step": 1}'] + [b'{"step": 2}'] * accepted)
+
+
+def test_lines_still_buffered_at_interpreter_exit_are_committed(gs_uri: str) -> None:
+    """A process that exits without closing its appender still lands what it appended."""
+    code = (
+        "import sys\nfrom rlio.storage import open_storage\n"
+        "app = open_storage(sys.argv[1], create=True).appender('metrics.jsonl')\n"
+        "app.append(b'{\"step\": 0}\\n')\n"
+    )
+    subprocess.run([sys.executable, "-c", code, gs_uri], check=True, timeout=120)
+    assert _gs(gs_uri, create=False).read_bytes("metrics.jsonl") == b'{"step": 0}\n'

@@ -134,7 +134,12 @@ def test_a_killed_writer_keeps_every_acknowledged_checkpoint_and_the_run_resumes
     out = subprocess.run([sys.executable, "-m", "rlio", "resume", gs_uri, "--format", "json"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert str(mine[-1] + 3) in out.stdout
+    assert json.loads(out.stdout)["next_batch"] == mine[-1] + 3
+    out = subprocess.run([sys.executable, "-m", "rlio", "report", gs_uri],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    page = open_storage(gs_uri).read_bytes("report.html")
+    assert page.lstrip().lower().startswith(b"<!doctype html")
 
 
 def test_rlio_validate_reads_a_gs_run_and_reports_a_missing_one(gs_uri: str) -> None:

@@ -490,7 +490,7 @@ def test_unsupported_schema_fails_loudly(schema: dict[str, Any], word: str) -> N
 
 @pytest.mark.parametrize("schema", [
     {"type": "integr"}, {"pattern": "("}, {"$ref": "#/$defs/missing"}, {"minimum": "0"},
-    {"multipleOf": 0}, {"required": [1]}, {"properties": {"a": 3}},
+    {"multipleOf": 0}, {"required": [1]}, {"properties": {"a": 3}}, {"items": [{}]},
 ])
 def test_malformed_schema_raises_value_error(schema: dict[str, Any]) -> None:
     """A malformed schema is rejected at compile time with ValueError."""

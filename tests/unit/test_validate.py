@@ -515,3 +515,24 @@ def test_json_output_keys_for_a_run(tmp_path: Path) -> None:
     assert all(list(f) == ["code", "severity", "file", "line", "pointer", "message"]
                for f in doc["findings"])
     assert dumps(doc)
+
+
+def test_memory_uri_run_validates_like_a_local_one(tmp_path: Path) -> None:
+    """Only the Storage interface is used: a memory:// copy gives the same findings."""
+    fsspec = pytest.importorskip("fsspec")
+    run = cookbook_run(tmp_path / "run", layout_name="nested")
+    write(run, summaries("nested"), jsonl([trajectory(1, 0, 0), trajectory(1, 0, 0),
+                                           trajectory(1, 0, 1)])[:-5])
+    fs = fsspec.filesystem("memory")
+    for p in run.rglob("*"):
+        if p.is_file():
+            fs.pipe(f"/validate-copy/{p.relative_to(run).as_posix()}", p.read_bytes())
+    try:
+        local = [(f.code, f.file, f.line, f.pointer) for f in validate_run(run).findings]
+        remote = [(f.code, f.file, f.line, f.pointer)
+                  for f in validate_run("memory://validate-copy").findings]
+    finally:
+        fs.rm("/validate-copy", recursive=True)
+    assert remote == local
+    assert ("RL403", summaries("nested"), 2, "") in local
+    assert ("RL113", summaries("nested"), 3, "") in local
