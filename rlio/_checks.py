@@ -120,7 +120,7 @@ class RolloutChecks:
                     self._bad_step_idx(steps, (st["step_idx"],), line)
                 r = st["reward"]
                 if (total is not None and final is not None and r is not None
-                        and abs(total - r - final) > 1e-6 + 1e-6 * (abs(r) + abs(final))):
+                        and abs(total - r - final) > 1e-6):  # _total applies the full tolerance
                     self._total(total, final, (r,), line)
             elif steps:
                 self._steps(steps, total, final, line)
@@ -160,7 +160,8 @@ class RolloutChecks:
             self.sink.add("RL406", f"{n - 1 - at} step(s) after episode_done: true at step {at}",
                           line=line, pointer=f"/steps/{at + 1}")
         rewards = tuple(map(_REWARD, steps))
-        if total is not None and final is not None and None not in rewards:
+        if (total is not None and final is not None and None not in rewards
+                and abs(total - sum(rewards) - final) > 1e-6):
             self._total(total, final, rewards, line)
 
     def _bad_step_idx(self, steps: list[Any], idx: tuple[Any, ...], line: int) -> None:

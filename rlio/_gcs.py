@@ -48,7 +48,7 @@ META_REWRITES = "rlio-rewrites"
 #: A random id of the last rewrite, so that a rewrite whose answer was lost can recognise itself.
 META_REWRITE_ID = "rlio-rewrite-id"
 #: A lease not released after this long belongs to a crashed holder and may be broken.
-LEASE_SECONDS = 30.0
+LEASE_SECONDS = 15.0
 #: Bytes fetched per GET when streaming a file.
 READ_CHUNK = 4 << 20
 

@@ -512,3 +512,66 @@ def test_nan_schema_values_do_not_break_literals() -> None:
     schema = {"maximum": math.inf, "properties": {"a": {"const": -math.inf}}}
     assert agree(schema, {"a": -math.inf}) is True
     assert agree(schema, {"a": 1}) is False
+
+
+# ------------------------------------------------------------- random schemas (differential)
+
+SMALL = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.5, 1.0, "a", ""]))
+
+
+def random_schemas() -> st.SearchStrategy[Any]:
+    """Small schemas mixing every implemented keyword (draft 2020-12)."""
+    types = st.sampled_from(["object", "array", "string", "integer", "number", "boolean", "null"])
+    leaf = st.one_of(
+        st.booleans(),
+        st.fixed_dictionaries({}, optional={
+            "type": st.one_of(types, st.lists(types, min_size=1, max_size=3, unique=True)),
+            "minimum": st.integers(-2, 2), "exclusiveMaximum": st.sampled_from([0, 1.5, 3]),
+            "multipleOf": st.sampled_from([1, 2]), "minLength": st.integers(0, 2),
+            "maxLength": st.integers(0, 3), "pattern": st.sampled_from(["^a", "b", "^$"]),
+            "const": SMALL, "enum": st.lists(SMALL, min_size=1, max_size=3),
+            "minItems": st.integers(0, 2), "maxItems": st.integers(0, 3),
+            "uniqueItems": st.booleans(), "required": st.lists(st.sampled_from("abc"), max_size=2),
+            "minProperties": st.integers(0, 2), "maxProperties": st.integers(0, 3),
+            "dependentRequired": st.dictionaries(st.sampled_from("ab"),
+                                                 st.lists(st.sampled_from("bc"), max_size=2),
+                                                 max_size=1),
+        }),
+    )
+
+    def nest(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        return st.fixed_dictionaries({}, optional={
+            "type": types,
+            "properties": st.dictionaries(st.sampled_from("abc"), inner, max_size=2),
+            "patternProperties": st.dictionaries(st.sampled_from(["^a", "c$", "x"]), inner,
+                                                 max_size=2),
+            "additionalProperties": inner, "propertyNames": inner, "items": inner,
+            "prefixItems": st.lists(inner, max_size=2), "contains": inner,
+            "minContains": st.integers(0, 2), "maxContains": st.integers(0, 2),
+            "allOf": st.lists(inner, min_size=1, max_size=2),
+            "anyOf": st.lists(inner, min_size=1, max_size=2),
+            "oneOf": st.lists(inner, min_size=1, max_size=3), "not": inner,
+            "if": inner, "then": inner, "else": inner,
+            "dependentSchemas": st.dictionaries(st.sampled_from("ab"), inner, max_size=1),
+            "$ref": st.just("#/$defs/d"),
+        })
+
+    body = st.recursive(leaf, nest, max_leaves=6)
+    return st.builds(lambda s, d: {**s, "$defs": {"d": d}} if isinstance(s, dict) else s,
+                     body, st.one_of(leaf, st.just({"type": "array", "items": {"$ref": "#"}})))
+
+
+@settings(max_examples=max(40, EXAMPLES), deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(random_schemas(), st.lists(json_values(["a", "b", "c", "ab", "xc"]), min_size=4,
+                                  max_size=8))
+def test_random_schemas_agree(schema: Any, docs: list[Any]) -> None:
+    """Random combinations of keywords give jsonschema's verdict, compiled and interpreted."""
+    fast, iterative, expected = compile_schema(schema), compile_iterative(schema), oracle(schema)
+    for doc in docs:
+        try:
+            verdict = expected(doc)
+        except (RecursionError, TypeError):  # jsonschema itself fails on some odd inputs
+            continue
+        assert fast(doc) is verdict, doc
+        assert iterative(doc) is verdict, doc
