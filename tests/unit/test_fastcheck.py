@@ -516,7 +516,8 @@ def test_nan_schema_values_do_not_break_literals() -> None:
 
 # ------------------------------------------------------------- random schemas (differential)
 
-SMALL = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.5, 1.0, "a", ""]))
+SMALL = st.one_of(st.none(), st.booleans(), st.integers(-3, 3),
+                  st.sampled_from([0.5, 1.0, "a", ""]))
 
 
 def random_schemas() -> st.SearchStrategy[Any]:
