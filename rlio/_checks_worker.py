@@ -82,11 +82,16 @@ class RemoteScan:
 
     def result(self) -> RangeResult:
         """The helper's result; raises RuntimeError when it failed (callers rescan locally)."""
+        # generous: ~1 MB/s (real helpers run near 100 MB/s); a stuck helper must not hang us
+        timeout = 60 + (self.task.end - self.task.start) / 1e6
         try:
-            out, err = self._proc.communicate()
+            out, err = self._proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"range scan helper gave no result in {timeout:.0f} s") from None
         finally:
             if self._proc.poll() is None:
                 self._proc.kill()
+                self._proc.wait()
         if self._proc.returncode != 0:
             raise RuntimeError(f"range scan helper exited {self._proc.returncode}: "
                                f"{err.decode(errors='replace')[-300:]}")

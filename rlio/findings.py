@@ -50,13 +50,14 @@ CATALOGUE: dict[str, CodeInfo] = {
                          "(once per file, at its first line)"),
     "RL105": CodeInfo(W, "blank line in a JSONL file"),
     "RL106": CodeInfo(E, "JSON nested deeper than parsers accept"),
-    "RL107": CodeInfo(E, "file cannot be read (I/O error, or a directory where a file belongs)"),
+    "RL107": CodeInfo(E, "file cannot be read (I/O error; a directory or fifo where a file "
+                         "belongs)"),
     "RL108": CodeInfo(W, "code.diff is not valid UTF-8"),
     "RL109": CodeInfo(E, "required file is missing"),
     "RL110": CodeInfo(W, "HTML report is empty or truncated"),
     "RL111": CodeInfo(E, "JSON document file is empty"),
     "RL112": CodeInfo(W, "too many findings of one code in one file; the rest are not listed "
-                         "(reported at the severity of the capped code)"),
+                         "(info when the capped code is info)"),
     "RL113": CodeInfo(E, "last line of a replaced-whole file is not terminated or not JSON"),
     "RL114": CodeInfo(E, "line or document too large for the validator to parse (not checked)"),
     "RL115": CodeInfo(I, "very long line (over 1 MiB): valid, but heavy for line-based readers"),
@@ -67,7 +68,7 @@ CATALOGUE: dict[str, CodeInfo] = {
     "RL203": CodeInfo(I, "logtree data node of an unknown type (consumers ignore it)"),
     "RL204": CodeInfo(I, "logtree started_at has no UTC offset (naive local time)"),
     # 3xx: layout and naming
-    "RL301": CodeInfo(I, "file or directory matches no known pattern (not validated)"),
+    "RL301": CodeInfo(I, "entry matches no known pattern (not validated)"),
     "RL302": CodeInfo(W, "name looks like a run file but breaks the naming rules"),
     "RL303": CodeInfo(W, "symbolic link (never followed)"),
     "RL304": CodeInfo(W, "run mixes the flat and nested layouts"),
