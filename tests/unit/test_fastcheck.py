@@ -267,13 +267,16 @@ def test_rollout_line_pinned(overrides: dict[str, Any], expected: bool, compiled
 
 
 def test_rollout_line_missing_key_and_bad_step(compiled: Any) -> None:
-    """A missing required key or a step with an extra key is invalid."""
+    """A missing required key or a mistyped step key is invalid; newer cookbook step keys are not."""
     line = rollout_line()
     del line["tags"]
     assert check_all(compiled["rollout-summary-line"], line) is False
     line = rollout_line()
-    line["steps"][0]["extra"] = 1
+    line["steps"][0]["stop_reason"] = 1
     assert check_all(compiled["rollout-summary-line"], line) is False
+    line = rollout_line()
+    line["steps"][0].update(stop_reason="length", trace={"spans": [1]}, ob_text="User: hi")
+    assert check_all(compiled["rollout-summary-line"], line) is True
 
 
 def test_metrics_layouts_compiled_and_reused(compiled: Any) -> None:
