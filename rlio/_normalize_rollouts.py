@@ -1,8 +1,10 @@
 """Rollout-summary records in SPEC §6 order, and the SPEC §9 checks a writer can make per file.
 
-The writer's fast path: a record already in order is passed through untouched; otherwise keys
-(and each step's keys) are reordered into a new dict. Nothing is filled in except what the call
-determines (``schema_version``, ``split``, ``iteration``).
+The documented key orders are the ``properties`` orders of the rollout-summary schema (one owner
+per fact). The writer's fast path: a record already in order is passed through untouched;
+otherwise keys (and each step's keys: documented ones first, in order, then extra keys as given)
+are reordered into a new dict. Nothing is filled in except what the call determines
+(``schema_version``, ``split``, ``iteration``).
 """
 
 from __future__ import annotations
@@ -12,16 +14,19 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from .errors import RecordError
+from .schema import load_schema
 
-#: Key order of a rollout-summary record and of one of its steps (SPEC §6).
-ROLLOUT_KEYS: Final = (
-    "schema_version", "split", "iteration", "group_idx", "traj_idx", "tags",
-    "sampling_client_step", "total_reward", "final_reward", "trajectory_metrics", "steps",
-    "final_ob_len",
-)
-STEP_KEYS: Final = ("step_idx", "ob_len", "ac_len", "reward", "episode_done", "metrics", "logs")
+_SCHEMA = load_schema("rollout-summary-line")
+#: Key order of a rollout-summary record and of one of its steps (SPEC §6), from the schema.
+ROLLOUT_KEYS: Final[tuple[str, ...]] = tuple(_SCHEMA["properties"])
+STEP_KEYS: Final[tuple[str, ...]] = tuple(_SCHEMA["$defs"]["step"]["properties"])
 _ROLLOUT_KEY_SET: Final = frozenset(ROLLOUT_KEYS)
-_STEP_KEY_SET: Final = frozenset(STEP_KEYS)
+_STEP_RANK: Final = {k: i for i, k in enumerate(STEP_KEYS)}
+#: The most common step layout: the required keys in documented order (compared first: cheap).
+_STEP_REQUIRED: Final = tuple(k for k in STEP_KEYS if k in _SCHEMA["$defs"]["step"]["required"])
+#: Step key layouts seen -> None when already in order, else the ordered layout (bounded).
+_STEP_LAYOUTS: dict[tuple[str, ...], tuple[str, ...] | None] = {}
+_STEP_LAYOUTS_MAX: Final = 256
 #: Relative and absolute tolerance of the total_reward consistency check (SPEC §9).
 REWARD_TOLERANCE: Final = 1e-6
 
@@ -38,7 +43,10 @@ def ordered_rollout(rec: Any, iteration: int, split: str, index: int) -> dict[st
         if (rec["split"] == split and rec["iteration"] == iteration
                 and type(rec["iteration"]) is int and type(steps) is list):
             for step in steps:
-                if type(step) is not dict or tuple(step) != STEP_KEYS:
+                if type(step) is not dict:
+                    break
+                keys = tuple(step)
+                if keys != _STEP_REQUIRED and _step_layout(keys) is not None:
                     break
             else:
                 return rec  # the common case: already in order, nothing to copy
@@ -64,12 +72,27 @@ def ordered_rollout(rec: Any, iteration: int, split: str, index: int) -> dict[st
     return out
 
 
+def _step_layout(keys: tuple[str, ...]) -> tuple[str, ...] | None:
+    """None when a step's keys are in documented order, else the order to write them in."""
+    try:
+        return _STEP_LAYOUTS[keys]
+    except KeyError:
+        pass
+    n = len(_STEP_RANK)
+    ordered = tuple(sorted(keys, key=lambda k: _STEP_RANK.get(k, n)))  # stable: extras as given
+    found = None if ordered == keys else ordered
+    if len(_STEP_LAYOUTS) < _STEP_LAYOUTS_MAX:
+        _STEP_LAYOUTS[keys] = found
+    return found
+
+
 def _ordered_step(step: Any) -> Any:
-    if not isinstance(step, Mapping) or (type(step) is dict and tuple(step) == STEP_KEYS):
+    if not isinstance(step, Mapping):
         return step
-    out = {k: step[k] for k in STEP_KEYS if k in step}
-    out.update((k, v) for k, v in step.items() if k not in _STEP_KEY_SET)
-    return out
+    layout = _step_layout(tuple(step))
+    if layout is None:
+        return step if type(step) is dict else dict(step)
+    return {k: step[k] for k in layout}
 
 
 def cross_check(rec: dict[str, Any], index: int, seen: set[tuple[Any, Any]]) -> None:
@@ -79,19 +102,35 @@ def cross_check(rec: dict[str, Any], index: int, seen: set[tuple[Any, Any]]) -> 
         raise _record_error(index, "/traj_idx", f"(group_idx, traj_idx) = {pair} appears twice "
                                                 "in this file")
     seen.add(pair)
-    parts = [rec["final_reward"]]
+    expected = rec["final_reward"]
     for i, step in enumerate(rec["steps"]):
         if step["step_idx"] != i:
             raise _record_error(index, f"/steps/{i}/step_idx",
                                 f"step_idx {step['step_idx']!r} should be {i} (its position)")
-        parts.append(step["reward"])
+        if expected is not None:
+            reward = step["reward"]
+            expected = None if reward is None else expected + reward
     total = rec["total_reward"]
+    if total is None or expected is None:
+        return  # a null reward: nothing to compare against
     try:
-        if total is None or not math.isfinite(total):
-            return  # nothing to compare
-        expected = math.fsum(parts)  # exactly rounded: independent of summation order
+        if abs(total - expected) <= REWARD_TOLERANCE:
+            return  # the common case, decided without the exact sum
+    except (TypeError, OverflowError):
+        pass
+    _check_total_exactly(rec, index)
+
+
+def _check_total_exactly(rec: dict[str, Any], index: int) -> None:
+    """The reward comparison with an exactly rounded sum, independent of summation order."""
+    total = rec["total_reward"]
+    parts = [rec["final_reward"], *(step["reward"] for step in rec["steps"])]
+    try:
+        if not math.isfinite(total):
+            return  # NaN or infinite (written as null): nothing to compare
+        expected = math.fsum(parts)
     except (TypeError, OverflowError, ValueError):
-        return  # a null reward, or sums beyond floats: nothing to compare against
+        return  # sums beyond floats: nothing to compare against
     if math.isfinite(expected) and not math.isclose(
         total, expected, rel_tol=REWARD_TOLERANCE, abs_tol=REWARD_TOLERANCE
     ):

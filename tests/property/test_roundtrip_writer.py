@@ -27,11 +27,10 @@ from rlio import RunWriter
 from rlio.schema import load_schema
 
 INT64 = (-(2**63), 2**63 - 1)
-ROLLOUT_ORDER = ["schema_version", "split", "iteration", "group_idx", "traj_idx", "tags",
-                 "sampling_client_step", "total_reward", "final_reward", "trajectory_metrics",
-                 "steps", "final_ob_len"]
-STEP_ORDER = ["step_idx", "ob_len", "ac_len", "reward", "episode_done", "metrics", "logs"]
-CHECKPOINT_NAMED = ["name", "batch", "epoch", "final", "state_path", "sampler_path"]
+#: Documented key orders: the schemas' ``properties`` orders (SPEC §5, §6).
+ROLLOUT_ORDER = list(load_schema("rollout-summary-line")["properties"])
+STEP_ORDER = list(load_schema("rollout-summary-line")["$defs"]["step"]["properties"])
+CHECKPOINT_NAMED = list(load_schema("checkpoint-line")["properties"])
 #: Key prefixes that exercise the metrics schema's properties and patternProperties.
 KEY_HINTS = ["time/", "env/", "optim/", "progress/", "eval/", "step", "name"]
 
@@ -268,6 +267,13 @@ def test_rollout_summaries_round_trip(records: list[dict[str, Any]], iteration: 
         keys = list(rec)
         rnd.shuffle(keys)
         shuffled.append({k: rec[k] for k in keys})
+    for rec in shuffled:  # steps' keys shuffled too
+        steps = []
+        for step in rec["steps"]:
+            keys = list(step)
+            rnd.shuffle(keys)
+            steps.append({k: step[k] for k in keys})
+        rec["steps"] = steps
     with tempfile.TemporaryDirectory() as d:
         with RunWriter(d, layout=layout) as run:  # type: ignore[arg-type]
             run.write_rollout_summaries(iteration, shuffled, evaluator=evaluator)
@@ -276,7 +282,10 @@ def test_rollout_summaries_round_trip(records: list[dict[str, Any]], iteration: 
         back = read_jsonl(path)
     assert back == strict(records)
     assert all(list(r) == ROLLOUT_ORDER for r in back)
-    assert all(list(s) == STEP_ORDER for r in back for s in r["steps"])
+    for got, sent in zip(back, shuffled, strict=True):
+        for s_got, s_sent in zip(got["steps"], sent["steps"], strict=True):
+            documented = [k for k in STEP_ORDER if k in s_got]
+            assert list(s_got) == documented + [k for k in s_sent if k not in STEP_ORDER]
     assert_lines_valid("rollout-summary-line", back)
 
 

@@ -596,3 +596,15 @@ def test_many_rollout_records_split_into_exact_lines(tmp_path: pathlib.Path) -> 
     got = read_lines(tmp_path / "train_iteration_000002_rollout_summaries.jsonl")
     assert [r["tags"] for r in got] == [r["tags"] for r in recs]
     assert len(got) == 50
+
+
+def test_step_extra_keys_follow_the_documented_ones(tmp_path: pathlib.Path) -> None:
+    """Optional step keys (stop_reason, trace) take their schema place; unknown keys go last."""
+    step = {"custom": 1, "trace": {"t": [1]}, "logs": {}, "metrics": {}, "stop_reason": "stop",
+            "episode_done": True, "reward": 0.5, "ac_len": 5, "ob_len": 10, "step_idx": 0}
+    with RunWriter(tmp_path) as run:
+        run.write_rollout_summaries(0, [rollout(steps=[step], total_reward=1.5)])
+    got = read_lines(tmp_path / "train_iteration_000000_rollout_summaries.jsonl")[0]["steps"][0]
+    assert list(got) == ["step_idx", "ob_len", "ac_len", "reward", "episode_done", "stop_reason",
+                         "metrics", "logs", "trace", "custom"]
+    assert got == step
