@@ -173,7 +173,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     if args.iterations < 1:
         return _fail(f"--iterations must be >= 1, got {args.iterations}")
-    run_demo(args.out, layout=args.layout, iterations=args.iterations, seed=args.seed)
+    try:
+        run_demo(args.out, layout=args.layout, iterations=args.iterations, seed=args.seed)
+    except FileExistsError as exc:
+        return _fail(f"{exc}; choose an empty or new directory")
     sys.stdout.write(f"wrote a {args.layout} demo run of {args.iterations} iterations to "
                      f"{args.out}\n")
     return EXIT_OK

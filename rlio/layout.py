@@ -20,6 +20,7 @@ CODE_DIFF: Final = "code.diff"
 TIMING_SPANS: Final = "timing_spans.jsonl"
 LOGS: Final = "logs.log"
 TRACE_EVENTS: Final = "trace_events.jsonl"
+REPORT: Final = "report.html"
 
 #: Top-level files and their kind.
 TOP_LEVEL_KINDS: Final[dict[str, str]] = {
@@ -30,6 +31,7 @@ TOP_LEVEL_KINDS: Final[dict[str, str]] = {
     TIMING_SPANS: "timing_spans",
     LOGS: "logs",
     TRACE_EVENTS: "trace_events",
+    REPORT: "report",
 }
 
 #: Append-only files: a torn last line there is what a crash leaves, not corruption.
