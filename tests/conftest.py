@@ -13,4 +13,5 @@ settings.register_profile(
     print_blob=True,
 )
 settings.register_profile("ci", parent=settings.get_profile("rlio"), derandomize=True)
-settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "rlio"))
+_PROFILE = "ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "rlio")
+settings.load_profile(_PROFILE)

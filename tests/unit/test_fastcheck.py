@@ -267,7 +267,7 @@ def test_rollout_line_pinned(overrides: dict[str, Any], expected: bool, compiled
 
 
 def test_rollout_line_missing_key_and_bad_step(compiled: Any) -> None:
-    """A missing required key or a mistyped step key is invalid; newer cookbook step keys are not."""
+    """A missing key or a mistyped step key is invalid; newer cookbook step keys are not."""
     line = rollout_line()
     del line["tags"]
     assert check_all(compiled["rollout-summary-line"], line) is False
