@@ -1,8 +1,9 @@
 """The semantic checks of SPEC §3, §5-§7 and §9, beyond what one schema can say.
 
 Two kinds, both small and listed here:
-- record checks run inside the streaming pass, once per record (``RolloutChecks``,
-  ``MetricsChecks``, ``CheckpointChecks``) or once per document (``logtree_checks``);
+- record checks run inside the streaming pass, once per record (``MetricsChecks``,
+  ``CheckpointChecks``; rollout summaries in ``rlio._checks_rollout``) or once per document
+  (``logtree_checks``);
 - cross-file checks run once over a read-only ``RunView`` of facts gathered by the pass
   (``CROSS_FILE_CHECKS``).
 
@@ -11,7 +12,6 @@ Checks only report findings; they never raise for bad data.
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -30,159 +30,9 @@ _OFFSET = re.compile(r"(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)$")
 _TIME = re.compile(r"[T ][0-9]{2}:[0-9]{2}")
 
 
-_STEP_IDX: Final = operator.itemgetter("step_idx")
-_REWARD: Final = operator.itemgetter("reward")
-_DONE: Final = operator.itemgetter("episode_done")
-
-
-_RANGES: Final = tuple(tuple(range(n)) for n in range(64))
-
-
 def _key_order(schema: str, key: str) -> tuple[str, ...]:
     """A documented key order, read from the schema that owns it."""
     return tuple(load_schema(schema)[key])
-
-
-# --------------------------------------------------------------------------------------------
-# Rollout summaries (SPEC §6, §9): per record, in the streaming pass.
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class PairOrder:
-    """How ``(group_idx, traj_idx)`` pairs ran through a byte range: strictly increasing or not.
-
-    Strictly increasing pairs cannot repeat, so uniqueness costs no memory on the usual path; a
-    range that breaks the order triggers a second, dictionary-based pass (``duplicate_pairs``).
-    """
-
-    ordered: bool = True
-    first: tuple[int, int] | None = None
-    last: tuple[int, int] | None = None
-
-    def then(self, later: PairOrder) -> PairOrder:
-        """The order of this range followed by ``later``."""
-        if later.first is None:
-            return self
-        if self.last is None:
-            return later
-        ordered = self.ordered and later.ordered and self.last < later.first
-        return PairOrder(ordered, self.first, later.last)
-
-
-class RolloutChecks:
-    """Per-record checks of one ``*_rollout_summaries.jsonl`` file.
-
-    ``hook`` is the per-record function for ``scan_jsonl``: a closure over local state, because it
-    runs once per trajectory on the validator's hot path.
-    """
-
-    def __init__(self, sink: Sink, *, iteration: int | None, label: str | None) -> None:
-        self.sink = sink
-        self.split = layout.split_name(label)
-        splits = {self.split}
-        if label is not None:
-            splits.add(layout.split_name(layout.sanitize_label(label)))
-        keys = _key_order("rollout-summary-line", "required")
-        self.order = PairOrder()
-        state = [-1, -1, 100]  # last group_idx, last traj_idx, key-order checks left
-        order = self.order
-        add = sink.add
-        expected_split = self.split
-
-        def hook(rec: Any, line: int, ok: bool) -> None:
-            if not ok:
-                return
-            it = rec["iteration"]
-            if it != iteration and iteration is not None:
-                add("RL401", f"iteration {it} differs from {iteration} in the file name",
-                    line=line, pointer="/iteration")
-            split = rec["split"]
-            if split not in splits:
-                add("RL402", f"split {short(split)} differs from the file's split "
-                             f"{expected_split!r}", line=line, pointer="/split")
-            g = rec["group_idx"]
-            t = rec["traj_idx"]
-            lg = state[0]
-            if g > lg or (g == lg and t > state[1]):
-                state[0] = g
-                state[1] = t
-                if lg < 0:
-                    order.first = (g, t)
-            else:
-                order.ordered = False
-            steps = rec["steps"]
-            total = rec["total_reward"]
-            final = rec["final_reward"]
-            if len(steps) == 1:  # the common single-turn trajectory, without building tuples
-                st = steps[0]
-                if st["step_idx"] != 0:
-                    self._bad_step_idx(steps, (st["step_idx"],), line)
-                r = st["reward"]
-                if (total is not None and final is not None and r is not None
-                        and abs(total - r - final) > 1e-6):  # _total applies the full tolerance
-                    self._total(total, final, (r,), line)
-            elif steps:
-                self._steps(steps, total, final, line)
-            elif total is not None and final is not None:
-                self._total(total, final, (), line)
-            if state[2]:
-                if tuple(rec) != keys:
-                    add("RL202", f"keys are {short(list(rec), 120)}; documented order is "
-                                 f"{', '.join(keys)}", line=line)
-                    state[2] = 0
-                else:  # writers emit one key order: the first records tell
-                    state[2] -= 1
-
-        def finish() -> PairOrder:
-            if order.first is not None:
-                order.last = (state[0], state[1])
-            return order
-
-        self.hook: Callable[[Any, int, bool], None] = hook
-        self.finish: Callable[[], PairOrder] = finish
-
-    def _total(self, total: Any, final: Any, rewards: tuple[Any, ...], line: int) -> None:
-        acc = sum(rewards) + final
-        if abs(total - acc) > 1e-6 + 1e-6 * (sum(map(abs, rewards)) + abs(final)):
-            self.sink.add("RL405", f"total_reward {short(total)} but the step rewards plus "
-                                   f"final_reward sum to {short(acc)}",
-                          line=line, pointer="/total_reward")
-
-    def _steps(self, steps: list[Any], total: Any, final: Any, line: int) -> None:
-        n = len(steps)
-        idx = tuple(map(_STEP_IDX, steps))
-        if idx != (_RANGES[n] if n < 64 else tuple(range(n))):
-            self._bad_step_idx(steps, idx, line)
-        dones = tuple(map(_DONE, steps))
-        if True in dones[:-1]:
-            at = dones.index(True)
-            self.sink.add("RL406", f"{n - 1 - at} step(s) after episode_done: true at step {at}",
-                          line=line, pointer=f"/steps/{at + 1}")
-        rewards = tuple(map(_REWARD, steps))
-        if (total is not None and final is not None and None not in rewards
-                and abs(total - sum(rewards) - final) > 1e-6):
-            self._total(total, final, rewards, line)
-
-    def _bad_step_idx(self, steps: list[Any], idx: tuple[Any, ...], line: int) -> None:
-        at = next(i for i, v in enumerate(idx) if v != i)
-        self.sink.add("RL404", f"step_idx {short(idx[at])} at position {at}; step_idx must run "
-                               f"0..{len(steps) - 1}", line=line, pointer=f"/steps/{at}/step_idx")
-
-
-def duplicate_pairs(records: Iterator[tuple[int, Any]], sink: Sink) -> None:
-    """Report repeated ``(group_idx, traj_idx)`` pairs (RL403) at their later line."""
-    seen: dict[tuple[int, int], int] = {}
-    for line, rec in records:
-        if not isinstance(rec, dict):
-            continue
-        g, t = rec.get("group_idx"), rec.get("traj_idx")
-        if type(g) is not int or type(t) is not int:
-            continue
-        first = seen.setdefault((g, t), line)
-        if first != line:
-            sink.add("RL403", f"(group_idx, traj_idx) = ({g}, {t}) repeats line {first}",
-                     line=line)
 
 
 # --------------------------------------------------------------------------------------------
@@ -196,6 +46,7 @@ class CheckpointFacts:
 
     resumable: list[tuple[int, int]] = field(default_factory=list)  # (line, batch)
     restart_steps: set[int] = field(default_factory=set)
+    records: int = 0
 
 
 class CheckpointChecks:
@@ -212,6 +63,7 @@ class CheckpointChecks:
     def __call__(self, rec: Any, line: int, ok: bool) -> None:
         if not isinstance(rec, dict):
             return
+        self.facts.records += 1
         if self._order is not None:
             documented = [k for k in rec if k in self._order]
             expected = [k for k in self._order if k in rec]
@@ -443,12 +295,32 @@ class RunView:
 CrossFileCheck = Callable[[RunView], Iterator[Finding]]
 
 
+def started(view: RunView) -> bool:
+    """Whether the run holds any record: a metrics line, a checkpoint or a per-iteration file
+    (a ledger that is there but was not read, say a directory or a link, counts as one)."""
+    if any(rp.iteration is not None for rp in view.files.values()):
+        return True
+    for name, facts in ((layout.METRICS, view.metrics), (layout.CHECKPOINTS, view.checkpoints)):
+        if name in view.present and (facts is None or facts.records > 0):
+            return True
+    return False
+
+
 def required_files(view: RunView) -> Iterator[Finding]:
-    """metrics.jsonl and config.json must be regular files of the run (RL109)."""
+    """metrics.jsonl and config.json must be regular files of the run (RL109).
+
+    A run that holds no record yet (a writer stopped right after opening it, before its config or
+    any metrics line) is not broken: the missing files are info (RL116).
+    """
     for name in (layout.METRICS, layout.CONFIG):
         kind = view.present.get(name)
         if kind is None:
-            yield finding("RL109", f"required file {name} is missing", file=name)
+            if started(view):
+                yield finding("RL109", f"required file {name} is missing", file=name)
+            else:
+                yield finding("RL116", f"{name} is not written yet: the run holds no record "
+                                       "(no metrics line, checkpoint or per-iteration file)",
+                              file=name)
         elif kind == "symlink":
             yield finding("RL109", f"{name} is a symbolic link (never followed): the run has no "
                                    f"{name} of its own", file=name)

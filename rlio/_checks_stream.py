@@ -1,7 +1,9 @@
 """The validator's per-file passes: stream JSONL line by line, parse JSON documents, sniff HTML.
 
 Memory stays flat: a JSONL file is read with a bounded ``readline`` and each record is dropped as
-soon as it has been judged. The verdict comes from the compiled fast check
+soon as it has been judged. A line is first given to the schema's msgspec decoder
+(``rlio._fastdecode``), which parses and validates in one pass and only ever accepts valid lines;
+a line it refuses is parsed by orjson and judged by the compiled fast check
 (``rlio.schema.fast_check``); python-jsonschema only explains a record that failed, and only while
 the file's findings of that code are under the cap. Everything here returns findings as values:
 a hostile file (invalid UTF-8, a torn tail, a 10 MB string, JSON nested past every parser's limit)
@@ -22,6 +24,7 @@ from typing import Any, BinaryIO, Final
 
 import orjson
 
+from ._fastdecode import decoder_for
 from ._jsonl import DecodeError, decode
 from .findings import CATALOGUE, Finding, Severity, finding
 from .schema import explain, fast_check
@@ -37,6 +40,12 @@ _TOO_DEEP_TO_EXPLAIN: Final = "record is nested too deeply to explain"
 
 #: ``on_record(record, line, schema_valid)``: the per-record checks of one file kind.
 RecordHook = Callable[[Any, int, bool], None]
+#: ``on_decoded(typed_record, line, raw_line)``: the same checks on a fast-decoded valid record.
+DecodedHook = Callable[[Any, int, bytes], None]
+#: The fast decoder pauses when at least this many lines, and most lines, missed it ...
+_MISSES_MIN: Final = 64
+#: ... for this many lines (then it is tried again).
+_MISSES_PAUSE: Final = 4096
 
 
 def short(value: Any, limit: int = 60) -> str:
@@ -268,19 +277,32 @@ class _ChunkLines:
 def scan_jsonl(
     stream: BinaryIO, sink: Sink, *, schema: str, append_only: bool,
     on_record: RecordHook | None = None, limit: int | None = None, at_eof: bool = True,
+    on_decoded: DecodedHook | None = None,
 ) -> ScanStats:
     """Judge every line of a JSONL stream from its current position.
+
+    Each line is first given to the schema's fast decoder (``rlio._fastdecode``) when there is one
+    and the caller can take its typed records: a record it accepts is valid. Any other line takes
+    the exact path: ``orjson.loads``, the compiled fast check, jsonschema's explanation.
 
     Args:
         stream: binary stream positioned at the start of a line.
         sink: where findings go (line numbers are 1-based from the stream's position).
         schema: the schema name each record must satisfy.
         append_only: a bad last line is a torn tail (RL103 warning) rather than RL113.
-        on_record: per-record checks, called for every decoded record with its verdict.
+        on_record: per-record checks, called for every record decoded as a plain value (dicts,
+            lists...) with its verdict.
         limit: stop after consuming this many bytes (a byte range ending on a line boundary).
         at_eof: whether the range ends at the end of the file (only then is a line "last").
+        on_decoded: per-record checks of the records the fast decoder accepted (typed records,
+            valid by construction), called with the line number and the raw line. Without it,
+            a file with ``on_record`` checks is read on the exact path only.
     """
     check = fast_check(schema)
+    fast = decoder_for(schema) if on_record is None or on_decoded is not None else None
+    decode = fast
+    misses = since = 0
+    resume_at = sys.maxsize
     loads = orjson.loads
     readline = line_reader(stream)
     stats = ScanStats()
@@ -309,6 +331,21 @@ def scan_jsonl(
                     break
             elif n > LONG_LINE:
                 sink.add("RL115", f"line is {n / (1 << 20):.1f} MiB long", line=lineno)
+        if decode is not None:
+            try:
+                typed = decode(line)
+            except Exception:  # refused: maybe invalid, maybe only beyond the decoder's reach
+                misses += 1
+                if misses >= _MISSES_MIN and 2 * misses > lineno - since:
+                    decode = None  # most lines miss (say undeclared keys): pause the decoder
+                    resume_at = lineno + _MISSES_PAUSE
+            else:
+                records += 1
+                if on_decoded is not None:
+                    on_decoded(typed, lineno, line)
+                continue
+        elif lineno >= resume_at:
+            decode, misses, since, resume_at = fast, 0, lineno, sys.maxsize
         try:
             record = loads(line)
         except orjson.JSONDecodeError:

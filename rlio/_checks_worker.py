@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from typing import Final
 
-from ._checks import PairOrder, RolloutChecks
+from ._checks_rollout import PairOrder, RolloutChecks
 from ._checks_stream import ScanStats, Sink, scan_jsonl
 from .storage import open_storage
 
@@ -55,7 +55,8 @@ def scan_range(task: RangeTask) -> RangeResult:
         if task.start:
             stream.seek(task.start)
         stats = scan_jsonl(stream, sink, schema=_ROLLOUT_SCHEMA, append_only=False,
-                           on_record=hook.hook, limit=task.end - task.start, at_eof=task.at_eof)
+                           on_record=hook.hook, on_decoded=hook.check,
+                           limit=task.end - task.start, at_eof=task.at_eof)
     return RangeResult(sink, stats, hook.finish())
 
 

@@ -61,7 +61,7 @@ CATALOGUE: dict[str, CodeInfo] = {
     "RL113": CodeInfo(E, "last line of a replaced-whole file is not terminated or not JSON"),
     "RL114": CodeInfo(E, "line or document too large for the validator to parse (not checked)"),
     "RL115": CodeInfo(I, "very long line (over 1 MiB): valid, but heavy for line-based readers"),
-    "RL116": CodeInfo(I, "metrics.jsonl holds no record yet"),
+    "RL116": CodeInfo(I, "the run holds no record yet (a required file may be absent)"),
     # 2xx: schema
     "RL201": CodeInfo(E, "record does not match its schema"),
     "RL202": CodeInfo(W, "keys are not in the documented order"),

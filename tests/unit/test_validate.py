@@ -95,11 +95,13 @@ def test_missing_run_raises_run_not_found(tmp_path: Path) -> None:
 
 
 def test_required_files_missing(tmp_path: Path) -> None:
-    """An empty run directory lacks metrics.jsonl and config.json: RL109 errors."""
-    (tmp_path / "run").mkdir()
-    found = findings(tmp_path / "run")
-    assert has(found, "RL109", "metrics.jsonl")
-    assert has(found, "RL109", "config.json")
+    """A run holding records but lacking metrics.jsonl or config.json: RL109 errors."""
+    run = cookbook_run(tmp_path / "run")
+    (run / "config.json").unlink()
+    (run / "metrics.jsonl").unlink()
+    found = findings(run)
+    assert ("RL109", "error", "metrics.jsonl", None, "") in found
+    assert ("RL109", "error", "config.json", None, "") in found
 
 
 def test_report_is_sorted_and_counted(tmp_path: Path) -> None:

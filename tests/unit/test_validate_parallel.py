@@ -9,7 +9,7 @@ from test_validate_support import NAN, cookbook_run, jsonl, trajectory, write
 
 import rlio.validate as validate_mod
 from rlio import layout
-from rlio._checks import PairOrder
+from rlio._checks_rollout import PairOrder
 from rlio._checks_worker import RangeTask
 from rlio.validate import validate_run
 

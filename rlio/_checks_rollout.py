@@ -1,0 +1,213 @@
+"""The per-record checks of rollout-summary files (SPEC §6, §9), run in the streaming pass.
+
+``RolloutChecks`` judges each schema-valid trajectory: iteration and split against the file name
+(RL401, RL402), ``(group_idx, traj_idx)`` order (uniqueness costs no memory while pairs increase;
+``duplicate_pairs`` is the second pass when they do not, RL403), ``step_idx`` (RL404), the
+``total_reward`` sum (RL405), steps after ``episode_done`` (RL406) and the key order (RL202).
+Records arrive typed from the fast decoder (``rlio._fastdecode``) or as dicts from the exact path;
+the checks read both by attribute, so there is one implementation.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from . import layout
+from ._checks_stream import Sink, short
+from .schema import load_schema
+
+_STEP_IDX: Final = operator.attrgetter("step_idx")
+_REWARD: Final = operator.attrgetter("reward")
+_DONE: Final = operator.attrgetter("episode_done")
+_RANGES: Final = tuple(tuple(range(n)) for n in range(64))
+
+
+@dataclass
+class PairOrder:
+    """How ``(group_idx, traj_idx)`` pairs ran through a byte range: strictly increasing or not.
+
+    Strictly increasing pairs cannot repeat, so uniqueness costs no memory on the usual path; a
+    range that breaks the order triggers a second, dictionary-based pass (``duplicate_pairs``).
+    """
+
+    ordered: bool = True
+    first: tuple[int, int] | None = None
+    last: tuple[int, int] | None = None
+
+    def then(self, later: PairOrder) -> PairOrder:
+        """The order of this range followed by ``later``."""
+        if later.first is None:
+            return self
+        if self.last is None:
+            return later
+        ordered = self.ordered and later.ordered and self.last < later.first
+        return PairOrder(ordered, self.first, later.last)
+
+
+class _StepView:
+    """The step fields the rollout checks read, as attributes (a valid record's step dict)."""
+
+    __slots__ = ("episode_done", "reward", "step_idx")
+
+    def __init__(self, step: dict[str, Any]) -> None:
+        self.step_idx = step["step_idx"]
+        self.reward = step["reward"]
+        self.episode_done = step["episode_done"]
+
+
+class _RecordView:
+    """A schema-valid rollout record decoded as a dict, read through the decoded record's
+    attribute names: one implementation of the checks serves both decoders."""
+
+    __slots__ = ("final_reward", "group_idx", "iteration", "split", "steps", "total_reward",
+                 "traj_idx")
+
+    def __init__(self, rec: dict[str, Any]) -> None:
+        self.iteration = rec["iteration"]
+        self.split = rec["split"]
+        self.group_idx = rec["group_idx"]
+        self.traj_idx = rec["traj_idx"]
+        self.total_reward = rec["total_reward"]
+        self.final_reward = rec["final_reward"]
+        self.steps = [_StepView(st) for st in rec["steps"]]
+
+
+class RolloutChecks:
+    """Per-record checks of one ``*_rollout_summaries.jsonl`` file.
+
+    ``check(record, line, source)`` reads a schema-valid record by attribute (the fast decoder's
+    typed record); ``source`` is the raw line, or the decoded dict, that shows the key order.
+    ``hook`` is the ``scan_jsonl`` hook for records decoded as dicts: it views valid ones by
+    attribute and calls ``check``. Both are closures over local state: they run once per
+    trajectory on the validator's hot path.
+    """
+
+    def __init__(self, sink: Sink, *, iteration: int | None, label: str | None) -> None:
+        self.sink = sink
+        self.split = layout.split_name(label)
+        splits = {self.split}
+        if label is not None:
+            splits.add(layout.split_name(layout.sanitize_label(label)))
+        keys = tuple(load_schema("rollout-summary-line")["required"])
+        self.order = PairOrder()
+        order = self.order
+        add = sink.add
+        expected_split = self.split
+        loads = orjson.loads
+        last_g = last_t = -1
+        key_checks = 100  # key-order checks left: writers emit one key order, the first tell
+
+        def check(rec: Any, line: int, source: bytes | dict[str, Any]) -> None:
+            nonlocal last_g, last_t, key_checks
+            it = rec.iteration
+            if it != iteration and iteration is not None:
+                add("RL401", f"iteration {it} differs from {iteration} in the file name",
+                    line=line, pointer="/iteration")
+            split = rec.split
+            if split not in splits:
+                add("RL402", f"split {short(split)} differs from the file's split "
+                             f"{expected_split!r}", line=line, pointer="/split")
+            g = rec.group_idx
+            t = rec.traj_idx
+            if g > last_g or (g == last_g and t > last_t):
+                if last_g < 0:
+                    order.first = (g, t)
+                last_g = g
+                last_t = t
+            else:
+                order.ordered = False
+            steps = rec.steps
+            total = rec.total_reward
+            final = rec.final_reward
+            if len(steps) == 1:  # the common single-turn trajectory, without building tuples
+                st = steps[0]
+                if st.step_idx != 0:
+                    self._bad_step_idx(steps, (st.step_idx,), line)
+                r = st.reward
+                if (total is not None and final is not None and r is not None
+                        and abs(total - r - final) > 1e-6):  # _total applies the full tolerance
+                    self._total(total, final, (r,), line)
+            elif steps:
+                # one pass for the usual record; anything unusual gets the full report (_steps)
+                rewards: list[Any] = []
+                keep = rewards.append
+                end = len(steps) - 1
+                for i, st in enumerate(steps):
+                    if st.step_idx != i or (st.episode_done and i < end):
+                        self._steps(steps, total, final, line)
+                        break
+                    keep(st.reward)
+                else:
+                    if (total is not None and final is not None and None not in rewards
+                            and abs(total - sum(rewards) - final) > 1e-6):
+                        self._total(total, final, tuple(rewards), line)
+            elif total is not None and final is not None:
+                self._total(total, final, (), line)
+            if key_checks:
+                found = tuple(loads(source) if type(source) is bytes else source)
+                if found != keys:
+                    add("RL202", f"keys are {short(list(found), 120)}; documented order is "
+                                 f"{', '.join(keys)}", line=line)
+                    key_checks = 0
+                else:
+                    key_checks -= 1
+
+        def hook(rec: Any, line: int, ok: bool) -> None:
+            if ok:
+                check(_RecordView(rec), line, rec)
+
+        def finish() -> PairOrder:
+            if order.first is not None:
+                order.last = (last_g, last_t)
+            return order
+
+        self.check: Callable[[Any, int, bytes | dict[str, Any]], None] = check
+        self.hook: Callable[[Any, int, bool], None] = hook
+        self.finish: Callable[[], PairOrder] = finish
+
+    def _total(self, total: Any, final: Any, rewards: tuple[Any, ...], line: int) -> None:
+        acc = sum(rewards) + final
+        if abs(total - acc) > 1e-6 + 1e-6 * (sum(map(abs, rewards)) + abs(final)):
+            self.sink.add("RL405", f"total_reward {short(total)} but the step rewards plus "
+                                   f"final_reward sum to {short(acc)}",
+                          line=line, pointer="/total_reward")
+
+    def _steps(self, steps: list[Any], total: Any, final: Any, line: int) -> None:
+        n = len(steps)
+        idx = tuple(map(_STEP_IDX, steps))
+        if idx != (_RANGES[n] if n < 64 else tuple(range(n))):
+            self._bad_step_idx(steps, idx, line)
+        dones = tuple(map(_DONE, steps))
+        if True in dones[:-1]:
+            at = dones.index(True)
+            self.sink.add("RL406", f"{n - 1 - at} step(s) after episode_done: true at step {at}",
+                          line=line, pointer=f"/steps/{at + 1}")
+        rewards = tuple(map(_REWARD, steps))
+        if (total is not None and final is not None and None not in rewards
+                and abs(total - sum(rewards) - final) > 1e-6):
+            self._total(total, final, rewards, line)
+
+    def _bad_step_idx(self, steps: list[Any], idx: tuple[Any, ...], line: int) -> None:
+        at = next(i for i, v in enumerate(idx) if v != i)
+        self.sink.add("RL404", f"step_idx {short(idx[at])} at position {at}; step_idx must run "
+                               f"0..{len(steps) - 1}", line=line, pointer=f"/steps/{at}/step_idx")
+
+
+def duplicate_pairs(records: Iterator[tuple[int, Any]], sink: Sink) -> None:
+    """Report repeated ``(group_idx, traj_idx)`` pairs (RL403) at their later line."""
+    seen: dict[tuple[int, int], int] = {}
+    for line, rec in records:
+        if not isinstance(rec, dict):
+            continue
+        g, t = rec.get("group_idx"), rec.get("traj_idx")
+        if type(g) is not int or type(t) is not int:
+            continue
+        first = seen.setdefault((g, t), line)
+        if first != line:
+            sink.add("RL403", f"(group_idx, traj_idx) = ({g}, {t}) repeats line {first}",
+                     line=line)
