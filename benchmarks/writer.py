@@ -8,8 +8,11 @@ Run: ``python benchmarks/writer.py [--dir DIR] [--repeat N]``. Prints, in one ru
    fsync, rename) included, against ``json.dumps`` line by line into a file. Target: >= 3x.
 3. What ``import rlio`` adds to a bare interpreter (target: <= 30 ms) and whether importing rlio
    or writing a local run imported jsonschema, fsspec or gcsfs (target: none).
+4. Where the time goes: the parts of the checked paths (os.write, encoding, schema check, I/O)
+   timed alone on the same records (``--no-breakdown`` skips it).
 
-Timings are the median of ``--repeat`` runs (best shown too); on a shared machine they are noisy.
+Timings are the median of ``--repeat`` runs, the variants interleaved (best shown too); on a
+shared machine they are noisy.
 """
 
 from __future__ import annotations
@@ -70,73 +73,178 @@ def timed(fn: Callable[[], None], repeat: int) -> tuple[float, float]:
     return statistics.median(runs), min(runs)
 
 
-def bench_metrics(base: str, repeat: int, n: int) -> dict[str, float]:
+def interleaved(variants: dict[str, Callable[[], float]], repeat: int) -> dict[str, float]:
+    """Median and best (``<name>_best``) of each variant's returned time, the variants run in
+    turn ``repeat`` times so that a slow spell of a shared machine hits them all alike."""
+    runs: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(repeat):
+        for name, run in variants.items():
+            runs[name].append(run())
+    out = {name: statistics.median(v) for name, v in runs.items()}
+    out.update({f"{name}_best": min(v) for name, v in runs.items()})
+    return out
+
+
+def metrics_run(base: str, records: list[dict[str, Any]], *, check: bool) -> Callable[[], float]:
+    """A run of ``log_metrics`` over ``records`` in a new run: seconds per record."""
     from rlio import RunWriter
 
+    def run() -> float:
+        d = tempfile.mkdtemp(dir=base)
+        with RunWriter(d, check=check) as w:
+            w.log_metrics(records[0], step=0)  # first use of a key layout compiles it
+            t0 = time.perf_counter()
+            for i in range(1, len(records)):
+                w.log_metrics(records[i], step=i)
+            dt = time.perf_counter() - t0
+        shutil.rmtree(d)
+        return dt / (len(records) - 1)
+    return run
+
+
+def rollouts_run(base: str, records: list[dict[str, Any]], *,
+                 check: bool) -> Callable[[], float]:
+    """A run of ``write_rollout_summaries`` of ``records`` in a new run: seconds."""
+    from rlio import RunWriter
+
+    def run() -> float:
+        d = tempfile.mkdtemp(dir=base)
+        with RunWriter(d, check=check) as w:
+            t0 = time.perf_counter()
+            w.write_rollout_summaries(7, records)
+            dt = time.perf_counter() - t0
+        shutil.rmtree(d)
+        return dt
+    return run
+
+
+def bench_metrics(base: str, repeat: int, n: int) -> dict[str, float]:
     rng = random.Random(0)
     records = [metrics_record(i, rng) for i in range(n)]
 
-    def baseline() -> None:
+    def baseline() -> float:
         d = tempfile.mkdtemp(dir=base)
         path = os.path.join(d, "metrics.jsonl")
+        t0 = time.perf_counter()
         for i, rec in enumerate(records):
             line = json.dumps({"step": i, **rec})
             with open(path, "a") as f:
                 f.write(line + "\n")
+        dt = time.perf_counter() - t0
         shutil.rmtree(d)
+        return dt / n
 
-    def with_rlio(check: bool) -> Callable[[], None]:
-        def run() -> None:
-            d = tempfile.mkdtemp(dir=base)
-            with RunWriter(d, check=check) as w:
-                w.log_metrics(records[0], step=0)  # the lazy open is not per-record cost
-                t0 = time.perf_counter()
-                for i in range(1, n):
-                    w.log_metrics(records[i], step=i)
-                inner.append(time.perf_counter() - t0)
-            shutil.rmtree(d)
-        return run
-
-    med, best = timed(baseline, repeat)
-    out = {"baseline": med / n, "baseline_best": best / n}
-    for check in (True, False):
-        inner: list[float] = []
-        timed(with_rlio(check), repeat)
-        out[f"rlio_check={check}"] = statistics.median(inner) / (n - 1)
-        out[f"rlio_check={check}_best"] = min(inner) / (n - 1)
-    return out
+    return interleaved({"baseline": baseline,
+                        "rlio_check=True": metrics_run(base, records, check=True),
+                        "rlio_check=False": metrics_run(base, records, check=False)}, repeat)
 
 
 def bench_rollouts(base: str, repeat: int) -> dict[str, float]:
-    from rlio import RunWriter
-
     records = rollout_records(4096, 4, random.Random(1))
 
-    def baseline() -> None:
+    def baseline() -> float:
         d = tempfile.mkdtemp(dir=base)
+        t0 = time.perf_counter()
         with open(os.path.join(d, "train_iteration_000007_rollout_summaries.jsonl"), "w") as f:
             for rec in records:
                 f.write(json.dumps(rec) + "\n")
+        dt = time.perf_counter() - t0
         shutil.rmtree(d)
+        return dt
 
-    def with_rlio(check: bool) -> Callable[[], None]:
-        def run() -> None:
-            d = tempfile.mkdtemp(dir=base)
-            with RunWriter(d, check=check) as w:
-                t0 = time.perf_counter()
-                w.write_rollout_summaries(7, records)
-                inner.append(time.perf_counter() - t0)
-            shutil.rmtree(d)
-        return run
+    return interleaved({"baseline": baseline,
+                        "rlio_check=True": rollouts_run(base, records, check=True),
+                        "rlio_check=False": rollouts_run(base, records, check=False)}, repeat)
 
-    med, best = timed(baseline, repeat)
-    out = {"baseline": med, "baseline_best": best}
-    for check in (True, False):
-        inner: list[float] = []
-        timed(with_rlio(check), repeat)
-        out[f"rlio_check={check}"] = statistics.median(inner)
-        out[f"rlio_check={check}_best"] = min(inner)
-    return out
+
+def breakdown_metrics(base: str, repeat: int, n: int) -> dict[str, float]:
+    """Per-record seconds of the parts of a checked ``log_metrics``, each timed alone."""
+    import orjson
+
+    from rlio._jsonl import _LINE_OPTS, normalize_value
+    from rlio._writer_support import metrics_step_check
+    from rlio.schema import fast_check
+
+    rng = random.Random(0)
+    records = [metrics_record(i, rng) for i in range(n)]
+    lines = [orjson.dumps({"step": i, **r}) + b"\n" for i, r in enumerate(records)]
+    check, step_ok = fast_check("metrics-line"), metrics_step_check()
+    assert step_ok is not None
+    check(records[0]), check(records[1])  # compile the layout
+
+    def write() -> float:
+        d = tempfile.mkdtemp(dir=base)
+        fd = os.open(os.path.join(d, "m.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        t0 = time.perf_counter()
+        for line in lines:
+            os.write(fd, line)
+        dt = time.perf_counter() - t0
+        os.close(fd)
+        shutil.rmtree(d)
+        return dt / n
+
+    def encode() -> float:
+        t0 = time.perf_counter()
+        for i, rec in enumerate(records):
+            b'{"step":%d,' % i + orjson.dumps(rec, default=normalize_value, option=_LINE_OPTS)[1:]
+        return (time.perf_counter() - t0) / n
+
+    def schema() -> float:
+        t0 = time.perf_counter()
+        for i, rec in enumerate(records):
+            step_ok(i) and check(rec)
+        return (time.perf_counter() - t0) / n
+
+    return interleaved({"os.write": write, "encode": encode, "check": schema,
+                        "total": metrics_run(base, records, check=True)}, repeat)
+
+
+def breakdown_rollouts(base: str, repeat: int) -> dict[str, float]:
+    """Seconds of the parts of a checked ``write_rollout_summaries``, each timed alone."""
+    import orjson
+
+    from rlio._jsonl import _LINE_OPTS, normalize_value
+    from rlio._normalize_fast import PIECE, rollout_scan
+    from rlio.schema import fast_check
+    from rlio.storage import LocalStorage
+
+    records = rollout_records(4096, 4, random.Random(1))
+    scan, check = rollout_scan(), fast_check("rollout-summary-line")
+    assert scan is not None
+    data = b"".join(orjson.dumps(r) + b"\n" for r in records)
+
+    def one_pass() -> float:
+        t0 = time.perf_counter()
+        buf, seen, i = bytearray(), set(), 0  # type: ignore[var-annotated]
+        while i < len(records):
+            i = scan.scan(records, i, 7, "train", seen, buf, 1 << 40)
+        return time.perf_counter() - t0
+
+    def encode() -> float:
+        t0 = time.perf_counter()
+        buf = bytearray()
+        for rec in records:
+            buf += orjson.dumps(rec, default=normalize_value, option=_LINE_OPTS)
+        return time.perf_counter() - t0
+
+    def schema() -> float:
+        t0 = time.perf_counter()
+        for rec in records:
+            check(rec)
+        return time.perf_counter() - t0
+
+    def io() -> float:
+        d = tempfile.mkdtemp(dir=base)
+        t0 = time.perf_counter()
+        with LocalStorage(d).replacing("r.jsonl") as write:
+            for k in range(0, len(data), PIECE):
+                write(data[k:k + PIECE])
+        dt = time.perf_counter() - t0
+        shutil.rmtree(d)
+        return dt
+
+    return interleaved({"scan": one_pass, "encode": encode, "schema": schema, "io": io,
+                        "total": rollouts_run(base, records, check=True)}, repeat)
 
 
 def bench_import(repeat: int) -> tuple[float, float]:
@@ -182,6 +290,7 @@ def main() -> int:
     parser.add_argument("--dir", help="where to write (default: a temp dir)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--records", type=int, default=5000, help="metrics records per run")
+    parser.add_argument("--no-breakdown", action="store_true", help="skip section 4")
     args = parser.parse_args()
     base = tempfile.mkdtemp(prefix="rlio-bench-", dir=args.dir)
     try:
@@ -189,11 +298,14 @@ def main() -> int:
         r = bench_rollouts(base, args.repeat)
         added, cumulative = bench_import(args.repeat)
         after_import, after_write = heavy_imports(base)
+        if not args.no_breakdown:
+            mb = breakdown_metrics(base, 2 * args.repeat + 1, args.records)
+            rb = breakdown_rollouts(base, 2 * args.repeat + 1)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
-    print(f"writer benchmark (python {sys.version.split()[0]}; median of {args.repeat} runs, "
-          "best in brackets; ratios of medians)")
+    print(f"writer benchmark (python {sys.version.split()[0]}; median of {args.repeat} "
+          "interleaved runs, best in brackets; ratios of medians)")
     print("\n1. log_metrics, 20 keys, per record")
     print(f"   baseline json.dumps + open/append/close : {m['baseline'] * 1e6:8.2f} us "
           f"[{m['baseline_best'] * 1e6:.2f}]")
@@ -218,6 +330,22 @@ def main() -> int:
           f"{verdict(not after_import)}")
     print(f"   heavy modules after a local run   : {after_write or 'none'}  "
           f"{verdict(not after_write)}")
+    if not args.no_breakdown:
+        us, total = 1e6, mb["total"]
+        rest = total - mb["os.write"] - mb["encode"] - mb["check"]
+        print("\n4. where the time goes (each part timed alone on the same records, in turn with "
+              "the whole call; medians)")
+        print(f"   log_metrics, checked, {total * us:.2f} us = os.write {mb['os.write'] * us:.2f}"
+              f" + orjson encode and step splice {mb['encode'] * us:.2f}"
+              f" + schema check {mb['check'] * us:.2f} + call, lock, rest {rest * us:.2f}")
+        print(f"     10x needs <= {m['baseline'] / 10 * us:.2f} us; os.write + encode alone are "
+              f"{(mb['os.write'] + mb['encode']) * us:.2f} us")
+        ms, total = 1e3, rb["total"]
+        print(f"   write_rollout_summaries, checked, {total * ms:.2f} ms = one-pass scan (check, "
+              f"order, cross-check, encode) {rb['scan'] * ms:.2f} + streamed replace with "
+              f"fsync {rb['io'] * ms:.2f} + rest {(total - rb['scan'] - rb['io']) * ms:.2f}")
+        print(f"     for reference: schema check alone {rb['schema'] * ms:.2f}, orjson encode "
+              f"alone {rb['encode'] * ms:.2f}; 3x needs <= {r['baseline'] / 3 * ms:.2f} ms")
     return 0
 
 

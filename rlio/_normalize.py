@@ -17,9 +17,12 @@ import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from ._jsonl import normalize_value
+import orjson
+
+from ._jsonl import NonFinite, normalize_value
 from .errors import RecordError
 from .findings import pointer_of
+from .schema import explain, is_valid
 
 OnUnserializable = Literal["error", "repr"]
 
@@ -192,3 +195,43 @@ def nonfinite_to_none(obj: Any) -> Any:
     if isinstance(obj, list):
         return [nonfinite_to_none(v) for v in obj]
     return obj
+
+
+def checked_slow(schema: str, record: Any, what: str, index: int) -> Any:
+    """A record that failed its fast schema check, normalized, re-checked and returned.
+
+    Normalization (numpy scalars, tuples, enums...) can make it valid; the check judges its
+    strict-JSON form (non-finite numbers as null, as written).
+
+    Raises:
+        RecordError: it is invalid: names ``what``, the index and the JSON pointer (explained by
+            python-jsonschema, imported only now).
+    """
+    plain = to_json_value(record, what=what, index=index)
+    judged = nonfinite_to_none(plain) if has_nonfinite(plain) else plain
+    if is_valid(schema, judged):
+        return plain
+    pointer, reason = explain(schema, judged) or ("", f"does not match schema {schema}")
+    raise RecordError(f"{what} {index} at {pointer or '/'}: {reason}", index=index,
+                      pointer=pointer)
+
+
+def config_bytes(obj: Any, *, on_unserializable: OnUnserializable = "error",
+                 nonfinite: NonFinite = "null") -> bytes:
+    """``config.json``'s bytes for ``obj``: a JSON object, indent 2, a final newline.
+
+    Raises:
+        RecordError: a value has no faithful JSON form (see ``to_json_value``), or ``obj`` does
+            not serialize to a JSON object.
+    """
+    plain = to_json_value(obj, on_unserializable=on_unserializable, what="config")
+    if not isinstance(plain, dict):
+        raise RecordError(
+            f"config at /: must serialize to a JSON object, got a {type(plain).__name__} "
+            f"from {type(obj).__qualname__}", pointer="",
+        )
+    if nonfinite == "token":
+        import json
+
+        return json.dumps(plain, indent=2, ensure_ascii=False, allow_nan=True).encode() + b"\n"
+    return orjson.dumps(plain, option=orjson.OPT_INDENT_2) + b"\n"

@@ -1,18 +1,27 @@
-"""What the writer does to a run besides encoding records: torn-tail repair, ``git diff``, and
-finding an existing run's layout. Kept apart from ``writer`` to keep both modules small; the
-public names are re-exported by ``rlio.writer``.
+"""What the writer does to a run besides encoding records: torn-tail repair, ``git diff``,
+finding an existing run's layout, refusing symbolic links, streaming a whole-file replace, and
+the metrics schema's verdict on a ``step`` alone. Kept apart from ``writer`` to keep both modules
+small; ``git_diff`` and ``repair_torn_tail`` are re-exported by ``rlio.writer``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import operator
 import os
 import subprocess
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from . import layout as L
 from ._jsonl import DecodeError, decode
+from .errors import UnsafeStorageError
+from .schema import load_schema
 from .storage import Storage
 
-__all__ = ["detect_layout", "git_diff", "repair_torn_tail"]
+__all__ = ["detect_layout", "git_diff", "iteration_number", "metrics_step_check",
+           "refuse_symlinks", "repair_torn_tail", "replacing"]
 
 _TAIL_CHUNK = 1 << 16
 _GIT_TIMEOUT = 30.0
@@ -122,3 +131,67 @@ def detect_layout(storage: Storage) -> L.Layout | None:
         if found is not None:
             return found
     return None
+
+
+@functools.cache
+def metrics_step_check() -> Callable[[Any], bool] | None:
+    """The metrics schema's verdict on a ``step`` value alone, or None when it has none.
+
+    Derived from the schema document: when it judges a line key by key, a line is valid exactly
+    when its metrics are and this predicate holds for its step (``compile_key_check``).
+    """
+    from ._fastcheck_parts import compile_key_check
+
+    return compile_key_check(load_schema("metrics-line"), "step")
+
+
+@contextlib.contextmanager
+def replacing(storage: Storage, rel: str) -> Iterator[Callable[[bytearray], None]]:
+    """Replace ``rel`` atomically with the pieces handed to the yielded ``write``.
+
+    A local run streams them to the temp file as they come (``LocalStorage.replacing``);
+    other backends get one ``replace`` of their concatenation when the block exits. When the
+    block raises, ``rel`` is left unchanged.
+    """
+    stream = getattr(storage, "replacing", None)
+    if stream is not None:
+        with stream(rel) as write:
+            yield write
+        return
+    parts: list[bytes] = []
+    yield lambda piece: parts.append(bytes(piece))
+    storage.replace(rel, b"".join(parts))
+
+
+def iteration_number(value: Any) -> int:
+    """``value`` as an iteration number: an int >= 0 (bools and floats refused).
+
+    Raises:
+        ValueError: naming the value.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"iteration must be an int >= 0, got {value!r}")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise ValueError(f"iteration must be an int >= 0, got {value!r}") from None
+    if n < 0:
+        raise ValueError(f"iteration must be >= 0, got {n}")
+    return n
+
+
+def refuse_symlinks(storage: Storage, rel: str) -> None:
+    """No write may follow a symbolic link out of (or around) the run directory.
+
+    Raises:
+        UnsafeStorageError: a component of ``rel`` is a symbolic link.
+    """
+    if not storage.is_local:
+        return  # object stores have no symbolic links
+    parts = rel.split("/")
+    for i in range(1, len(parts) + 1):
+        entry = storage.stat("/".join(parts[:i]))
+        if entry is not None and entry.kind == "symlink":
+            raise UnsafeStorageError(
+                f"refusing to write through the symbolic link {storage.display(rel)!r}"
+            )

@@ -4,16 +4,19 @@ Verbs are named by their durability (DESIGN): ``log_*`` appends one line with on
 persistent handle, handed to the OS before it returns; ``record_*`` appends durably (fsync) under
 an inter-process lock; ``write_*`` and logtree outputs replace a whole file atomically (temp file in
 the same directory, fsync, rename). Every record is checked against its schema on a fast path
-before anything is written, so a bad record raises ``RecordError`` and leaves the file unchanged.
+before the file changes, so a bad record raises ``RecordError`` and leaves the file unchanged.
 All I/O goes through ``rlio.storage``; nothing here imports jsonschema or fsspec for a local run.
+
+Hot paths: ``log_metrics`` checks a plain dict apart from its int ``step`` (no copy), encodes it
+with orjson, splices the step in front and hands the line to one ``os.write``;
+``write_rollout_summaries`` runs the compiled one-pass scan of ``rlio._normalize_fast`` and
+streams the lines to the temp file (``LocalStorage.replacing``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import operator
 import os
-import secrets
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -23,12 +26,21 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from . import layout as L
-from ._jsonl import _LINE_OPTS, _OPTS, NonFinite, encode_line, normalize_value
-from ._normalize import OnUnserializable, has_nonfinite, nonfinite_to_none, to_json_value
+from ._jsonl import _LINE_OPTS, NonFinite, encode_line, normalize_value
+from ._normalize import OnUnserializable, checked_slow, config_bytes
+from ._normalize_fast import rollout_scan, stream_rollouts
 from ._normalize_rollouts import cross_check, ordered_rollout
-from ._writer_support import detect_layout, git_diff, repair_torn_tail
+from ._writer_support import (
+    detect_layout,
+    git_diff,
+    iteration_number,
+    metrics_step_check,
+    refuse_symlinks,
+    repair_torn_tail,
+    replacing,
+)
 from .errors import LabelCollisionError, RecordError, UnsafeStorageError
-from .schema import explain, fast_check, is_valid
+from .schema import fast_check
 from .storage import Appender, Storage, open_storage
 
 if TYPE_CHECKING:
@@ -37,27 +49,19 @@ if TYPE_CHECKING:
 
 __all__ = ["RunWriter", "git_diff", "repair_torn_tail"]
 
+#: The integers orjson writes (a metrics step outside takes the general path, which says so).
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+
 # --------------------------------------------------------------------------------------------
 # The writer
-
-
-def _iteration(value: Any) -> int:
-    if isinstance(value, bool):
-        raise ValueError(f"iteration must be an int >= 0, got {value!r}")
-    try:
-        n = operator.index(value)
-    except TypeError:
-        raise ValueError(f"iteration must be an int >= 0, got {value!r}") from None
-    if n < 0:
-        raise ValueError(f"iteration must be >= 0, got {n}")
-    return n
 
 
 class RunWriter:
     """Writes one run directory (a local path or a URI) in the format of SPEC.md.
 
     Args:
-        log_path: the run directory; created when absent.
+        log_path: the run directory; created when absent, with an empty ``metrics.jsonl`` (a
+            run killed before its first record is then "not started", not broken).
         layout: ``"flat"`` (default for a new run) or ``"nested"``. An existing run keeps the
             layout found on disk (a differing explicit choice gives a ``UserWarning``).
         resume: prepare a restart: metrics lines the restart will log again go to
@@ -103,11 +107,18 @@ class RunWriter:
         self._file_locks: dict[str, threading.Lock] = {
             L.METRICS: self._metrics_lock, L.CHECKPOINTS: threading.Lock(),
         }
-        self._metrics_appender: Appender | None = None  # the hot path skips the dict lookup
         self._predicates: dict[str, Callable[[Any], bool]] = {}
         self._labels: dict[str, str] = {}  # label -> the evaluator name that claimed it
-        self._counts = {L.METRICS: 0, L.CHECKPOINTS: 0}
+        self._counts = {L.CHECKPOINTS: 0}
         self._closed = False
+        # The log_metrics hot path (see there): the metrics file's append, the line count, the
+        # checks of the metrics and of ``step`` (None when unchecked), and whether it applies.
+        self._metrics_append: Callable[[bytes], None] | None = None
+        self._metrics_fd = -1
+        self._n_metrics = 0
+        self._metrics_check: Callable[[Any], bool] | None = None
+        self._step_check: Callable[[Any], bool] | None = None
+        self._hot = False
         self.resume_state: ResumeState | None = None
         if resume:
             from .resume import prepare_resume
@@ -115,6 +126,7 @@ class RunWriter:
             self.resume_state = prepare_resume(self._storage, required_key="state_path")
         for rel in (L.METRICS, L.CHECKPOINTS):  # reopening a crashed run: keep torn tails aside
             repair_torn_tail(self._storage, rel)  # (leaves symlinks alone; appends refuse them)
+        self._open_metrics()
 
     # -- properties and lifecycle ------------------------------------------------------------
 
@@ -157,7 +169,6 @@ class RunWriter:
                 return
             self._closed = True
             appenders, self._appenders = self._appenders, {}
-            self._metrics_appender = None
         for rel, app in appenders.items():
             with self._file_locks[rel]:
                 try:
@@ -168,6 +179,21 @@ class RunWriter:
     def _require_open(self) -> None:
         if self._closed:
             raise ValueError(f"RunWriter for {self.log_path!r} is closed")
+
+    def _open_metrics(self) -> None:
+        """Open ``metrics.jsonl`` for appending, creating it empty in a new run.
+
+        A writer killed right after opening then leaves a run with its required metrics file (a
+        run with no record yet, not a broken one). A symbolic link is left alone: ``log_metrics``
+        refuses it when called.
+        """
+        try:
+            self._appender(L.METRICS, repair=False)  # local: O_APPEND | O_CREAT creates it
+        except UnsafeStorageError:
+            return
+        if not self._storage.is_local and self._storage.stat(L.METRICS) is None:
+            with contextlib.suppress(UnsafeStorageError):  # created meanwhile by another writer
+                self._storage.replace(L.METRICS, b"")  # object stores: create-if-absent
 
     # -- names and paths ---------------------------------------------------------------------
 
@@ -195,22 +221,10 @@ class RunWriter:
         return label
 
     def _target(self, iteration: Any, artifact: L.Artifact, evaluator: str | int | None) -> str:
-        rel = L.iteration_path(self._layout, _iteration(iteration), artifact,
+        rel = L.iteration_path(self._layout, iteration_number(iteration), artifact,
                                label=self.label_for(evaluator))
-        self._refuse_symlinks(rel)
+        refuse_symlinks(self._storage, rel)
         return rel
-
-    def _refuse_symlinks(self, rel: str) -> None:
-        """No write may follow a symbolic link out of (or around) the run directory."""
-        if not self._storage.is_local:
-            return  # object stores have no symbolic links
-        parts = rel.split("/")
-        for i in range(1, len(parts) + 1):
-            entry = self._storage.stat("/".join(parts[:i]))
-            if entry is not None and entry.kind == "symlink":
-                raise UnsafeStorageError(
-                    f"refusing to write through the symbolic link {self._storage.display(rel)!r}"
-                )
 
     # -- validation --------------------------------------------------------------------------
 
@@ -232,57 +246,47 @@ class RunWriter:
                 return record
         except Exception:  # a user type the fast check trips on: take the slow path
             pass
-        return self._checked_slow(schema, record, what, index)
-
-    def _checked_slow(self, schema: str, record: Any, what: str, index: int) -> Any:
-        """Normalize a record that failed the fast check; re-check; explain a real failure."""
-        plain = to_json_value(record, what=what, index=index)
-        judged = nonfinite_to_none(plain) if has_nonfinite(plain) else plain
-        if is_valid(schema, judged):
-            return plain
-        pointer, reason = explain(schema, judged) or ("", f"does not match schema {schema}")
-        raise RecordError(f"{what} {index} at {pointer or '/'}: {reason}", index=index,
-                          pointer=pointer)
+        return checked_slow(schema, record, what, index)
 
     def _encode(self, record: Any, index: int) -> bytes:
         return encode_line(record, nonfinite=self._nonfinite, index=index)
 
-    def _encode_many(self, records: list[Any]) -> bytes:
-        """All records as JSONL bytes, in one orjson call when possible.
-
-        The records are serialized as one array with a random marker string between them, and
-        the markers become the line breaks: a 128-bit nonce no value can predict, and JSON
-        escapes every raw newline, so the split is exact.
-        """
-        n = len(records)
-        if n > 1 and self._nonfinite == "null":
-            nonce = secrets.token_hex(16)
-            seq: list[Any] = [f"\x00{nonce}\x00"] * (2 * n - 1)
-            seq[0::2] = records
+    def _encode_line(self, record: Any, index: int) -> bytes:
+        """One JSONL line: orjson at once under the strict policy, else (or to name the pointer
+        of a value it refuses) ``encode_line``."""
+        if self._nonfinite == "null":
             try:
-                data = orjson.dumps(seq, default=normalize_value, option=_OPTS)
+                return orjson.dumps(record, default=normalize_value, option=_LINE_OPTS)
             except (TypeError, ValueError, RecursionError):
-                pass  # encode one by one below, to name the record that fails
-            else:
-                # Only the markers can produce these bytes: outside a string they are the marker
-                # element; inside one, the quotes would be escaped.
-                sep = b',"\\u0000' + nonce.encode() + b'\\u0000",'
-                return data[1:-1].replace(sep, b"\n") + b"\n"
-        return b"".join(self._encode(r, i) for i, r in enumerate(records))
+                pass
+        return self._encode(record, index)
 
     # -- append-only files -------------------------------------------------------------------
 
-    def _appender(self, rel: str) -> Appender:
+    def _appender(self, rel: str, *, repair: bool = True) -> Appender:
         with self._lock:
             self._require_open()
             app = self._appenders.get(rel)
             if app is None:
-                self._refuse_symlinks(rel)
-                repair_torn_tail(self._storage, rel)  # again: another process may have crashed
+                refuse_symlinks(self._storage, rel)
+                if repair:  # again: another process may have crashed since this writer opened
+                    repair_torn_tail(self._storage, rel)
                 app = self._appenders[rel] = self._storage.appender(rel)
                 if rel == L.METRICS:
-                    self._metrics_appender = app
+                    self._arm_metrics(app)
             return app
+
+    def _arm_metrics(self, app: Appender) -> None:
+        """Set up the ``log_metrics`` hot path once the metrics file is open."""
+        self._metrics_append = app.append
+        fileno = getattr(app, "fileno", None)  # a local O_APPEND descriptor: os.write it directly
+        self._metrics_fd = fileno() if fileno is not None else -1
+        if self._check:
+            self._metrics_check = self._predicate("metrics-line")
+            self._step_check = metrics_step_check()
+        # The hot path splices ``step`` into the encoded metrics: it needs the strict-JSON
+        # encoder and, when checking, a schema that judges ``step`` apart from the other keys.
+        self._hot = self._nonfinite == "null" and (not self._check or self._step_check is not None)
 
     def _append(self, rel: str, line: bytes, *, durable: bool) -> None:
         app = self._appenders.get(rel) or self._appender(rel)
@@ -305,13 +309,37 @@ class RunWriter:
             RecordError: a value is an object or array, breaks the metrics schema, or ``step``
                 conflicts with a ``"step"`` key in ``metrics``; nothing is written.
         """
-        if (not self._check and type(step) is int and type(metrics) is dict
-                and "step" not in metrics and self._nonfinite == "null"):
-            line = self._metrics_fast_line(metrics, step)
-            if line is not None:
-                self._append_metrics(line)
+        # The hot path: a plain dict and an int step, as training loops log them. The metrics
+        # are checked without the step (the schema judges each key alone, see
+        # ``metrics_step_check``), encoded in one orjson call and the step spliced in front, so
+        # the dict is never copied; then one os.write. Anything unusual takes the general path.
+        if (type(step) is int and type(metrics) is dict and self._hot
+                and "step" not in metrics and _INT_MIN <= step <= _INT_MAX):
+            check = self._metrics_check
+            try:
+                if check is None or (self._step_check(step) and check(metrics)):  # type: ignore[misc]
+                    body = orjson.dumps(metrics, default=normalize_value, option=_LINE_OPTS)
+                else:
+                    body = None
+            except Exception:  # a user type the check or the encoder trips on: general path
+                body = None
+            if body is not None:
+                line = (b'{"step":%d,' % step + body[1:]) if len(body) > 3 else (
+                    b'{"step":%d}\n' % step)
+                lock = self._metrics_lock
+                lock.acquire()
+                try:
+                    if self._closed:
+                        self._require_open()
+                    fd = self._metrics_fd
+                    n = os.write(fd, line) if fd >= 0 else 0
+                    if n != len(line):  # not a local file, or a short write: the appender
+                        self._metrics_append(line[n:])  # type: ignore[misc]
+                    self._n_metrics += 1
+                finally:
+                    lock.release()
                 return
-        index = self._counts[L.METRICS]
+        index = self._n_metrics
         if step is not None:
             if "step" in metrics and metrics["step"] is not step and metrics["step"] != step:
                 raise RecordError(
@@ -326,43 +354,17 @@ class RunWriter:
             record = {"step": metrics["step"], **metrics} if "step" in metrics else {**metrics}
         else:
             raise TypeError(f"metrics must be a mapping of name to value, got {metrics!r}")
-        if self._check:  # inlined _checked: this is the hot path
-            check = self._predicates.get("metrics-line") or self._predicate("metrics-line")
-            try:
-                valid = check(record)
-            except Exception:  # a user type the fast check trips on: take the slow path
-                valid = False
-            if not valid:
-                record = self._checked_slow("metrics-line", record, "metrics record", index)
-        if self._nonfinite == "null":
-            try:
-                line = orjson.dumps(record, default=normalize_value, option=_LINE_OPTS)
-            except (TypeError, ValueError, RecursionError):
-                line = self._encode(record, index)  # raises RecordError naming the pointer
-        else:
-            line = self._encode(record, index)
-        self._append_metrics(line)
-
-    @staticmethod
-    def _metrics_fast_line(metrics: dict[str, Any], step: int) -> bytes | None:
-        """The unchecked line for a plain dict and an int step: the step is spliced into the
-        encoded dict instead of copying it. None sends the record down the general path.
-        """
-        try:
-            body = orjson.dumps(metrics, default=normalize_value, option=_LINE_OPTS)
-        except (TypeError, ValueError, RecursionError):
-            return None  # the general path names the record and pointer
-        if len(body) <= 3:  # b"{}\n"
-            return b'{"step":%d}\n' % step
-        return b'{"step":%d,' % step + body[1:]
+        if self._check:
+            record = self._checked("metrics-line", record, "metrics record", index)
+        self._append_metrics(self._encode_line(record, index))
 
     def _append_metrics(self, line: bytes) -> None:
-        app = self._metrics_appender or self._appender(L.METRICS)
+        if self._metrics_append is None:
+            self._appender(L.METRICS)  # raises: the file could not be opened (a symbolic link)
         with self._metrics_lock:
-            if self._closed:
-                self._require_open()
-            app.append(line)
-            self._counts[L.METRICS] += 1
+            self._require_open()
+            self._metrics_append(line)  # type: ignore[misc]
+            self._n_metrics += 1
 
     def record_checkpoint(
         self,
@@ -409,19 +411,8 @@ class RunWriter:
                 ``on_unserializable="repr"`` such values are written as their ``repr()``.
         """
         self._require_open()
-        plain = to_json_value(obj, on_unserializable=on_unserializable, what="config")
-        if not isinstance(plain, dict):
-            raise RecordError(
-                f"config at /: must serialize to a JSON object, got a {type(plain).__name__} "
-                f"from {type(obj).__qualname__}", pointer="",
-            )
-        if self._nonfinite == "token":
-            import json
-
-            data = json.dumps(plain, indent=2, ensure_ascii=False, allow_nan=True).encode()
-        else:
-            data = orjson.dumps(plain, option=orjson.OPT_INDENT_2)
-        self._storage.replace(L.CONFIG, data + b"\n")
+        data = config_bytes(obj, on_unserializable=on_unserializable, nonfinite=self._nonfinite)
+        self._storage.replace(L.CONFIG, data)
 
     def write_code_diff(self, text: str | bytes | None = None) -> None:
         """Replace ``code.diff`` atomically.
@@ -453,28 +444,37 @@ class RunWriter:
         ``final_reward``.
 
         Raises:
-            RecordError: naming the record index and the JSON pointer; nothing is written.
+            RecordError: naming the record index and the JSON pointer; the file is unchanged.
         """
         self._require_open()
-        it = _iteration(iteration)
+        it = iteration_number(iteration)
         rel = self._target(it, "rollout_summaries", evaluator)
         split = L.split_name(L.parse_path(rel).label)
-        prepared = []
-        seen: set[tuple[Any, Any]] = set()
+        recs = records if type(records) is list else list(records)
+        with replacing(self._storage, rel) as write:
+            self._write_rollouts(recs, it, split, write)
+
+    def _write_rollouts(self, recs: list[Any], it: int, split: str,
+                        write: Callable[[bytearray], None]) -> None:
+        """Check, order and encode ``recs`` (see ``stream_rollouts``), streaming to ``write``."""
+        scan = rollout_scan() if self._check and self._nonfinite == "null" else None
+        if scan is not None and not scan.fixed(it, split):
+            scan = None  # every record would fail: the general path names the problem
         check = self._predicate("rollout-summary-line") if self._check else None
-        for index, rec in enumerate(records):
-            out = ordered_rollout(rec, it, split, index)
+
+        def general(rec: Any, i: int, seen: set[tuple[Any, Any]]) -> bytes:
+            out = ordered_rollout(rec, it, split, i)
             if check is not None:
                 try:
                     valid = check(out)
-                except Exception:  # a user type the fast check trips on: take the slow path
+                except Exception:  # a user type the fast check trips on: the slow path
                     valid = False
                 if not valid:
-                    out = self._checked_slow("rollout-summary-line", out,
-                                             "rollout summary record", index)
-                cross_check(out, index, seen)
-            prepared.append(out)
-        self._storage.replace(rel, self._encode_many(prepared))
+                    out = checked_slow("rollout-summary-line", out, "rollout summary record", i)
+                cross_check(out, i, seen)
+            return self._encode_line(out, i)
+
+        stream_rollouts(recs, it, split, write, scan=scan, general=general)
 
     @contextlib.contextmanager
     def logtree(
@@ -488,7 +488,7 @@ class RunWriter:
         from .logtree import LogTree
 
         self._require_open()
-        it = _iteration(iteration)
+        it = iteration_number(iteration)
         html_rel = self._target(it, "html", evaluator)
         json_rel = self._target(it, "logtree", evaluator)
         tree = LogTree(title)

@@ -469,7 +469,7 @@ def test_titles_with_slashes_do_not_change_paths(tmp_path: pathlib.Path) -> None
     with RunWriter(tmp_path) as run, run.logtree(2, title="a/b/../../c") as lt:
         lt.text("x")
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "train_iteration_000002.html", "train_iteration_000002_logtree.json"]
+        "metrics.jsonl", "train_iteration_000002.html", "train_iteration_000002_logtree.json"]
 
 
 @pytest.mark.parametrize("iteration", [-1, True, 1.0, "3", None])
@@ -480,7 +480,7 @@ def test_bad_iterations_are_errors(tmp_path: pathlib.Path, iteration: Any) -> No
             run.write_rollout_summaries(iteration, [rollout()])
         with pytest.raises(ValueError, match="iteration"), run.logtree(iteration, title="t"):
             pass
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["metrics.jsonl"]
 
 
 def test_iteration_padding_grows_past_six_digits(tmp_path: pathlib.Path) -> None:

@@ -125,10 +125,41 @@ def test_repair_handles_long_tails_and_files_without_newline(tmp_path: pathlib.P
 
 
 def test_repair_of_missing_file_creates_nothing(tmp_path: pathlib.Path) -> None:
-    """repair_torn_tail on an absent file returns 0 and does not create it (nor does opening)."""
+    """repair_torn_tail on an absent file returns 0 and does not create it."""
     assert repair_torn_tail(open_storage(tmp_path), "checkpoints.jsonl") == 0
-    RunWriter(tmp_path).close()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_opening_a_new_run_creates_an_empty_metrics_file(tmp_path: pathlib.Path) -> None:
+    """Opening a new run creates metrics.jsonl empty (and nothing else), before any record."""
+    run = RunWriter(tmp_path / "run")
+    assert (tmp_path / "run" / "metrics.jsonl").read_bytes() == b""
+    assert [p.name for p in (tmp_path / "run").iterdir()] == ["metrics.jsonl"]
+    run.close()
+
+
+def test_writer_killed_right_after_opening_leaves_a_not_started_run(
+        tmp_path: pathlib.Path) -> None:
+    """A process SIGKILLed right after RunWriter() leaves an empty metrics.jsonl (RL116)."""
+    from rlio import validate_run
+
+    code = ("import os, signal, sys\nfrom rlio import RunWriter\n"
+            "w = RunWriter(sys.argv[1])\nw.write_config({'lr': 1e-4})\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=False)
+    assert proc.returncode == -signal.SIGKILL
+    assert (tmp_path / "metrics.jsonl").read_bytes() == b""
+    codes = {f.code for f in validate_run(tmp_path).findings}
+    assert "RL116" in codes and "RL109" not in codes
+
+
+def test_reopening_keeps_metrics_and_creates_nothing_else(tmp_path: pathlib.Path) -> None:
+    """Reopening an existing run neither truncates metrics.jsonl nor creates other files."""
+    with RunWriter(tmp_path) as run:
+        run.log_metrics({"x": 1}, step=0)
+    RunWriter(tmp_path).close()
+    assert [p.name for p in tmp_path.iterdir()] == ["metrics.jsonl"]
+    assert read_lines(tmp_path / "metrics.jsonl") == [{"step": 0, "x": 1}]
 
 
 def test_repeated_repairs_append_to_the_sidecar(tmp_path: pathlib.Path) -> None:
@@ -161,7 +192,7 @@ def test_whole_file_writes_leave_no_temp_files(tmp_path: pathlib.Path) -> None:
             run.write_rollout_summaries(0, [{"bad": 1}])
     names = [p.name for p in tmp_path.rglob("*")]
     assert not [n for n in names if TEMP_INFIX in n]
-    assert sorted(names) == sorted(["config.json", "code.diff", "iteration_000000",
+    assert sorted(names) == sorted(["config.json", "code.diff", "iteration_000000", "metrics.jsonl",
                                     "train_rollout_summaries.jsonl", "train.html",
                                     "train_logtree.json"])
 
@@ -279,8 +310,11 @@ _KILLED = textwrap.dedent("""
 """)
 
 
-def test_sigkill_mid_logging_leaves_only_whole_lines(tmp_path: pathlib.Path) -> None:
-    """A process SIGKILLed while logging leaves only complete lines (one write per line)."""
+def test_sigkill_mid_logging_leaves_whole_lines_and_at_most_a_torn_tail(
+        tmp_path: pathlib.Path) -> None:
+    """A process SIGKILLed while logging leaves whole lines in step order and at most a torn
+    prefix of the next one (Linux may cut a write that spans pages when the kill lands), which
+    reopening the run moves to the sidecar."""
     proc = subprocess.Popen([sys.executable, "-c", _KILLED, str(tmp_path)],
                             stdout=subprocess.PIPE)
     assert proc.stdout is not None
@@ -288,10 +322,17 @@ def test_sigkill_mid_logging_leaves_only_whole_lines(tmp_path: pathlib.Path) -> 
     time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
+    proc.stdout.close()
     data = (tmp_path / "metrics.jsonl").read_bytes()
-    assert data.endswith(b"\n")
-    steps = [r["step"] for r in read_lines(tmp_path / "metrics.jsonl")]
+    whole, _, tail = data.rpartition(b"\n")
+    steps = [json.loads(line)["step"] for line in whole.split(b"\n")]
     assert steps == list(range(len(steps))) and len(steps) > 50
+    n = len(steps)
+    assert (b'{"step":%d,"x":%d,"pad":"%s"}\n' % (n, n, b"q" * 2000)).startswith(tail)
+    RunWriter(tmp_path).close()
+    assert (tmp_path / "metrics.jsonl").read_bytes() == whole + b"\n"
+    torn = tmp_path / "metrics.jsonl.torn"
+    assert (torn.read_bytes() == tail + b"\n") if tail else not torn.exists()
 
 
 # -- resume ------------------------------------------------------------------------------------
