@@ -360,23 +360,8 @@ class LocalStorage(Storage):
             os.close(fd)
 
     def replace(self, rel: str, data: bytes) -> None:
-        full = self._abs(rel)
-        parent = os.path.dirname(full)
-        os.makedirs(parent or ".", exist_ok=True)
-        tmp = os.path.join(parent, f".{os.path.basename(full)}{TEMP_INFIX}{secrets.token_hex(4)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        try:
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, full)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        _fsync_dir(parent)
+        with self.replacing(rel) as write:
+            write(data)
 
     @contextlib.contextmanager
     def replacing(self, rel: str) -> Iterator[Callable[[bytes | bytearray], None]]:
