@@ -1,0 +1,39 @@
+"""The public API: `rlio.__all__` is pinned, sorted, and every name resolves lazily."""
+
+from __future__ import annotations
+
+import rlio
+
+PUBLIC = [
+    "Finding",
+    "LabelCollisionError",
+    "LogTree",
+    "RecordError",
+    "Report",
+    "ResumeError",
+    "ResumeState",
+    "RlioError",
+    "RunNotFoundError",
+    "RunWriter",
+    "Severity",
+    "UnsafeStorageError",
+    "read_resume_state",
+    "validate_run",
+]
+
+
+def test_all_is_pinned_and_sorted() -> None:
+    """`__all__` lists exactly the documented public names, in sorted order."""
+    assert rlio.__all__ == PUBLIC == sorted(PUBLIC)
+
+
+def test_every_public_name_resolves_and_unknown_names_raise() -> None:
+    """Each public name is importable from `rlio`; an unknown attribute is an AttributeError."""
+    for name in PUBLIC:
+        assert getattr(rlio, name) is not None
+    try:
+        rlio.no_such_name  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError as exc:
+        assert "no_such_name" in str(exc)
+    else:
+        raise AssertionError("unknown attribute did not raise")
