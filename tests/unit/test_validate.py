@@ -78,7 +78,8 @@ def test_nan_reported_once_per_file_at_first_line(tmp_path: Path) -> None:
 
 def test_demo_run_written_by_rlio_validates_clean(tmp_path: Path) -> None:
     """A run written through rlio's own writer (the demo) has no error."""
-    demo = pytest.importorskip("rlio.demo")
+    from rlio import demo
+
     for lay in LAYOUTS:
         out = tmp_path / lay
         demo.run_demo(str(out), layout=lay, iterations=3, seed=1)
@@ -521,7 +522,8 @@ def test_json_output_keys_for_a_run(tmp_path: Path) -> None:
 
 def test_memory_uri_run_validates_like_a_local_one(tmp_path: Path) -> None:
     """Only the Storage interface is used: a memory:// copy gives the same findings."""
-    fsspec = pytest.importorskip("fsspec")
+    import fsspec
+
     run = cookbook_run(tmp_path / "run", layout_name="nested")
     write(run, summaries("nested"), jsonl([trajectory(1, 0, 0), trajectory(1, 0, 0),
                                            trajectory(1, 0, 1)])[:-5])
