@@ -348,13 +348,7 @@ class _Builder:
         return _constrained(float, meta)
 
     def _string(self, s: dict[str, Any], defer: bool) -> Any:
-        meta: dict[str, Any] = {}
-        for key, arg in (("minLength", "min_length"), ("maxLength", "max_length")):
-            if key in s:
-                v = s[key]
-                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                    raise Unsupported(f"{key} {v!r}")
-                meta[arg] = v
+        meta: dict[str, Any] = dict(self._lengths(s, "minLength", "maxLength"))
         if "pattern" in s:
             if not isinstance(s["pattern"], str):
                 raise Unsupported("pattern is not a string")
