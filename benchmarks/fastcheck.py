@@ -14,8 +14,8 @@ from typing import Any
 import jsonschema
 import orjson
 
-from rlio._fastcheck import compile_schema
-from rlio.schema import load_schema
+from rlio._schema.compiler import compile_schema
+from rlio._schema.loader import load_schema
 
 
 def rollout_record(i: int = 0) -> dict[str, Any]:

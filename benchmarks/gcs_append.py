@@ -78,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     with mod.Emulator(bucket="bench") as emu:
         os.environ.update(emu.env)
         sys.path.insert(0, str(ROOT))
-        from rlio._gcs import GcsStorage, generation
         from rlio.storage import open_storage
+        from rlio.storage.gcs.api import generation
+        from rlio.storage.gcs.storage import GcsStorage
 
         st = open_storage("gs://bench/rlio", create=True)
         base = open_storage("gs://bench/baseline", create=True)

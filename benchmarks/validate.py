@@ -10,8 +10,8 @@ temporary directory, then prints, in one run:
   on a sample of lines and extrapolated (it would take minutes on the whole file);
 - the ratios against their targets (rlio >= 0.6x the floor, >= 50x python-jsonschema), for the
   default ``jobs`` and for one process;
-- how many sample lines the fast decoder (``rlio._fastdecode``) judged on its own (the rest take
-  the exact path: orjson, the compiled check).
+- how many sample lines the fast decoder (``rlio._schema.decoders``) judged on its own (the rest
+  take the exact path: orjson, the compiled check).
 
 Usage: ``python benchmarks/validate.py [--size-mb 200] [--sample 20000] [--repeat 2]``.
 Timings on a shared machine are noisy: the load average is printed with the results.
@@ -116,7 +116,7 @@ def jsonschema_rate(path: Path, sample: int) -> tuple[float, int, int]:
     """python-jsonschema's MB/s on the first ``sample`` lines: (MB/s, lines, bytes)."""
     import jsonschema
 
-    from rlio.schema import load_schema
+    from rlio._schema.loader import load_schema
 
     schema = load_schema("rollout-summary-line")
     validator = jsonschema.validators.validator_for(schema)(schema)
@@ -134,7 +134,7 @@ def jsonschema_rate(path: Path, sample: int) -> tuple[float, int, int]:
 
 def fast_share(path: Path, sample: int) -> float:
     """Fraction of the first ``sample`` lines the fast decoder accepts on its own."""
-    from rlio._fastdecode import decoder_for
+    from rlio._schema.decoders import decoder_for
 
     decode = decoder_for("rollout-summary-line")
     if decode is None:

@@ -161,9 +161,9 @@ def breakdown_metrics(base: str, repeat: int, n: int) -> dict[str, float]:
     """Per-record seconds of the parts of a checked ``log_metrics``, each timed alone."""
     import orjson
 
-    from rlio._jsonl import _LINE_OPTS, normalize_value
-    from rlio._writer_support import metrics_step_check
+    from rlio._codec.jsonl import _LINE_OPTS, normalize_value
     from rlio.schema import fast_check
+    from rlio.writer.support import metrics_step_check
 
     rng = random.Random(0)
     records = [metrics_record(i, rng) for i in range(n)]
@@ -203,10 +203,11 @@ def breakdown_rollouts(base: str, repeat: int) -> dict[str, float]:
     """Seconds of the parts of a checked ``write_rollout_summaries``, each timed alone."""
     import orjson
 
-    from rlio._jsonl import _LINE_OPTS, normalize_value
-    from rlio._normalize_fast import PIECE, rollout_scan
+    from rlio._codec.jsonl import _LINE_OPTS, normalize_value
+    from rlio._schema.rollout_scan import rollout_scan
     from rlio.schema import fast_check
     from rlio.storage import LocalStorage
+    from rlio.writer.rollouts import PIECE
 
     records = rollout_records(4096, 4, random.Random(1))
     scan, check = rollout_scan(), fast_check("rollout-summary-line")

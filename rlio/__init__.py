@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from .errors import (
+    from rlio.errors import (
         LabelCollisionError,
         RecordError,
         ResumeError,
@@ -39,11 +39,11 @@ if TYPE_CHECKING:
         RunNotFoundError,
         UnsafeStorageError,
     )
-    from .findings import Finding, Report, Severity
-    from .logtree import LogTree
-    from .resume import ResumeState, read_resume_state
-    from .validate import validate_run
-    from .writer import RunWriter
+    from rlio.findings import Finding, Report, Severity
+    from rlio.logtree.builder import LogTree
+    from rlio.resume import ResumeState, read_resume_state
+    from rlio.validate.engine import validate_run
+    from rlio.writer.run_writer import RunWriter
 
 
 def __getattr__(name: str) -> Any:

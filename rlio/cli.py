@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import orjson
 
 if TYPE_CHECKING:
-    from .findings import Report
+    from rlio.findings import Report
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
@@ -62,7 +62,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from . import __version__
+    from rlio._version import __version__
 
     return f"rlio {__version__}"
 
@@ -117,9 +117,9 @@ def render_github(report: Report) -> str:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from .errors import RunNotFoundError
-    from .findings import Severity
-    from .validate import validate_run
+    from rlio.errors import RunNotFoundError
+    from rlio.findings import Severity
+    from rlio.validate.engine import validate_run
 
     try:
         report = validate_run(args.run)
@@ -135,7 +135,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
-    from .schema import SCHEMA_NAMES, schema_bytes
+    from rlio._schema.loader import SCHEMA_NAMES, schema_bytes
 
     if args.name is None:
         sys.stdout.write("".join(n + "\n" for n in SCHEMA_NAMES))
@@ -149,8 +149,8 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
-    from .errors import ResumeError, RunNotFoundError
-    from .resume import read_resume_state, resume_document
+    from rlio.errors import ResumeError, RunNotFoundError
+    from rlio.resume import read_resume_state, resume_document
 
     try:
         state = read_resume_state(args.run, required_key=args.required_key)
@@ -169,7 +169,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
+    from rlio.demo import run_demo
 
     if args.iterations < 1:
         return _fail(f"--iterations must be >= 1, got {args.iterations}")
@@ -183,8 +183,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .errors import RunNotFoundError
-    from .report import write_run_report
+    from rlio.errors import RunNotFoundError
+    from rlio.report.run_report import write_run_report
 
     try:
         where = write_run_report(args.run, output=args.output, metrics=args.metric)

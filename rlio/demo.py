@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .layout import Layout
-from .logtree import LogTree
-from .writer import RunWriter
+from rlio.layout import Layout
+from rlio.logtree.builder import LogTree
+from rlio.writer.run_writer import RunWriter
 
 __all__ = ["DemoConfig", "run_demo"]
 

@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from . import layout
-from ._jsonl import DecodeError, decode
-from .errors import ResumeError
-from .storage import Storage, open_storage
+from rlio import layout
+from rlio._codec.jsonl import DecodeError, decode
+from rlio.errors import ResumeError
+from rlio.storage.base import Storage
+from rlio.storage.opener import open_storage
 
 __all__ = [
     "ResumeState",
@@ -485,7 +486,7 @@ def prepare_resume(storage: Storage, *, required_key: str = "state_path") -> Res
     With no resumable checkpoint the run restarts at iteration 0, so every metrics line is
     superseded: the whole of ``metrics.jsonl`` moves to the sidecar and None is returned.
     """
-    from .writer import repair_torn_tail  # one owner for the repair rule
+    from rlio.storage.tail import repair_torn_tail  # one owner for the repair rule
 
     state = read_resume_state(storage, required_key=required_key)  # torn_tail as found
     for rel in (layout.CHECKPOINTS, layout.METRICS):

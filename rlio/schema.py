@@ -7,66 +7,25 @@ imported only to explain a record that failed (``explain``), so hot paths never 
 from __future__ import annotations
 
 import functools
-import importlib.resources
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-import orjson
-
-#: Schema names, one per file type of SPEC.md.
-SCHEMA_NAMES: Final = (
-    "checkpoint-line",
-    "config",
-    "logtree",
-    "metrics-line",
-    "rollout-summary-line",
-    "timing-spans-line",
-    "trace-event-line",
+from rlio._schema.loader import (
+    KIND_SCHEMA,
+    SCHEMA_NAMES,
+    load_schema,
+    schema_bytes,
+    schema_dir,
 )
 
-#: Which schema judges each file kind of ``layout.RunPath.kind`` (JSONL kinds: per line).
-KIND_SCHEMA: Final[dict[str, str]] = {
-    "metrics": "metrics-line",
-    "config": "config",
-    "checkpoints": "checkpoint-line",
-    "rollout_summaries": "rollout-summary-line",
-    "logtree": "logtree",
-    "timing_spans": "timing-spans-line",
-    "trace_events": "trace-event-line",
-}
-
-
-def schema_dir() -> Path:
-    """Folder holding the ``*.schema.json`` files: inside the wheel, or the repository's."""
-    packaged = importlib.resources.files("rlio") / "schemas"
-    if packaged.is_dir():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / "schemas"
-
-
-def _check_name(name: str) -> None:
-    if name not in SCHEMA_NAMES:
-        raise ValueError(f"unknown schema {name!r}; expected one of {', '.join(SCHEMA_NAMES)}")
-
-
-def schema_bytes(name: str) -> bytes:
-    """The schema document exactly as shipped."""
-    _check_name(name)
-    return (schema_dir() / f"{name}.schema.json").read_bytes()
-
-
-@functools.cache
-def load_schema(name: str) -> dict[str, Any]:
-    """The parsed schema ``name`` (cached; do not mutate)."""
-    doc: dict[str, Any] = orjson.loads(schema_bytes(name))
-    return doc
+__all__ = ["KIND_SCHEMA", "SCHEMA_NAMES", "explain", "fast_check", "is_valid", "load_schema",
+           "schema_bytes", "schema_dir"]
 
 
 @functools.cache
 def fast_check(name: str) -> Callable[[Any], bool]:
     """A compiled predicate: True exactly when an instance is valid against schema ``name``."""
-    from ._fastcheck import compile_schema
+    from rlio._schema.compiler import compile_schema
 
     return compile_schema(load_schema(name))
 
@@ -92,7 +51,7 @@ def explain(name: str, instance: Any) -> tuple[str, str] | None:
     """
     import jsonschema
 
-    from .findings import pointer_of
+    from rlio.findings import pointer_of
 
     try:
         error = jsonschema.exceptions.best_match(_validator(name).iter_errors(instance))

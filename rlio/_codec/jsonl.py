@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 import orjson
 
-from .errors import RecordError
-from .findings import pointer_of
+from rlio.errors import RecordError
+from rlio.findings import pointer_of
 
 NonFinite = Literal["null", "token"]
 

@@ -19,10 +19,10 @@ from typing import Any, Literal
 
 import orjson
 
-from ._jsonl import NonFinite, normalize_value
-from .errors import RecordError
-from .findings import pointer_of
-from .schema import explain, is_valid
+from rlio._codec.jsonl import NonFinite, normalize_value
+from rlio.errors import RecordError
+from rlio.findings import pointer_of
+from rlio.schema import explain, is_valid
 
 OnUnserializable = Literal["error", "repr"]
 

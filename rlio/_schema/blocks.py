@@ -3,7 +3,7 @@
 ``compile_schema`` judges one whole instance. The writer knows more than that: a metrics line's
 ``step`` arrives apart from the metrics, and a rollout-summary record in documented key order can
 be checked, reordered and cross-checked in one pass. These helpers give such callers the exact
-per-node checks of ``rlio._fastcheck`` (the same generated statements, so the same verdicts as
+per-node checks of ``rlio._schema.compiler`` (the same generated statements, so the same verdicts as
 python-jsonschema) to assemble their own functions from.
 """
 
@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
-from ._fastcheck import _Gen, _indent
-from ._fastcheck_model import NOOP, Context, interpret
+from rlio._schema.compiler import _Gen, _indent
+from rlio._schema.model import NOOP, Context, interpret
 
 __all__ = ["BlockCompiler", "compile_key_check", "indent"]
 

@@ -7,7 +7,7 @@ per recursive ``$defs`` entry) and ``exec``s it once. The verdict matches python
 
 Two slow paths keep it exact without slowing the common case: values that are not plain JSON types
 (subclasses, ``Decimal``, tuples) and documents nested past the interpreter's recursion limit are
-judged by ``_fastcheck_model.interpret``, which walks the schema with an explicit stack. Objects
+judged by ``rlio._schema.model.interpret``, which walks the schema with an explicit stack. Objects
 with ``patternProperties`` get one compiled function per key layout seen twice (metrics lines
 repeat their keys), and strings known to match a ``pattern`` are memoised, so the hot path runs
 no regex. jsonschema is never imported here.
@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
-from ._fastcheck_model import (
+from rlio._schema.model import (
     JSON_TYPES,
     NOOP,
     SEEN_MAX,
@@ -127,7 +127,7 @@ class _Gen:
 
     def flush(self) -> None:
         code, self.src = "\n\n".join(self.src), []
-        exec(compile(code, "<rlio._fastcheck>", "exec"), self.ns)
+        exec(compile(code, "<rlio._schema.compiler>", "exec"), self.ns)
 
     def lit(self, value: Any) -> str:
         """A source literal for a bound (ints, finite floats), else a bound constant's name."""

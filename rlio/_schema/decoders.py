@@ -29,7 +29,7 @@ strict UTF-8 and surrogate escapes in decoded strings, no control characters, no
 the same four whitespace characters, the last of duplicate keys wins, and ``pattern`` is
 ``re.search`` as in jsonschema (top-level ``pattern`` fields such as ``split`` are searched after
 decoding, with the matching values remembered: their values repeat). Floats parse to the same
-double. ``tests/unit/test_fastdecode.py`` checks all of it differentially.
+double. ``tests/unit/schema/test_fastdecode.py`` checks all of it differentially.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from typing import Annotated, Any, Final, Literal, Union
 
 import msgspec
 
-from .schema import load_schema
+from rlio._schema.loader import load_schema
 
 _I64_MIN: Final = -(2**63)
 _I64_MAX: Final = 2**63 - 1

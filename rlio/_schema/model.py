@@ -1,4 +1,4 @@
-"""The JSON Schema model behind ``rlio._fastcheck``: dialects, JSON semantics, scan, interpreter.
+"""The JSON Schema model behind ``rlio._schema.compiler``: dialects, semantics, scan, interpreter.
 
 ``Context`` scans one schema (keywords allowed by its draft, local ``$ref`` targets, regexes,
 which targets are recursive). ``interpret`` judges an instance with an explicit stack of

@@ -8,7 +8,7 @@ processor's cache. It stops at the first record that needs the general path (or 
 general path names the error); the writer handles that one and resumes the scan after it.
 
 The structure (key orders, required keys, the step schema) and every value check (the exact
-statements of ``rlio._fastcheck``) come from the schema document; the SPEC §9 names (split,
+statements of ``rlio._schema.compiler``) come from the schema document; the SPEC §9 names (split,
 iteration, ids, rewards, ``step_idx``) are those ``cross_check`` uses.
 """
 
@@ -21,19 +21,17 @@ from typing import Any, Final
 
 import orjson
 
-from ._jsonl import _LINE_OPTS, normalize_value
-from ._normalize_rollouts import REWARD_TOLERANCE
-from .schema import load_schema
+from rlio._codec.jsonl import _LINE_OPTS, normalize_value
+from rlio._schema.loader import load_schema
+from rlio.rules import REWARD_TOLERANCE
 
-__all__ = ["RolloutScan", "compile_rollout_scan", "rollout_scan", "stream_rollouts"]
+__all__ = ["RolloutScan", "compile_rollout_scan", "rollout_scan"]
 
-#: Lines are handed to the temp file in pieces of about this many bytes.
-PIECE: Final = 1 << 18
 
 _OBJECT_KEYWORDS: Final = frozenset({"type", "properties", "required", "additionalProperties"})
 _ARRAY_KEYWORDS: Final = frozenset({"type", "items"})
 _OPTIONAL_MAX: Final = 3  # optional step keys whose in-order layouts get a compiled branch
-#: The names SPEC §9's cross-checks read (see ``_normalize_rollouts.cross_check``).
+#: The names SPEC §9's cross-checks read (see ``rlio.writer.rollouts.cross_check``).
 _SPEC_KEYS: Final = ("split", "iteration", "group_idx", "traj_idx", "total_reward",
                      "final_reward", "steps")
 _FAIL: Final = "return False"
@@ -66,7 +64,7 @@ class RolloutScan:
 
 def _plain(node: Any, kind: str, keywords: frozenset[str]) -> bool:
     """Whether ``node`` is a schema of ``type: kind`` using only ``keywords`` (and annotations)."""
-    from ._fastcheck_model import NOOP
+    from rlio._schema.model import NOOP
 
     return (isinstance(node, dict) and node.get("type") == kind
             and all(k in keywords or k in NOOP or k.startswith("x-") for k in node))
@@ -84,7 +82,7 @@ def compile_rollout_scan(schema: dict[str, Any]) -> RolloutScan | None:
     whose ``steps`` is an array of such objects. Records are accepted only in the documented
     key layouts, so ``additionalProperties`` never applies to an accepted record.
     """
-    from ._fastcheck_parts import BlockCompiler, indent  # the compiler: imported when first used
+    from rlio._schema.blocks import BlockCompiler, indent  # the compiler: imported when first used
 
     if not _plain(schema, "object", _OBJECT_KEYWORDS):
         return None
@@ -166,28 +164,3 @@ def compile_rollout_scan(schema: dict[str, Any]) -> RolloutScan | None:
 def rollout_scan() -> RolloutScan | None:
     """The compiled scan of the rollout-summary schema (see ``compile_rollout_scan``)."""
     return compile_rollout_scan(load_schema("rollout-summary-line"))
-
-
-def stream_rollouts(recs: list[Any], it: int, split: str, write: Callable[[bytearray], None], *,
-                    scan: RolloutScan | None,
-                    general: Callable[[Any, int, set[tuple[Any, Any]]], bytes]) -> None:
-    """Hand ``write`` the JSONL lines of ``recs`` in pieces of about ``PIECE`` bytes.
-
-    Records go through ``scan`` while they need nothing else; a record it stops at takes
-    ``general(record, index, seen)`` (reorder, check, cross-check, encode; raising
-    ``RecordError`` for a bad one), and the scan resumes after it.
-    """
-    seen: set[tuple[Any, Any]] = set()
-    buf = bytearray()
-    i, n = 0, len(recs)
-    while i < n:
-        if scan is not None:
-            i = scan.scan(recs, i, it, split, seen, buf, PIECE)
-        if len(buf) >= PIECE:
-            write(buf)
-            buf = bytearray()
-        elif i < n:
-            buf += general(recs[i], i, seen)
-            i += 1
-    if buf:
-        write(buf)

@@ -28,9 +28,9 @@ from typing import Any, Final
 
 import orjson
 
-from ._html import render_page, render_tree
-from ._html_conversation import normalize_messages
-from ._jsonl import normalize_value
+from rlio._codec.jsonl import normalize_value
+from rlio.logtree.conversation import normalize_messages
+from rlio.logtree.html import render_page, render_tree
 
 __all__ = ["MAX_SECTION_DEPTH", "LogTree"]
 

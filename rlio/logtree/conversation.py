@@ -19,9 +19,9 @@ from typing import Any
 
 import orjson
 
-from ._jsonl import encode_record, normalize_value
-from .errors import RecordError
-from .findings import pointer_of
+from rlio._codec.jsonl import encode_record, normalize_value
+from rlio.errors import RecordError
+from rlio.findings import pointer_of
 
 #: Only these data URIs become ``<img>``: raster images, base64, nothing that can carry script.
 _SAFE_IMAGE_URI = re.compile(

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from ._html_conversation import is_safe_image_uri, render_conversation
+from rlio.logtree.conversation import is_safe_image_uri, render_conversation
 
 #: The page needs no script and loads nothing: only inline styles and data: images are allowed.
 CSP = (

@@ -12,11 +12,11 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from . import _svg
-from ._svg_style import CSS
+from rlio.report import svg as _svg
+from rlio.report.style import CSS
 
 if TYPE_CHECKING:
-    from .report import CheckpointScan, MetricsScan, PageIndex, ResumePoint
+    from rlio.report.reading import CheckpointScan, MetricsScan, PageIndex, ResumePoint
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
        "form-action 'none'")
@@ -196,7 +196,7 @@ def section_iterations(pages: PageIndex, href: Callable[[str], str]) -> str:
 def document(name: str, facts: Sequence[tuple[str, str]], config: tuple[str, bool] | None,
              sections: Sequence[str]) -> str:
     """The whole page: head (CSP, inline CSS), the run's facts and config, then ``sections``."""
-    from . import __version__
+    from rlio._version import __version__
 
     cfg = ""
     if config is not None:

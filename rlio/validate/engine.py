@@ -2,9 +2,9 @@
 
 One pass over the run: list it (never following a symbolic link), classify every entry by its name
 (``rlio.layout``), stream each file through its schema and per-record checks
-(``rlio._checks_stream``, ``rlio._checks``), then run the cross-file checks
-(``rlio._checks.CROSS_FILE_CHECKS``). Only the ``Storage`` interface is used, so a ``gs://`` run
-is validated the same way as a local one. Bad data never raises: it becomes a finding.
+(``rlio.validate.scan``, ``rlio.validate.checks``), then run the cross-file checks
+(``rlio.validate.checks.run.CROSS_FILE_CHECKS``). Only the ``Storage`` interface is used, so a
+``gs://`` run is validated the same way as a local one. Bad data never raises: it becomes a finding.
 """
 
 from __future__ import annotations
@@ -18,19 +18,19 @@ from typing import Any, Final, TypeVar
 
 import orjson
 
-from . import layout
-from ._checks import (
-    CROSS_FILE_CHECKS,
-    CheckpointChecks,
-    CheckpointFacts,
-    MetricsChecks,
-    MetricsFacts,
-    RunView,
-    logtree_checks,
-    twin_path,
-)
-from ._checks_rollout import duplicate_pairs
-from ._checks_stream import (
+from rlio import layout
+from rlio._schema.loader import KIND_SCHEMA
+from rlio.errors import RunNotFoundError
+from rlio.findings import Finding, Report, finding
+from rlio.storage.base import TEMP_INFIX, Entry, Storage
+from rlio.storage.opener import open_storage
+from rlio.validate.checks.checkpoints import CheckpointChecks, CheckpointFacts
+from rlio.validate.checks.logtree import logtree_checks
+from rlio.validate.checks.metrics import MetricsChecks, MetricsFacts
+from rlio.validate.checks.rollouts import duplicate_pairs
+from rlio.validate.checks.run import CROSS_FILE_CHECKS, RunView, twin_path
+from rlio.validate.parallel import RangeResult, RangeTask, RemoteScan, scan_range
+from rlio.validate.scan import (
     MAX_DOCUMENT,
     MAX_LINE,
     RecordHook,
@@ -42,11 +42,6 @@ from ._checks_stream import (
     line_reader,
     scan_jsonl,
 )
-from ._checks_worker import RangeResult, RangeTask, RemoteScan, scan_range
-from .errors import RunNotFoundError
-from .findings import Finding, Report, finding
-from .schema import KIND_SCHEMA
-from .storage import TEMP_INFIX, Entry, Storage, open_storage
 
 #: Rollout-summary files at least this large are split across processes (when ``jobs`` > 1).
 PARALLEL_MIN_BYTES: Final = 48 << 20

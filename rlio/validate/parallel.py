@@ -1,6 +1,6 @@
 """Byte-range scans of large rollout-summary files, in this process or in a helper process.
 
-``python -m rlio._checks_worker`` reads one pickled ``RangeTask`` on stdin, scans that byte range
+``python -m rlio.validate.parallel`` reads one pickled ``RangeTask`` on stdin, scans that byte range
 and writes the pickled ``RangeResult`` on stdout. The validator starts such a process directly
 (not through ``multiprocessing``, which would re-import the caller's ``__main__``) to use a second
 core on files of hundreds of megabytes.
@@ -15,9 +15,9 @@ import sys
 from dataclasses import dataclass
 from typing import Final
 
-from ._checks_rollout import PairOrder, RolloutChecks
-from ._checks_stream import ScanStats, Sink, scan_jsonl
-from .storage import open_storage
+from rlio.storage.opener import open_storage
+from rlio.validate.checks.rollouts import PairOrder, RolloutChecks
+from rlio.validate.scan import ScanStats, Sink, scan_jsonl
 
 _ROLLOUT_SCHEMA: Final = "rollout-summary-line"
 
@@ -70,7 +70,7 @@ class RemoteScan:
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
                                     else "")
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "rlio._checks_worker"], stdin=subprocess.PIPE,
+            [sys.executable, "-m", "rlio.validate.parallel"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
         )
         stdin, self._proc.stdin = self._proc.stdin, None  # written here; communicate() skips it
@@ -121,7 +121,7 @@ def main() -> int:
 
 if __name__ == "__main__":
     # Run the importable module's main, not this __main__ copy: pickled classes must be
-    # rlio._checks_worker's so that the parent can load them.
-    from rlio._checks_worker import main as _main
+    # rlio.validate.parallel's so that the parent can load them.
+    from rlio.validate.parallel import main as _main
 
     sys.exit(_main())

@@ -2,8 +2,8 @@
 
 Memory stays flat: a JSONL file is read with a bounded ``readline`` and each record is dropped as
 soon as it has been judged. A line is first given to the schema's msgspec decoder
-(``rlio._fastdecode``), which parses and validates in one pass and only ever accepts valid lines;
-a line it refuses is parsed by orjson and judged by the compiled fast check
+(``rlio._schema.decoders``), which parses and validates in one pass and only ever accepts valid
+lines; a line it refuses is parsed by orjson and judged by the compiled fast check
 (``rlio.schema.fast_check``); python-jsonschema only explains a record that failed, and only while
 the file's findings of that code are under the cap. Everything here returns findings as values:
 a hostile file (invalid UTF-8, a torn tail, a 10 MB string, JSON nested past every parser's limit)
@@ -24,10 +24,15 @@ from typing import Any, BinaryIO, Final
 
 import orjson
 
-from ._fastdecode import decoder_for
-from ._jsonl import DecodeError, decode
-from .findings import CATALOGUE, Finding, Severity, finding
-from .schema import explain, fast_check
+from rlio._codec.jsonl import DecodeError, decode
+from rlio._schema.decoders import decoder_for
+from rlio.findings import (
+    CATALOGUE,
+    Finding,
+    Severity,
+    finding,
+)
+from rlio.schema import explain, fast_check
 
 #: A line longer than this is not parsed (memory bound); RL114.
 MAX_LINE: Final = 64 << 20
@@ -281,9 +286,9 @@ def scan_jsonl(
 ) -> ScanStats:
     """Judge every line of a JSONL stream from its current position.
 
-    Each line is first given to the schema's fast decoder (``rlio._fastdecode``) when there is one
-    and the caller can take its typed records: a record it accepts is valid. Any other line takes
-    the exact path: ``orjson.loads``, the compiled fast check, jsonschema's explanation.
+    Each line is first given to the schema's fast decoder (``rlio._schema.decoders``) when there is
+    one and the caller can take its typed records: a record it accepts is valid. Any other line
+    takes the exact path: ``orjson.loads``, the compiled fast check, jsonschema's explanation.
 
     Args:
         stream: binary stream positioned at the start of a line.

@@ -10,11 +10,13 @@ are reordered into a new dict. Nothing is filled in except what the call determi
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from .errors import RecordError
-from .schema import load_schema
+from rlio._schema.loader import load_schema
+from rlio._schema.rollout_scan import RolloutScan
+from rlio.errors import RecordError
+from rlio.rules import REWARD_TOLERANCE
 
 _SCHEMA = load_schema("rollout-summary-line")
 #: Key order of a rollout-summary record and of one of its steps (SPEC §6), from the schema.
@@ -27,8 +29,6 @@ _STEP_REQUIRED: Final = tuple(k for k in STEP_KEYS if k in _SCHEMA["$defs"]["ste
 #: Step key layouts seen -> None when already in order, else the ordered layout (bounded).
 _STEP_LAYOUTS: dict[tuple[str, ...], tuple[str, ...] | None] = {}
 _STEP_LAYOUTS_MAX: Final = 256
-#: Relative and absolute tolerance of the total_reward consistency check (SPEC §9).
-REWARD_TOLERANCE: Final = 1e-6
 
 
 def _record_error(index: int, pointer: str, reason: str) -> RecordError:
@@ -137,3 +137,32 @@ def _check_total_exactly(rec: dict[str, Any], index: int) -> None:
         raise _record_error(index, "/total_reward",
                             f"total_reward {total!r} differs from the step rewards plus "
                             f"final_reward (sum {expected!r}, tolerance {REWARD_TOLERANCE})")
+
+
+#: Lines are handed to the temp file in pieces of about this many bytes.
+PIECE: Final = 1 << 18
+
+
+def stream_rollouts(recs: list[Any], it: int, split: str, write: Callable[[bytearray], None], *,
+                    scan: RolloutScan | None,
+                    general: Callable[[Any, int, set[tuple[Any, Any]]], bytes]) -> None:
+    """Hand ``write`` the JSONL lines of ``recs`` in pieces of about ``PIECE`` bytes.
+
+    Records go through ``scan`` while they need nothing else; a record it stops at takes
+    ``general(record, index, seen)`` (reorder, check, cross-check, encode; raising
+    ``RecordError`` for a bad one), and the scan resumes after it.
+    """
+    seen: set[tuple[Any, Any]] = set()
+    buf = bytearray()
+    i, n = 0, len(recs)
+    while i < n:
+        if scan is not None:
+            i = scan.scan(recs, i, it, split, seen, buf, PIECE)
+        if len(buf) >= PIECE:
+            write(buf)
+            buf = bytearray()
+        elif i < n:
+            buf += general(recs[i], i, seen)
+            i += 1
+    if buf:
+        write(buf)

@@ -9,7 +9,7 @@ All I/O goes through ``rlio.storage``; nothing here imports jsonschema or fsspec
 
 Hot paths: ``log_metrics`` checks a plain dict apart from its int ``step`` (no copy), encodes it
 with orjson, splices the step in front and hands the line to one ``os.write``;
-``write_rollout_summaries`` runs the compiled one-pass scan of ``rlio._normalize_fast`` and
+``write_rollout_summaries`` runs the compiled one-pass scan of ``rlio._schema.rollout_scan`` and
 streams the lines to the temp file (``LocalStorage.replacing``).
 """
 
@@ -25,27 +25,28 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from . import layout as L
-from ._jsonl import _LINE_OPTS, NonFinite, encode_line, normalize_value
-from ._normalize import OnUnserializable, checked_slow, config_bytes
-from ._normalize_fast import rollout_scan, stream_rollouts
-from ._normalize_rollouts import cross_check, ordered_rollout
-from ._writer_support import (
+from rlio import layout as L
+from rlio._codec.jsonl import _LINE_OPTS, NonFinite, encode_line, normalize_value
+from rlio._codec.normalize import OnUnserializable, checked_slow, config_bytes
+from rlio._schema.rollout_scan import rollout_scan
+from rlio.errors import LabelCollisionError, RecordError, UnsafeStorageError
+from rlio.schema import fast_check
+from rlio.storage.base import Appender, Storage
+from rlio.storage.opener import open_storage
+from rlio.storage.tail import repair_torn_tail
+from rlio.writer.rollouts import cross_check, ordered_rollout, stream_rollouts
+from rlio.writer.support import (
     detect_layout,
     git_diff,
     iteration_number,
     metrics_step_check,
     refuse_symlinks,
-    repair_torn_tail,
     replacing,
 )
-from .errors import LabelCollisionError, RecordError, UnsafeStorageError
-from .schema import fast_check
-from .storage import Appender, Storage, open_storage
 
 if TYPE_CHECKING:
-    from .logtree import LogTree
-    from .resume import ResumeState
+    from rlio.logtree.builder import LogTree
+    from rlio.resume import ResumeState
 
 __all__ = ["RunWriter", "git_diff", "repair_torn_tail"]
 
@@ -121,7 +122,7 @@ class RunWriter:
         self._hot = False
         self.resume_state: ResumeState | None = None
         if resume:
-            from .resume import prepare_resume
+            from rlio.resume import prepare_resume
 
             self.resume_state = prepare_resume(self._storage, required_key="state_path")
         for rel in (L.METRICS, L.CHECKPOINTS):  # reopening a crashed run: keep torn tails aside
@@ -485,7 +486,7 @@ class RunWriter:
         Both files are written also when the block raises: the exception is recorded into the
         tree first, then re-raised. The JSON's ``path`` is the HTML twin's full path or URI.
         """
-        from .logtree import LogTree
+        from rlio.logtree.builder import LogTree
 
         self._require_open()
         it = iteration_number(iteration)

@@ -14,75 +14,12 @@ import subprocess
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import layout as L
-from ._jsonl import DecodeError, decode
-from .errors import UnsafeStorageError
-from .schema import load_schema
-from .storage import Storage
+from rlio import layout as L
+from rlio._schema.loader import load_schema
+from rlio.errors import UnsafeStorageError
+from rlio.storage.base import Storage
 
-__all__ = ["detect_layout", "git_diff", "iteration_number", "metrics_step_check",
-           "refuse_symlinks", "repair_torn_tail", "replacing"]
-
-_TAIL_CHUNK = 1 << 16
 _GIT_TIMEOUT = 30.0
-
-
-# --------------------------------------------------------------------------------------------
-# Torn tails
-
-
-def _torn_offset(storage: Storage, rel: str, size: int, check_json: bool) -> int:
-    """Where the torn tail of an append-only file starts (``size`` when there is none).
-
-    Torn: bytes after the last ``\\n``; for JSONL files also a last complete line that does not
-    parse (what a crash can leave behind a zero-filled or half-flushed block).
-    """
-    buf, pos = b"", size
-    while True:
-        start = max(0, pos - _TAIL_CHUNK)
-        buf = storage.read_range(rel, start, pos) + buf
-        pos = start
-        last_nl = buf.rfind(b"\n")
-        if last_nl < 0 and pos > 0:
-            continue  # the unterminated tail is longer than what was read
-        tail = pos + last_nl + 1  # start of the unterminated tail (== size when none)
-        if not check_json or last_nl < 0:
-            return tail
-        prev_nl = buf.rfind(b"\n", 0, last_nl)
-        if prev_nl < 0 and pos > 0:
-            continue  # the last complete line starts before what was read
-        line = buf[prev_nl + 1:last_nl]
-        if not line.strip():
-            return tail  # a blank line is tolerated, not torn
-        try:
-            decode(line)
-        except DecodeError as exc:
-            if exc.kind in ("json", "utf8"):
-                return pos + prev_nl + 1
-        return tail
-
-
-def repair_torn_tail(storage: Storage, rel: str) -> int:
-    """Move a torn last line of the append-only file ``rel`` to ``rel + ".torn"``.
-
-    The bytes are appended to the sidecar (never deleted) before ``rel`` is cut, under the file's
-    inter-process lock. A missing or empty file is left alone (and not created).
-
-    Returns:
-        The number of bytes moved aside (0 when the file ends cleanly).
-    """
-    entry = storage.stat(rel)
-    if entry is None or entry.kind != "file" or entry.size == 0:
-        return 0
-    with storage.lock(rel):
-        entry = storage.stat(rel)
-        if entry is None or entry.size == 0:
-            return 0
-        offset = _torn_offset(storage, rel, entry.size, rel.endswith(".jsonl"))
-        if offset >= entry.size:
-            return 0
-        return storage.move_tail(rel, offset, rel + L.TORN_SUFFIX)
-
 
 # --------------------------------------------------------------------------------------------
 # code.diff
@@ -140,7 +77,7 @@ def metrics_step_check() -> Callable[[Any], bool] | None:
     Derived from the schema document: when it judges a line key by key, a line is valid exactly
     when its metrics are and this predicate holds for its step (``compile_key_check``).
     """
-    from ._fastcheck_parts import compile_key_check
+    from rlio._schema.blocks import compile_key_check
 
     return compile_key_check(load_schema("metrics-line"), "step")
 

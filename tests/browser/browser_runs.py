@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rlio import layout
-from rlio._jsonl import decode
+from rlio._codec.jsonl import decode
 
 
 def html_pages(run: Path) -> list[Path]:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlio import resume
-from rlio._jsonl import DecodeError, decode
+from rlio._codec.jsonl import DecodeError, decode
 from rlio.storage import LocalStorage
 
 _LINE_PIECES = st.lists(

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from rlio import RunWriter
-from rlio.schema import load_schema
+from rlio._schema.loader import load_schema
 
 INT64 = (-(2**63), 2**63 - 1)
 #: Documented key orders: the schemas' ``properties`` orders (SPEC §5, §6).

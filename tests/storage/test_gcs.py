@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 from gcs_emulator import Emulator
 
-from rlio._gcs import LOCKS_DIR, PARTS_DIR, GcsApi, GcsStorage, generation
 from rlio.errors import UnsafeStorageError
 from rlio.storage import open_storage
+from rlio.storage.gcs.api import LOCKS_DIR, PARTS_DIR, GcsApi, generation
+from rlio.storage.gcs.storage import GcsStorage
 
 
 def _gs(uri: str, *, create: bool = True) -> GcsStorage:
@@ -283,7 +284,7 @@ def test_an_unflushed_line_reaches_gcs_within_about_a_second(gs_uri: str) -> Non
 
 def test_append_commits_itself_when_too_much_is_pending(gs_uri: str) -> None:
     """Past max_pending buffered bytes, append() commits in the caller (back-pressure)."""
-    from rlio._gcs_append import GcsAppender
+    from rlio.storage.gcs.append import GcsAppender
 
     st = _gs(gs_uri)
     app = GcsAppender(st.api, st.key("logs.log"), f"{st.key(PARTS_DIR)}/logs.log",

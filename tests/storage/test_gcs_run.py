@@ -11,8 +11,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from rlio._gcs import PARTS_DIR, GcsStorage
 from rlio.storage import open_storage
+from rlio.storage.gcs.api import PARTS_DIR
+from rlio.storage.gcs.storage import GcsStorage
 
 CHECKPOINTER = r"""
 import sys
@@ -26,7 +27,8 @@ with RunWriter(uri) as run:
 
 TRAINER = r"""
 import sys
-from rlio import RunWriter, read_resume_state
+from rlio import RunWriter
+from rlio import read_resume_state
 
 uri = sys.argv[1]
 with RunWriter(uri) as run:

@@ -44,8 +44,8 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from ._gcs import META_APPENDS, META_REWRITES, GcsApi, generation
-from .storage import Appender
+from rlio.storage.base import Appender
+from rlio.storage.gcs.api import META_APPENDS, META_REWRITES, GcsApi, generation
 
 #: How many recent writers' ``writer:seq`` entries a log's metadata keeps (GCS allows 8 KiB of
 #: custom metadata; 64 entries take about 1.7 KB).

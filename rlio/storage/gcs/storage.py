@@ -11,8 +11,8 @@ What each operation costs and guarantees:
   An existing append-only log is never rewritten this way (create-only, else refused).
 - Reads: ranged GETs with explicit offsets (``bytes=A-B``; never suffix ranges), so reading a
   file's tail costs its tail, not the file.
-- Appends (``appender``, see ``rlio._gcs_append``): batches composed into the one live object,
-  conditional on its generation.
+- Appends (``appender``, see ``rlio.storage.gcs.append``): batches composed into the one live
+  object, conditional on its generation.
 - ``move_tail``: the tail reaches the sidecar durably first; the log is then rewritten with
   ``ifGenerationMatch``. If composes landed in between, the rewrite keeps them; if anything else
   changed the log, it is refused and left as it was.
@@ -20,175 +20,32 @@ What each operation costs and guarantees:
   for short repairs only; a lease older than ``LEASE_SECONDS`` (a crashed holder) is broken.
 """
 
+
 from __future__ import annotations
 
 import contextlib
 import errno
 import io
-import json
 import random
 import secrets
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
-from urllib.parse import quote
 
-from .errors import RunNotFoundError, UnsafeStorageError
-from .storage import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log
-
-#: Where batch parts wait to be composed, where lease objects live, and the marker object of a
-#: run created before its first file (all run-relative, all hidden from ``walk``).
-PARTS_DIR = ".rlio-parts"
-LOCKS_DIR = ".rlio-locks"
-RUN_MARKER = ".rlio-run"
-#: Custom metadata on a log: the last batch sequence number each recent writer composed
-#: (``"<writer>:<seq> ..."``, most recent last), and how many times rlio rewrote the log.
-META_APPENDS = "rlio-appends"
-META_REWRITES = "rlio-rewrites"
-#: A random id of the last rewrite, so that a rewrite whose answer was lost can recognise itself.
-META_REWRITE_ID = "rlio-rewrite-id"
-#: A lease not released after this long belongs to a crashed holder and may be broken.
-LEASE_SECONDS = 15.0
-#: Bytes fetched per GET when streaming a file.
-READ_CHUNK = 4 << 20
-
-_CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".json": "application/json"}
-_TEXT = "text/plain; charset=utf-8"
-
-
-def content_type(rel: str) -> str:
-    """The Content-Type rlio stores ``rel`` with (so a browser can open reports from GCS)."""
-    for suffix, ctype in _CONTENT_TYPES.items():
-        if rel.endswith(suffix):
-            return ctype
-    return _TEXT
-
-
-def http_status(exc: BaseException) -> int | None:
-    """The HTTP status a gcsfs error carries, if any."""
-    code = getattr(exc, "code", None)
-    return code if isinstance(code, int) else None
-
-
-def generation(resource: Mapping[str, Any]) -> int:
-    """The generation of an object resource (the API sends it as a string)."""
-    return int(resource["generation"])
-
-
-class GcsApi:
-    """The few JSON API calls rlio needs, on one bucket, through a gcsfs filesystem.
-
-    Errors follow gcsfs: 404 is ``FileNotFoundError``, 412 (a precondition did not hold) is
-    ``FileExistsError``; 5xx, 429 and dropped connections are retried by gcsfs before they surface.
-    """
-
-    def __init__(self, fs: Any, bucket: str) -> None:
-        self.fs = fs
-        self.bucket = bucket
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The object resource of ``key`` (size, generation, metadata), or None when absent."""
-        try:
-            out: dict[str, Any] = self.fs.call("GET", "b/{}/o/{}", self.bucket, key,
-                                               json_out=True)
-        except FileNotFoundError:
-            return None
-        return out
-
-    def list(self, prefix: str, *, max_results: int | None = None) -> Iterator[dict[str, Any]]:
-        """Object resources whose names start with ``prefix``, in name order, all pages."""
-        token: str | None = None
-        while True:
-            out = self.fs.call(
-                "GET", "b/{}/o", self.bucket, prefix=prefix, pageToken=token,
-                maxResults=max_results, json_out=True,
-            )
-            yield from out.get("items") or []
-            token = out.get("nextPageToken")
-            if not token or max_results is not None:
-                return
-
-    def read(self, key: str, start: int, end: int, *, gen: int | None = None) -> bytes:
-        """Bytes ``[start, end)`` of ``key`` (generation ``gen`` if given) in one ranged GET."""
-        if end <= start:
-            return b""
-        return self.read_ranged(key, start, end, gen=gen)[0]
-
-    def read_ranged(self, key: str, start: int, end: int | None = None, *,
-                    gen: int | None = None) -> tuple[bytes, int | None, int | None]:
-        """One GET of bytes ``[start, end)`` (to the end when ``end`` is None).
-
-        Returns:
-            The bytes, the object's total size and its generation, as the answer's headers tell
-            them (None when a header is missing).
-        """
-        headers: dict[str, str] = {}
-        if end is not None:
-            headers["Range"] = f"bytes={start}-{end - 1}"
-        elif start:
-            headers["Range"] = f"bytes={start}-"
-        try:
-            got, data = self.fs.call("GET", "b/{}/o/{}", self.bucket, key, alt="media",
-                                     generation=gen, headers=headers)
-        except Exception as exc:
-            if http_status(exc) == 416:  # start is at or past the end of the object
-                return b"", None, gen
-            raise
-        data = bytes(data)
-        crange = got.get("Content-Range", "").rpartition("/")[2]
-        total: int | None
-        if crange:
-            total = int(crange) if crange.isdigit() else None
-        elif "Range" in headers:  # a server that ignored the range sent the whole object
-            total, data = len(data), data[start:end]
-        else:
-            total = len(data)
-        g = got.get("x-goog-generation")
-        return data, total, int(g) if g and g.isdigit() else gen
-
-    def upload(self, key: str, data: bytes, *, metadata: Mapping[str, str] | None = None,
-               if_generation_match: int | None = None, ctype: str = _TEXT) -> dict[str, Any]:
-        """Write ``key`` whole in one multipart request; ``if_generation_match=0``: create-only."""
-        resource: dict[str, Any] = {"name": key, "contentType": ctype}
-        if metadata:
-            resource["metadata"] = dict(metadata)
-        boundary = "rlio-" + secrets.token_hex(16)
-        body = b"".join([
-            f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".encode(),
-            json.dumps(resource).encode(),
-            f"\r\n--{boundary}\r\nContent-Type: {ctype}\r\n\r\n".encode(),
-            data,
-            f"\r\n--{boundary}--".encode(),
-        ])
-        out: dict[str, Any] = self.fs.call(
-            "POST", f"{self.fs._location}/upload/storage/v1/b/{quote(self.bucket, safe='')}/o",
-            uploadType="multipart", ifGenerationMatch=if_generation_match,
-            headers={"Content-Type": f'multipart/related; boundary="{boundary}"'},
-            data=body, json_out=True,
-        )
-        return out
-
-    def compose(self, key: str, sources: Sequence[tuple[str, int | None]], *,
-                metadata: Mapping[str, str], if_generation_match: int,
-                ctype: str = _TEXT) -> dict[str, Any]:
-        """Concatenate ``sources`` (name, generation or None) into ``key``, conditionally."""
-        src = [{"name": n} if g is None else {"name": n, "generation": str(g)} for n, g in sources]
-        out: dict[str, Any] = self.fs.call(
-            "POST", "b/{}/o/{}/compose", self.bucket, key,
-            ifGenerationMatch=if_generation_match, json_out=True,
-            json={"kind": "storage#composeRequest", "sourceObjects": src,
-                  "destination": {"contentType": ctype, "metadata": dict(metadata)}},
-        )
-        return out
-
-    def delete(self, key: str, *, if_generation_match: int | None = None) -> bool:
-        """Delete ``key``; False when it was already gone."""
-        try:
-            self.fs.call("DELETE", "b/{}/o/{}", self.bucket, key,
-                         ifGenerationMatch=if_generation_match)
-        except FileNotFoundError:
-            return False
-        return True
+from rlio.errors import RunNotFoundError, UnsafeStorageError
+from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log
+from rlio.storage.gcs.api import (
+    LEASE_SECONDS,
+    LOCKS_DIR,
+    META_REWRITE_ID,
+    META_REWRITES,
+    PARTS_DIR,
+    READ_CHUNK,
+    RUN_MARKER,
+    GcsApi,
+    content_type,
+    generation,
+)
 
 
 class _RangeReader(io.RawIOBase):
@@ -331,7 +188,7 @@ class GcsStorage(Storage):
                 "replace(); logs change only through appender() and move_tail()") from None
 
     def appender(self, rel: str) -> Appender:
-        from ._gcs_append import GcsAppender
+        from rlio.storage.gcs.append import GcsAppender
 
         return GcsAppender(self.api, self.key(rel), f"{self.key(PARTS_DIR)}/{rel}",
                            ctype=content_type(rel), display=self.display(rel))

@@ -4,8 +4,8 @@
 (RL401, RL402), ``(group_idx, traj_idx)`` order (uniqueness costs no memory while pairs increase;
 ``duplicate_pairs`` is the second pass when they do not, RL403), ``step_idx`` (RL404), the
 ``total_reward`` sum (RL405), steps after ``episode_done`` (RL406) and the key order (RL202).
-Records arrive typed from the fast decoder (``rlio._fastdecode``) or as dicts from the exact path;
-the checks read both by attribute, so there is one implementation.
+Records arrive typed from the fast decoder (``rlio._schema.decoders``) or as dicts from the exact
+path; the checks read both by attribute, so there is one implementation.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any, Final
 
 import orjson
 
-from . import layout
-from ._checks_stream import Sink, short
-from .schema import load_schema
+from rlio import layout
+from rlio._schema.loader import load_schema
+from rlio.validate.scan import Sink, short
 
 _STEP_IDX: Final = operator.attrgetter("step_idx")
 _REWARD: Final = operator.attrgetter("reward")

@@ -26,13 +26,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import rlio.writer as writer_module
+import rlio.writer.run_writer as writer_module
 from rlio import RecordError, RunWriter
-from rlio._fastcheck_parts import compile_key_check
-from rlio._normalize_fast import PIECE, compile_rollout_scan, rollout_scan
-from rlio._writer_support import metrics_step_check
-from rlio.schema import fast_check, load_schema
+from rlio._schema.blocks import compile_key_check
+from rlio._schema.loader import load_schema
+from rlio._schema.rollout_scan import compile_rollout_scan, rollout_scan
+from rlio.schema import fast_check
 from rlio.storage import TEMP_INFIX, open_storage
+from rlio.writer.rollouts import PIECE
+from rlio.writer.support import metrics_step_check
 
 METRICS = load_schema("metrics-line")
 ROLLOUT = load_schema("rollout-summary-line")

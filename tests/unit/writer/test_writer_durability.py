@@ -17,7 +17,7 @@ import pytest
 
 from rlio import RecordError, RunWriter
 from rlio.storage import TEMP_INFIX, open_storage
-from rlio.writer import repair_torn_tail
+from rlio.storage.tail import repair_torn_tail
 
 
 def rollout(group: int = 0, traj: int = 0) -> dict[str, Any]:
@@ -275,7 +275,8 @@ def test_threads_sharing_a_writer_never_interleave(tmp_path: pathlib.Path) -> No
 
 _CHILD = textwrap.dedent("""
     import sys
-    from rlio import RecordError, RunWriter
+    from rlio import RecordError
+    from rlio import RunWriter
     run_dir, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     with RunWriter(run_dir) as run:
         for i in range(n):
@@ -299,7 +300,8 @@ def test_processes_recording_checkpoints_concurrently(tmp_path: pathlib.Path) ->
 
 _KILLED = textwrap.dedent("""
     import sys
-    from rlio import RecordError, RunWriter
+    from rlio import RecordError
+    from rlio import RunWriter
     with RunWriter(sys.argv[1]) as run:
         i = 0
         while True:

@@ -1,4 +1,4 @@
-"""Unit tests of rlio._jsonl: encoding with the non-finite policy, faithful errors, decoding."""
+"""rlio._codec.jsonl: encoding with the non-finite policy, faithful errors, decoding."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pathlib
 
 import pytest
 
-from rlio._jsonl import DecodeError, decode, encode_line, encode_record, tail_start
+from rlio._codec.jsonl import DecodeError, decode, encode_line, encode_record, tail_start
 from rlio.errors import RecordError
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rlio import _svg
+from rlio.report import svg as _svg
 
 
 def test_downsample_keeps_a_short_series_unchanged() -> None:

@@ -28,8 +28,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rlio._fastdecode import compile_decoder, decoder_for
-from rlio.schema import SCHEMA_NAMES, load_schema
+from rlio._schema.decoders import compile_decoder, decoder_for
+from rlio._schema.loader import SCHEMA_NAMES, load_schema
 
 INT64 = (-(2**63), 2**63 - 1)
 COMPILED = ["checkpoint-line", "rollout-summary-line", "timing-spans-line", "trace-event-line"]

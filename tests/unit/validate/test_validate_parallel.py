@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from test_validate_support import NAN, cookbook_run, jsonl, trajectory, write
 
-import rlio.validate as validate_mod
+import rlio.validate.engine as validate_mod
 from rlio import layout
-from rlio._checks_rollout import PairOrder
-from rlio._checks_worker import RangeTask
 from rlio.validate import validate_run
+from rlio.validate.checks.rollouts import PairOrder
+from rlio.validate.parallel import RangeTask
 
 PATH = layout.iteration_path("flat", 1, "rollout_summaries")
 

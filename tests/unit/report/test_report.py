@@ -7,8 +7,6 @@ import math
 import os
 import re
 import shutil
-import sys
-import types
 from html import unescape
 from pathlib import Path
 from typing import Any
@@ -20,9 +18,9 @@ from rlio import layout
 from rlio.cli import main
 from rlio.errors import RunNotFoundError
 from rlio.findings import Report, finding
-from rlio.report import render_run_report, write_run_report
+from rlio.report import reading, render_run_report, write_run_report
 
-CORPUS = Path(__file__).resolve().parents[2] / "conformance" / "cases"
+CORPUS = Path(__file__).resolve().parents[3] / "conformance" / "cases"
 
 
 def cookbook_run(root: Path, iterations: int, *, run_layout: layout.Layout = "flat",
@@ -145,21 +143,17 @@ def test_checkpoint_kinds_and_resume_point(tmp_path: Path) -> None:
             ("periodic", "rolling", "final", "resume")] == [2, 1, 1, 1]
 
 
-def test_resume_point_without_the_resume_module_agrees(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Without ``rlio.resume`` the report finds the same resume point from the ledger itself."""
+
+def test_resume_point_is_read_resume_states(tmp_path: Path) -> None:
+    """The page's resume point is ``read_resume_state``'s, torn last line included."""
     run = cookbook_run(tmp_path / "run", 6)
     (run / layout.CHECKPOINTS).write_text(
         '{"name": "000003", "batch": 3, "state_path": "tinker://r/weights/000003"}\n'
         '{"name": "final", "batch": 6, "sampler_path": "tinker://r/sampler_weights/final"}\n'
         '{"name": "000004", "ba')
-    with_module = render_run_report(run, validate=False)
-    monkeypatch.setitem(sys.modules, "rlio.resume", None)
-    without = render_run_report(run, validate=False)
-    sentence = "restart at batch 3 from checkpoint 000003 (checkpoints.jsonl line 1)"
-    assert sentence in without and "the last line is torn" in without
-    assert sentence in with_module
+    page = render_run_report(run, validate=False)
+    assert "restart at batch 3 from checkpoint 000003 (checkpoints.jsonl line 1)" in page
+    assert "the last line is torn" in page
 
 
 def test_no_checkpoints_means_restart_from_zero(tmp_path: Path) -> None:
@@ -210,9 +204,7 @@ def test_run_text_is_escaped(tmp_path: Path) -> None:
 
 
 def _fake_validator(monkeypatch: pytest.MonkeyPatch, run_fn: Any) -> None:
-    module = types.ModuleType("rlio.validate")
-    module.validate_run = run_fn  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "rlio.validate", module)
+    monkeypatch.setattr(reading, "validate_run", run_fn)
 
 
 def test_validation_summary_counts_and_caps_findings(
@@ -233,13 +225,11 @@ def test_validation_summary_counts_and_caps_findings(
     assert first < section.index('<tr class="sev-info">')
 
 
-def test_validation_unavailable_or_failing_still_renders(
+def test_validation_failing_still_renders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without a validator the page says so; a crashing validator is reported, not raised."""
+    """A crashing validator is reported on the page, not raised."""
     run = cookbook_run(tmp_path / "run", 2)
-    monkeypatch.setitem(sys.modules, "rlio.validate", None)
-    assert "Validation unavailable" in render_run_report(run)
 
     def boom(run: str) -> Report:
         raise RuntimeError("validator <bug>")

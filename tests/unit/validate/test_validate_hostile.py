@@ -10,8 +10,8 @@ import orjson
 import pytest
 from test_validate_support import cookbook_run, errors, findings, jsonl, trajectory, write
 
-import rlio._checks_stream as stream_mod
-import rlio.validate as validate_mod
+import rlio.validate.engine as validate_mod
+import rlio.validate.scan as stream_mod
 from rlio import layout
 from rlio.cli import main
 from rlio.validate import validate_run

@@ -1,6 +1,6 @@
 """The validator's fast decoder path reports exactly what the exact path reports.
 
-Rollout-summary lines are first given to the msgspec decoder (``rlio._fastdecode``); a line it
+Rollout-summary lines are first given to the msgspec decoder (``rlio._schema.decoders``); a line it
 refuses takes the exact path (orjson, the compiled check, jsonschema's explanation). The findings,
 their lines, pointers and messages must not depend on which path judged a line: each run here is
 validated twice, once with the decoder disabled, and the reports compared.
@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_validate_support import NAN, cookbook_run, trajectory, write
 
-import rlio._checks_stream as stream_mod
+import rlio.validate.scan as stream_mod
 from rlio import layout
-from rlio._checks_rollout import RolloutChecks
-from rlio._checks_stream import Sink, scan_jsonl
 from rlio.validate import validate_run
+from rlio.validate.checks.rollouts import RolloutChecks
+from rlio.validate.scan import Sink, scan_jsonl
 
 PATH = layout.iteration_path("flat", 1, "rollout_summaries")
 Rows = list[tuple[str, str, str, int | None, str, str]]
@@ -141,7 +141,7 @@ def test_cookbook_quirks_same_on_both_paths(tmp_path: Path,
 def test_parallel_split_same_on_both_paths(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """A file split across a helper process reports the same with and without the decoder."""
-    import rlio.validate as validate_mod
+    import rlio.validate.engine as validate_mod
 
     run = cookbook_run(tmp_path / "run")
     recs = [trajectory(1, g, t) for g in range(30) for t in range(4)]

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from rlio._html import CSP, render_document
 from rlio.logtree import LogTree
+from rlio.logtree.html import CSP, render_document
 
 _VOID = {"area", "br", "col", "hr", "img", "input", "source", "track", "wbr", "meta", "link"}
 PNG_URI = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()

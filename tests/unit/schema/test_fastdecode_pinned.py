@@ -14,8 +14,8 @@ import orjson
 import pytest
 from test_fastdecode import oracle, sound
 
-from rlio._fastdecode import compile_decoder, decoder_for
-from rlio.schema import load_schema
+from rlio._schema.decoders import compile_decoder, decoder_for
+from rlio._schema.loader import load_schema
 
 
 @pytest.fixture(scope="module")

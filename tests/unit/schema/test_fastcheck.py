@@ -29,8 +29,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.internal.conjecture import utils as conjecture_utils
 
-from rlio._fastcheck import compile_iterative, compile_schema
-from rlio.schema import SCHEMA_NAMES, load_schema
+from rlio._schema.compiler import compile_iterative, compile_schema
+from rlio._schema.loader import SCHEMA_NAMES, load_schema
 
 if not hasattr(conjecture_utils.many, "more"):
     _END = object()
@@ -126,8 +126,15 @@ def json_values(keys: list[str]) -> st.SearchStrategy[Any]:
     )
 
 
-REPLACEMENTS = [None, True, False, 0, -1, -5, 1.0, 2.5, -0.5, float("nan"), float("inf"), 2**70,
-                "", "x", "eval/ok", [], {}, ["x"], {"k": 1}]
+#: Values an edit puts in place. The containers are copied on every draw (``replacement``):
+#: shared, one edit could append into a list that an earlier edit placed, even into itself.
+REPLACEMENTS = (None, True, False, 0, -1, -5, 1.0, 2.5, -0.5, float("nan"), float("inf"), 2**70,
+                "", "x", "eval/ok", [], {}, ["x"], {"k": 1})
+
+
+def replacement(draw: st.DrawFn) -> Any:
+    """A fresh copy of one of ``REPLACEMENTS``: nothing is shared between edits or examples."""
+    return copy.deepcopy(draw(st.sampled_from(REPLACEMENTS)))
 
 
 @st.composite
@@ -143,18 +150,18 @@ def mutated(draw: st.DrawFn, base: st.SearchStrategy[Any], keys: list[str]) -> A
                 containers.append(node)
                 stack.extend(node.values() if isinstance(node, dict) else node)
         if not containers:
-            return draw(st.sampled_from(REPLACEMENTS))
+            return replacement(draw)
         node = draw(st.sampled_from(containers))
         slot = draw(st.sampled_from(list(node) if isinstance(node, dict) else range(len(node))))
         action = draw(st.sampled_from(["delete", "replace", "replace", "add"]))
         if action == "delete":
             del node[slot]
         elif action == "replace":
-            node[slot] = draw(st.sampled_from(REPLACEMENTS))
+            node[slot] = replacement(draw)
         elif isinstance(node, dict):
-            node[draw(st.sampled_from(keys))] = draw(st.sampled_from(REPLACEMENTS))
+            node[draw(st.sampled_from(keys))] = replacement(draw)
         else:
-            node.append(draw(st.sampled_from(REPLACEMENTS)))
+            node.append(replacement(draw))
     return doc
 
 
@@ -503,7 +510,7 @@ def test_malformed_schema_raises_value_error(schema: dict[str, Any]) -> None:
 
 def test_module_does_not_import_jsonschema() -> None:
     """Compiling and running a check never imports jsonschema (the writer's hot path)."""
-    code = ("import sys; from rlio._fastcheck import compile_schema; "
+    code = ("import sys; from rlio._schema.compiler import compile_schema; "
             "from rlio.schema import load_schema; "
             "assert compile_schema(load_schema('metrics-line'))({'step': 1}); "
             "assert 'jsonschema' not in sys.modules")

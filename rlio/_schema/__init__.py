@@ -1,0 +1,1 @@
+"""The schema machinery behind ``rlio.schema``: loading, model, compiled checks, decoders."""

@@ -1,0 +1,16 @@
+"""The run report: one self-contained HTML page for a whole run.
+
+Inside: ``reading`` (what the report reads from a run), ``run_report`` (putting it together),
+``page`` (the HTML), ``svg`` (the charts) and ``style`` (the CSS).
+"""
+
+from __future__ import annotations
+
+from rlio.report.run_report import (
+    DEFAULT_METRICS,
+    REPORT_NAME,
+    render_run_report,
+    write_run_report,
+)
+
+__all__ = ["DEFAULT_METRICS", "REPORT_NAME", "render_run_report", "write_run_report"]

@@ -1,0 +1,63 @@
+"""The cross-record rules of SPEC §3 and §9, one owner for the writer and the validator alike.
+
+The writer's general path (``rlio.writer.rollouts``), its compiled one-pass scan
+(``rlio._schema.rollout_scan``) and the validator's checks (``rlio.validate.checks``) all decide
+with these functions and constants, so the writer refuses exactly what the validator reports as
+an error. Each rule reads plain values (numbers, sequences) and never raises for odd data: a
+value it cannot compare (None, non-finite, beyond floats) is "nothing to compare".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Final
+
+#: ``total_reward`` may differ from the step rewards plus ``final_reward`` by
+#: ``REWARD_TOLERANCE * (1 + sum of their magnitudes)``: an absolute floor for small sums and a
+#: relative bound for large ones, where float summation order alone moves the last digits.
+REWARD_TOLERANCE: Final = 1e-6
+
+#: Metrics keys that mark a training line; lines without any are eval or sampler lines (SPEC §3).
+TRAINING_KEYS: Final = ("progress/batch", "training_client/step", "progress/done_frac",
+                        "progress", "optim/lr")
+
+
+def reward_mismatch(total: Any, final: Any, rewards: Sequence[Any]) -> float | None:
+    """The exact sum of ``rewards`` and ``final`` when ``total`` differs from it beyond tolerance.
+
+    Returns None when the record satisfies the rule, and when there is nothing to compare: a
+    None among the values (a NaN written as null), a non-finite value, or a sum beyond floats.
+    The sum is exactly rounded (``math.fsum``), so the verdict does not depend on the order.
+    """
+    if total is None or final is None:
+        return None
+    try:
+        parts = [final, *rewards]
+        if None in parts or not math.isfinite(total):
+            return None
+        expected = math.fsum(parts)
+        scale = math.fsum(map(abs, parts))
+    except (TypeError, OverflowError, ValueError):
+        return None
+    if not (math.isfinite(expected) and math.isfinite(scale)):
+        return None
+    if abs(total - expected) > REWARD_TOLERANCE * (1.0 + scale):
+        return expected
+    return None
+
+
+def bad_step_index(step_indices: Sequence[Any]) -> int | None:
+    """The first position whose ``step_idx`` is not the position; None when they run 0..n-1."""
+    for position, value in enumerate(step_indices):
+        if value != position:
+            return position
+    return None
+
+
+def step_after_done(dones: Sequence[Any]) -> int | None:
+    """The position of an ``episode_done: true`` that a later step follows, else None (RL406)."""
+    for position, done in enumerate(dones[:-1]):
+        if done is True:
+            return position
+    return None

@@ -1,0 +1,1 @@
+"""Google Cloud Storage runs (``gs://``): API requests, the backend, composed appends."""

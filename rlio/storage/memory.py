@@ -1,0 +1,114 @@
+"""``memory://`` runs: fsspec's process-wide in-memory filesystem (tests, demos)."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import threading
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+from rlio.errors import UnsafeStorageError
+from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log
+
+_MEMORY_MUTEX = threading.Lock()  # memory:// is process-local: one mutex orders all its writes
+_MEMORY_LOCKS: dict[str, threading.Lock] = {}  # lock(rel) per path, like a process-wide flock
+
+
+class _MemoryAppender(Appender):
+    """Appends to a ``memory://`` file: each call rewrites the file under the process mutex."""
+
+    def __init__(self, fs: Any, path: str) -> None:
+        self._fs = fs
+        self._path: str | None = path
+
+    def append(self, data: bytes) -> None:
+        if self._path is None:
+            raise ValueError("append to a closed memory:// appender")
+        with _MEMORY_MUTEX:
+            old = self._fs.cat_file(self._path) if self._fs.isfile(self._path) else b""
+            self._fs.pipe_file(self._path, old + data)
+
+    def append_durable(self, data: bytes) -> None:
+        self.append(data)  # visible to every reader in the process at once
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._path = None
+
+
+class MemoryStorage(Storage):
+    """A ``memory://`` run: fsspec's process-wide in-memory filesystem (tests, demos)."""
+
+    def __init__(self, root: str, fs: Any) -> None:
+        self.root = root.rstrip("/")
+        self._fs = fs
+        self._base = fs._strip_protocol(self.root).rstrip("/")
+
+    def _abs(self, rel: str) -> str:
+        return f"{self._base}/{rel}" if rel else self._base
+
+    def create(self) -> None:
+        self._fs.makedirs(self._base, exist_ok=True)
+
+    def exists(self) -> bool:
+        return bool(self._fs.exists(self._base))
+
+    def walk(self) -> Iterator[Entry]:
+        found = self._fs.find(self._base, detail=True) if self.exists() else {}
+        cut = len(self._base) + 1
+        for name in sorted(found):
+            rel = name[cut:]
+            if found[name]["type"] == "file" and not rel.startswith(HIDDEN_PREFIXES):
+                yield Entry(rel, "file", int(found[name]["size"]))
+
+    def stat(self, rel: str) -> Entry | None:
+        try:
+            info = self._fs.info(self._abs(rel))
+        except FileNotFoundError:
+            return None
+        if info["type"] == "file":
+            return Entry(rel, "file", int(info["size"]))
+        return Entry(rel, "dir")
+
+    def open_read(self, rel: str) -> BinaryIO:
+        return io.BytesIO(self._fs.cat_file(self._abs(rel)))
+
+    def read_range(self, rel: str, start: int, end: int) -> bytes:
+        if end <= start:
+            return b""
+        return bytes(self._fs.cat_file(self._abs(rel), start, end))
+
+    def replace(self, rel: str, data: bytes) -> None:
+        path = self._abs(rel)
+        with _MEMORY_MUTEX:
+            if is_log(rel) and self._fs.isfile(path):
+                raise UnsafeStorageError(
+                    errno.EEXIST, f"refusing to rewrite the append-only log {self.display(rel)} "
+                    "with replace(); logs change only through appender() and move_tail()")
+            self._fs.pipe_file(path, bytes(data))
+
+    def appender(self, rel: str) -> Appender:
+        return _MemoryAppender(self._fs, self._abs(rel))
+
+    @contextlib.contextmanager
+    def lock(self, rel: str) -> Iterator[None]:
+        with _MEMORY_MUTEX:
+            lk = _MEMORY_LOCKS.setdefault(self._abs(rel), threading.Lock())
+        with lk:
+            yield
+
+    def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
+        path, side = self._abs(rel), self._abs(sidecar)
+        with _MEMORY_MUTEX:
+            data = bytes(self._fs.cat_file(path))
+            moved = data[offset:]
+            if not moved:
+                return 0
+            old = self._fs.cat_file(side) if self._fs.isfile(side) else b""
+            self._fs.pipe_file(side, old + (moved if moved.endswith(b"\n") else moved + b"\n"))
+            self._fs.pipe_file(path, data[:offset])
+        return len(moved)

@@ -1,0 +1,73 @@
+"""Per-record checks of ``checkpoints.jsonl`` (SPEC §5): RL501 and key order; the ledger's facts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from rlio._schema.loader import load_schema
+from rlio.validate.scan import Sink, short
+
+
+def _key_order(schema: str, key: str) -> tuple[str, ...]:
+    """A documented key order, read from the schema that owns it."""
+    return tuple(load_schema(schema)[key])
+
+
+# --------------------------------------------------------------------------------------------
+# checkpoints.jsonl (SPEC §5): per record.
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CheckpointFacts:
+    """What the checkpoint ledger says: resumable records and the steps a resume can restart at."""
+
+    resumable: list[tuple[int, int]] = field(default_factory=list)  # (line, batch)
+    restart_steps: set[int] = field(default_factory=set)
+    records: int = 0
+
+
+class CheckpointChecks:
+    """Per-record checks of ``checkpoints.jsonl`` (RL501, key order); gathers the facts."""
+
+    _MAX_KEPT: Final = 100_000
+
+    def __init__(self, sink: Sink, *, required_key: str = "state_path") -> None:
+        self.sink = sink
+        self.required_key = required_key
+        self.facts = CheckpointFacts()
+        self._order: tuple[str, ...] | None = _key_order("checkpoint-line", "properties")
+
+    def __call__(self, rec: Any, line: int, ok: bool) -> None:
+        if not isinstance(rec, dict):
+            return
+        self.facts.records += 1
+        if self._order is not None:
+            documented = [k for k in rec if k in self._order]
+            expected = [k for k in self._order if k in rec]
+            # the cookbook's SL loop writes epoch before batch: tolerated
+            if documented != expected and _swap(documented, "epoch", "batch") != expected:
+                self.sink.add("RL202", f"keys {', '.join(documented)} are out of the documented "
+                                       f"order {', '.join(expected)}", line=line)
+                self._order = None
+        if rec.get(self.required_key) is None:
+            return
+        batch = rec.get("batch")
+        if "batch" not in rec:
+            self.sink.add("RL501", f"resumable checkpoint {short(rec.get('name'))} has "
+                                   f"{self.required_key} but no batch: the cookbook's resume "
+                                   "crashes on it", line=line)
+        elif type(batch) is int and len(self.facts.resumable) < self._MAX_KEPT:
+            self.facts.resumable.append((line, batch))
+            self.facts.restart_steps.add(batch)
+        name = rec.get("name")
+        if isinstance(name, str) and name.isdigit() and len(name) < 19:
+            self.facts.restart_steps.add(int(name))
+        step = rec.get("step")
+        if type(step) is int:
+            self.facts.restart_steps.add(step)
+
+
+def _swap(keys: list[str], a: str, b: str) -> list[str]:
+    return [b if k == a else a if k == b else k for k in keys]

@@ -1,0 +1,61 @@
+"""Checks of logtree documents (SPEC §7) beyond the schema: RL203, RL204, RL410."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rlio._schema.loader import load_schema
+from rlio.validate.scan import Sink, short
+
+_OFFSET = re.compile(r"(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)$")
+_TIME = re.compile(r"[T ][0-9]{2}:[0-9]{2}")
+
+
+
+def known_data_types() -> frozenset[str]:
+    """The logtree ``data`` types the schema specifies (``if type == X then ...`` clauses)."""
+    data = load_schema("logtree").get("$defs", {}).get("data", {})
+    clauses = [data, *data.get("allOf", [])]
+    found = set()
+    for c in clauses:
+        const = c.get("if", {}).get("properties", {}).get("type", {}).get("const")
+        if isinstance(const, str):
+            found.add(const)
+    return frozenset(found)
+
+
+def logtree_checks(doc: Any, sink: Sink, *, twin: str | None, nested: bool) -> None:
+    """RL204 (naive started_at), RL410 (path does not name the HTML twin), RL203 (unknown types)."""
+    if not isinstance(doc, dict):
+        return
+    started = doc.get("started_at")
+    if isinstance(started, str) and _TIME.search(started) and not _OFFSET.search(started):
+        sink.add("RL204", f"started_at {short(started)} has no UTC offset (naive local time)",
+                 pointer="/started_at")
+    path = doc.get("path")
+    if twin is not None and isinstance(path, str):
+        parts = [p for p in re.split(r"[\\/]", path) if p]
+        want = twin.split("/") if nested else twin.split("/")[-1:]
+        n = max(1, min(len(want), len(parts)))
+        if parts[-n:] != want[-n:]:
+            sink.add("RL410", f"path {short(path)} does not name the HTML twin {twin!r}",
+                     pointer="/path")
+    known = known_data_types()
+    reported: set[str] = set()
+    stack: list[tuple[Any, str]] = [(doc.get("root"), "/root")]
+    while stack:
+        node, ptr = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        data = node.get("data")
+        if isinstance(data, dict):
+            kind = data.get("type")
+            if isinstance(kind, str) and kind not in known and kind not in reported:
+                reported.add(kind)
+                sink.add("RL203", f"data type {short(kind)} is not one the schema specifies "
+                                  "(consumers ignore it)", pointer=f"{ptr}/data")
+        children = node.get("children")
+        if isinstance(children, list):
+            stack.extend((c, f"{ptr}/children/{i}") for i, c in enumerate(children)
+                         if isinstance(c, dict))

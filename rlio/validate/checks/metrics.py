@@ -1,0 +1,126 @@
+"""Per-line checks of ``metrics.jsonl`` (SPEC §3, §9): step order, async eval lines, key order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from rlio.validate.scan import Sink
+
+#: Metrics keys that mark a training line (others are eval or sampler lines, SPEC §3).
+TRAINING_KEYS: Final = ("progress/batch", "training_client/step", "progress/done_frac",
+                        "progress", "optim/lr")
+
+
+@dataclass
+class MetricsFacts:
+    """What metrics.jsonl says: the last training step and how many records it holds."""
+
+    last_train_step: int | None = None
+    records: int = 0
+
+
+class MetricsChecks:
+    """Step order of ``metrics.jsonl``: normal +1 steps, explained drops (RL407), the rest RL408.
+
+    Lines with a progress key (``TRAINING_KEYS``) are training lines. Once the file has shown one,
+    lines without those keys are eval (or sampler) lines: at or before the last training step + 1
+    they are info, as async eval lines are. A file without any progress key (loops that log other
+    keys) treats every line as a training line: lines are held back (a bounded number) until the
+    file shows which kind it is.
+    """
+
+    _MAX_HELD: Final = 1000
+
+    def __init__(self, sink: Sink, *, restart_steps: set[int], iterations: set[int],
+                 any_iteration_files: bool) -> None:
+        self.sink = sink
+        self.restart = restart_steps
+        self.iterations = iterations
+        self.any_files = any_iteration_files
+        self.facts = MetricsFacts()
+        self._progress_mode: bool | None = None
+        self._held: list[tuple[int, int]] = []  # (step, line) of lines before the mode is known
+        self._last: int | None = None  # last training step (after drops: where the run went on)
+        self._order_reported = False
+        self._no_files_reported = False
+
+    def __call__(self, rec: Any, line: int, ok: bool) -> None:
+        if not isinstance(rec, dict):
+            return
+        self.facts.records += 1
+        if not self._order_reported and "step" in rec and next(iter(rec)) != "step":
+            self.sink.add("RL202", "step is not the first key of the metrics line", line=line)
+            self._order_reported = True
+        s = rec.get("step")
+        if type(s) is not int or s < 0:
+            return
+        if any(k in rec for k in TRAINING_KEYS):
+            if self._progress_mode is None:
+                self._settle(True)
+            self._train_line(s, line)
+        elif self._progress_mode is None:
+            self._held.append((s, line))
+            if len(self._held) >= self._MAX_HELD:
+                self._settle(False)
+        elif self._progress_mode:
+            self._eval_line(s, line)
+        else:
+            self._train_line(s, line)
+
+    def _settle(self, progress_mode: bool) -> None:
+        self._progress_mode = progress_mode
+        held, self._held = self._held, []
+        for s, line in held:
+            if progress_mode:
+                self._eval_line(s, line)
+            else:
+                self._train_line(s, line)
+
+    def finish(self) -> MetricsFacts:
+        """Judge lines still held back (a file without progress keys) and return the facts."""
+        if self._progress_mode is None:
+            self._settle(False)
+        return self.facts
+
+    def _train_line(self, s: int, line: int) -> None:
+        last = self._last
+        if last is not None and s != last + 1:
+            self._jump(s, last, line)
+        self._last = s
+        if self.facts.last_train_step is None or s > self.facts.last_train_step:
+            self.facts.last_train_step = s
+        self._files(s, line)
+
+    def _eval_line(self, s: int, line: int) -> None:
+        last = self._last
+        if last is None or s <= last + 1:
+            where = "before any training line" if last is None else (
+                "one past the last training step" if s == last + 1 else
+                f"repeating step {s} (last training step {last})")
+            self.sink.add("RL407", f"eval-only line at step {s} {where}: an async eval line",
+                          line=line, pointer="/step")
+        else:
+            self.sink.add("RL408", f"eval-only line at step {s} jumps past the last training step "
+                                   f"{last} + 1", line=line, pointer="/step")
+
+    def _jump(self, s: int, last: int, line: int) -> None:
+        what = ("repeats" if s == last else "drops back from" if s < last else "jumps from")
+        if s in self.restart:
+            self.sink.add("RL407", f"step {s} {what} step {last}: a resume from the checkpoint at "
+                                   f"batch {s} logs these iterations again", line=line,
+                          pointer="/step")
+        else:
+            self.sink.add("RL408", f"step {s} {what} step {last} (expected {last + 1}); no "
+                                   f"checkpoint restarts at {s}", line=line, pointer="/step")
+
+    def _files(self, s: int, line: int) -> None:
+        if s in self.iterations:
+            return
+        if self.any_files:
+            self.sink.add("RL412", f"iteration {s} is in metrics but has no per-iteration files "
+                                   "(logging can be off)", line=line, pointer="/step")
+        elif not self._no_files_reported:
+            self.sink.add("RL412", "the run has no per-iteration files at all (logtree and rollout "
+                                   "logging off?)", line=line, pointer="/step")
+            self._no_files_reported = True

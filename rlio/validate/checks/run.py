@@ -1,0 +1,123 @@
+"""Cross-file checks (SPEC §1, §7, §9) over a read-only view of the run, and that view."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Final
+
+from rlio import layout
+from rlio.findings import Finding, finding
+from rlio.layout import _ARTIFACT_SUFFIX, RunPath
+from rlio.validate.checks.checkpoints import CheckpointFacts
+from rlio.validate.checks.metrics import MetricsFacts
+
+
+@dataclass
+class RunView:
+    """Facts the per-file pass gathered, for the cross-file checks.
+
+    Attributes:
+        layout: ``flat``, ``nested``, ``mixed`` or None.
+        files: regular files by run-relative path, with their parsed names.
+        present: every path that exists in some form (file, dir, symlink, other).
+        display: path -> the name findings show (valid UTF-8).
+        metrics: facts from metrics.jsonl, if it was read.
+        checkpoints: facts from checkpoints.jsonl, if it was read.
+    """
+
+    layout: str | None
+    files: dict[str, RunPath]
+    present: dict[str, str]
+    display: dict[str, str]
+    metrics: MetricsFacts | None = None
+    checkpoints: CheckpointFacts | None = None
+
+
+CrossFileCheck = Callable[[RunView], Iterator[Finding]]
+
+
+def started(view: RunView) -> bool:
+    """Whether the run holds any record: a metrics line, a checkpoint or a per-iteration file
+    (a ledger that is there but was not read, say a directory or a link, counts as one)."""
+    if any(rp.iteration is not None for rp in view.files.values()):
+        return True
+    for name, facts in ((layout.METRICS, view.metrics), (layout.CHECKPOINTS, view.checkpoints)):
+        if name in view.present and (facts is None or facts.records > 0):
+            return True
+    return False
+
+
+def required_files(view: RunView) -> Iterator[Finding]:
+    """metrics.jsonl and config.json must be regular files of the run (RL109).
+
+    A run that holds no record yet (a writer stopped right after opening it, before its config or
+    any metrics line) is not broken: the missing files are info (RL116).
+    """
+    for name in (layout.METRICS, layout.CONFIG):
+        kind = view.present.get(name)
+        if kind is None:
+            if started(view):
+                yield finding("RL109", f"required file {name} is missing", file=name)
+            else:
+                yield finding("RL116", f"{name} is not written yet: the run holds no record "
+                                       "(no metrics line, checkpoint or per-iteration file)",
+                              file=name)
+        elif kind == "symlink":
+            yield finding("RL109", f"{name} is a symbolic link (never followed): the run has no "
+                                   f"{name} of its own", file=name)
+
+
+def mixed_layout(view: RunView) -> Iterator[Finding]:
+    """Both layouts in one run (RL304)."""
+    if view.layout == "mixed":
+        flat = sum(1 for rp in view.files.values() if rp.layout == "flat")
+        nested = sum(1 for rp in view.files.values() if rp.layout == "nested")
+        yield finding("RL304", f"the run mixes the flat layout ({flat} files) and the nested "
+                               f"layout ({nested} files)")
+
+
+def html_twins(view: RunView) -> Iterator[Finding]:
+    """An HTML report needs its JSON twin (RL411)."""
+    for rel, rp in view.files.items():
+        if rp.kind != "html":
+            continue
+        twin = twin_path(rp, "logtree")
+        if twin not in view.files:
+            yield finding("RL411", f"HTML report without its JSON twin {twin}",
+                          file=view.display[rel])
+
+
+def checkpoint_beyond_metrics(view: RunView) -> Iterator[Finding]:
+    """A resumable checkpoint's batch is at most the last metrics step + 1 (RL409)."""
+    if view.checkpoints is None or view.metrics is None:
+        return
+    last = view.metrics.last_train_step
+    if last is None:
+        return
+    for line, batch in view.checkpoints.resumable:
+        if batch > last + 1:
+            yield finding("RL409", f"batch {batch} is beyond the last metrics step {last} + 1",
+                          file=layout.CHECKPOINTS, line=line, pointer="/batch")
+
+
+#: Every cross-file check, run in this order after the per-file pass.
+CROSS_FILE_CHECKS: Final[tuple[CrossFileCheck, ...]] = (
+    required_files,
+    mixed_layout,
+    html_twins,
+    checkpoint_beyond_metrics,
+)
+
+
+def twin_path(rp: RunPath, artifact: layout.Artifact) -> str:
+    """The run-relative path of ``rp``'s twin artifact (same layout, iteration and label)."""
+    if rp.layout is not None and rp.iteration is not None and rp.problem is None:
+        try:
+            return layout.iteration_path(rp.layout, rp.iteration, artifact, label=rp.label)
+        except ValueError:
+            pass
+    for suffix in _ARTIFACT_SUFFIX.values():
+        if rp.path.endswith(suffix):
+            return rp.path[: -len(suffix)] + _ARTIFACT_SUFFIX[artifact]
+    return rp.path
