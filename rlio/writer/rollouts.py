@@ -9,14 +9,13 @@ are reordered into a new dict. Nothing is filled in except what the call determi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from rlio._schema.loader import load_schema
 from rlio._schema.rollout_scan import RolloutScan
 from rlio.errors import RecordError
-from rlio.rules import REWARD_TOLERANCE
+from rlio.rules import REWARD_TOLERANCE, bad_step_index, reward_mismatch
 
 _SCHEMA = load_schema("rollout-summary-line")
 #: Key order of a rollout-summary record and of one of its steps (SPEC §6), from the schema.
@@ -96,47 +95,27 @@ def _ordered_step(step: Any) -> Any:
 
 
 def cross_check(rec: dict[str, Any], index: int, seen: set[tuple[Any, Any]]) -> None:
-    """SPEC §9 checks on a schema-valid record: unique ids, step_idx order, reward sum."""
+    """SPEC §9 checks on a schema-valid record (``rlio.rules``): unique ids, step_idx, reward sum.
+
+    Refuses exactly what the validator reports as an error (RL403, RL404, RL405).
+    """
     pair = (rec["group_idx"], rec["traj_idx"])
     if pair in seen:
         raise _record_error(index, "/traj_idx", f"(group_idx, traj_idx) = {pair} appears twice "
                                                 "in this file")
     seen.add(pair)
-    expected = rec["final_reward"]
-    for i, step in enumerate(rec["steps"]):
-        if step["step_idx"] != i:
-            raise _record_error(index, f"/steps/{i}/step_idx",
-                                f"step_idx {step['step_idx']!r} should be {i} (its position)")
-        if expected is not None:
-            reward = step["reward"]
-            expected = None if reward is None else expected + reward
+    steps = rec["steps"]
+    at = bad_step_index([step["step_idx"] for step in steps])
+    if at is not None:
+        raise _record_error(index, f"/steps/{at}/step_idx",
+                            f"step_idx {steps[at]['step_idx']!r} should be {at} (its position)")
     total = rec["total_reward"]
-    if total is None or expected is None:
-        return  # a null reward: nothing to compare against
-    try:
-        if abs(total - expected) <= REWARD_TOLERANCE:
-            return  # the common case, decided without the exact sum
-    except (TypeError, OverflowError):
-        pass
-    _check_total_exactly(rec, index)
-
-
-def _check_total_exactly(rec: dict[str, Any], index: int) -> None:
-    """The reward comparison with an exactly rounded sum, independent of summation order."""
-    total = rec["total_reward"]
-    parts = [rec["final_reward"], *(step["reward"] for step in rec["steps"])]
-    try:
-        if not math.isfinite(total):
-            return  # NaN or infinite (written as null): nothing to compare
-        expected = math.fsum(parts)
-    except (TypeError, OverflowError, ValueError):
-        return  # sums beyond floats: nothing to compare against
-    if math.isfinite(expected) and not math.isclose(
-        total, expected, rel_tol=REWARD_TOLERANCE, abs_tol=REWARD_TOLERANCE
-    ):
+    expected = reward_mismatch(total, rec["final_reward"], [step["reward"] for step in steps])
+    if expected is not None:
         raise _record_error(index, "/total_reward",
                             f"total_reward {total!r} differs from the step rewards plus "
-                            f"final_reward (sum {expected!r}, tolerance {REWARD_TOLERANCE})")
+                            f"final_reward (sum {expected!r}, tolerance {REWARD_TOLERANCE} "
+                            "times 1 + the sum of their magnitudes)")
 
 
 #: Lines are handed to the temp file in pieces of about this many bytes.

@@ -1,0 +1,72 @@
+"""rlio.rules: the SPEC §9 rules at their boundaries (each bound and condition pinned)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rlio.rules import REWARD_TOLERANCE, bad_step_index, reward_mismatch, step_after_done
+
+
+@pytest.mark.parametrize(("total", "final", "rewards"), [
+    (1.0, 0.0, [1.0]),
+    (1.0000015, 0.0, [1.0]),            # within 1e-6 * (1 + 1)
+    (1.5, 0.0, [1e6, -1e6]),            # within 1e-6 * (1 + 2e6)
+    (0.0, 0.0, []),
+    (3.0, 1.0, [1.0, 1.0]),
+    (1e-6, 0.0, []),                    # exactly the absolute floor
+    (0.1 + 0.2, 0.0, [0.1, 0.2]),
+])
+def test_totals_within_tolerance_match(total: float, final: float, rewards: list[float]) -> None:
+    """A total within REWARD_TOLERANCE * (1 + sum of magnitudes) of the exact sum is fine."""
+    assert reward_mismatch(total, final, rewards) is None
+
+
+@pytest.mark.parametrize(("total", "final", "rewards", "expected"), [
+    (1.0000031, 0.0, [1.0], 1.0),       # just past 1e-6 * (1 + 1)
+    (2.1e-6, 0.0, [], 0.0),             # past the absolute floor
+    (2.5, 0.0, [1e6, -1e6], 0.0),       # past the relative bound of 2e6 magnitude
+    (0.0, 1.0, [], 1.0),                # final_reward counts
+    (1.0, 0.0, [1.0, 1.0], 2.0),        # every step counts
+])
+def test_totals_beyond_tolerance_name_the_sum(
+    total: float, final: float, rewards: list[float], expected: float
+) -> None:
+    """Beyond tolerance the rule returns the exact sum it expected."""
+    assert reward_mismatch(total, final, rewards) == expected
+
+
+@pytest.mark.parametrize(("total", "final", "rewards"), [
+    (None, 0.0, [1.0]), (5.0, None, [1.0]), (5.0, 0.0, [1.0, None]),
+    (math.nan, 0.0, [1.0]), (math.inf, 0.0, [1.0]), (5.0, 0.0, [math.inf]),
+    (5.0, 0.0, [1e308, 1e308]), (5.0, 0.0, ["x"]),
+])
+def test_nothing_to_compare_is_no_mismatch(
+    total: object, final: object, rewards: list[object]
+) -> None:
+    """A null, non-finite, non-numeric or overflowing value leaves nothing to compare."""
+    assert reward_mismatch(total, final, rewards) is None
+
+
+def test_tolerance_is_one_in_a_million() -> None:
+    """The documented tolerance constant."""
+    assert REWARD_TOLERANCE == 1e-6
+
+
+@pytest.mark.parametrize(("indices", "at"), [
+    ([], None), ([0], None), ([0, 1, 2], None), ([0, 1.0], None),
+    ([1], 0), ([0, 2], 1), ([0, 1, 1], 2), ([0, 0], 1), ([-1], 0),
+])
+def test_step_indices_run_from_zero(indices: list[object], at: int | None) -> None:
+    """step_idx must equal its position; the first position that does not is returned."""
+    assert bad_step_index(indices) == at
+
+
+@pytest.mark.parametrize(("dones", "at"), [
+    ([], None), ([True], None), ([False, True], None), ([False, False], None),
+    ([True, False], 0), ([False, True, False], 1), ([True, True], 0),
+])
+def test_steps_after_episode_done(dones: list[bool], at: int | None) -> None:
+    """Only a done flag that a later step follows is reported, at its position."""
+    assert step_after_done(dones) == at
