@@ -5,10 +5,11 @@ Pure functions, no I/O. Every other module asks this one for a file name instead
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal, overload
 
 Layout = Literal["flat", "nested"]
 Artifact = Literal["html", "logtree", "rollout_summaries"]
@@ -57,17 +58,31 @@ _NESTED_FILE = re.compile(r"(?:train|eval_(?P<label>.+?))" + _SUFFIXES)
 _FLAT_GANTT = re.compile(r"timing_gantt_(?P<n>[0-9]+)\.html")
 
 
+def iteration_number(value: Any) -> int:
+    """``value`` as an iteration number: an integer >= 0 (``int`` or any ``__index__`` type, such
+    as numpy integers; ``bool``, floats and strings are refused).
+
+    Raises:
+        ValueError: naming the value.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"iteration must be an int >= 0, got {value!r}")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise ValueError(f"iteration must be an int >= 0, got {value!r}") from None
+    if n < 0:
+        raise ValueError(f"iteration must be >= 0, got {n}")
+    return n
+
+
 def format_iteration(iteration: int) -> str:
     """Return ``iteration`` zero-padded to at least six digits (``42`` -> ``"000042"``).
 
     Raises:
-        ValueError: ``iteration`` is negative or not an ``int`` (``bool`` is refused too).
+        ValueError: ``iteration`` is not an iteration number (``iteration_number``).
     """
-    if isinstance(iteration, bool) or not isinstance(iteration, int):
-        raise ValueError(f"iteration must be an int >= 0, got {iteration!r}")
-    if iteration < 0:
-        raise ValueError(f"iteration must be >= 0, got {iteration}")
-    return f"{iteration:06d}"
+    return f"{iteration_number(iteration):06d}"
 
 
 def sanitize_label(name: str) -> str:
@@ -193,12 +208,28 @@ def parse_path(path: str) -> RunPath:
     return RunPath(path, "unknown")
 
 
-def detect_layout(paths: Iterable[str]) -> Layout | Literal["mixed"] | None:
-    """The layout a set of run-relative paths uses; ``"mixed"`` for both, None for neither."""
+@overload
+def detect_layout(paths: Iterable[str], *, first: Literal[True]) -> Layout | None: ...
+
+
+@overload
+def detect_layout(
+    paths: Iterable[str], *, first: bool = False
+) -> Layout | Literal["mixed"] | None: ...
+
+
+def detect_layout(paths: Iterable[str], *, first: bool = False) -> Layout | Literal["mixed"] | None:
+    """The layout a set of run-relative paths uses; ``"mixed"`` for both, None for neither.
+
+    With ``first``, the layout of the first per-iteration path, reading no further (a writer
+    reopening a run keeps the layout it finds, without listing the whole run).
+    """
     seen: set[str] = set()
     for p in paths:
         rp = parse_path(p)
         if rp.layout is not None:
+            if first:
+                return rp.layout
             seen.add(rp.layout)
             if len(seen) == 2:
                 return "mixed"

@@ -17,7 +17,7 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import orjson
 
@@ -28,7 +28,10 @@ NonFinite = Literal["null", "token"]
 
 _OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_PASSTHROUGH_DATETIME
 _LINE_OPTS = _OPTS | orjson.OPT_APPEND_NEWLINE
-_INT64 = (-(2**63), 2**64 - 1)
+#: The integers orjson can write: int64's minimum to uint64's maximum. Beyond, a value cannot be
+#: written faithfully (``RecordError``).
+INT_MIN: Final = -(2**63)
+INT_MAX: Final = 2**64 - 1
 _NONFINITE_TOKENS = (b"NaN", b"Infinity")
 
 
@@ -72,7 +75,7 @@ def _locate_problem(obj: Any, path: list[str | int], depth: int = 0) -> tuple[st
     if obj is None or isinstance(obj, (str, bool, float)):
         return None
     if isinstance(obj, int):
-        if not _INT64[0] <= obj <= _INT64[1]:
+        if not INT_MIN <= obj <= INT_MAX:
             return pointer_of(path), f"integer {obj} does not fit in 64 bits"
         return None
     if isinstance(obj, Mapping):

@@ -19,14 +19,13 @@ from typing import Any, Literal
 
 import orjson
 
-from rlio._codec.jsonl import NonFinite, normalize_value
+from rlio._codec.jsonl import INT_MAX, INT_MIN, NonFinite, normalize_value
 from rlio.errors import RecordError
 from rlio.findings import pointer_of
 from rlio.schema import explain, is_valid
 
 OnUnserializable = Literal["error", "repr"]
 
-_INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
 _MAX_DEPTH = 255  # orjson refuses to serialize deeper documents
 _Path = list[str | int]
 
@@ -54,7 +53,7 @@ class _Normalizer:
         if obj is None or t is str or t is bool or t is float:
             return obj
         if t is int:
-            if not _INT64_MIN <= obj <= _UINT64_MAX:
+            if not INT_MIN <= obj <= INT_MAX:
                 return self._error_or_repr(obj, path, f"integer {obj} does not fit in 64 bits")
             return obj
         if isinstance(obj, enum.Enum):

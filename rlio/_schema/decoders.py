@@ -44,9 +44,11 @@ from typing import Annotated, Any, Final, Literal, Union
 
 import msgspec
 
+from rlio._codec.jsonl import INT_MIN
 from rlio._schema.loader import load_schema
 
-_I64_MIN: Final = -(2**63)
+#: msgspec decodes signed 64-bit integers into a constrained ``int``; larger take the exact path.
+_I64_MIN: Final = INT_MIN
 _I64_MAX: Final = 2**63 - 1
 #: Nesting accepted inside an "any value" position; deeper values take the exact path.
 _ANY_DEPTH: Final = 8

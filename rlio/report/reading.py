@@ -16,6 +16,7 @@ from rlio._codec.jsonl import DecodeError, decode
 from rlio.errors import ResumeError
 from rlio.findings import Report
 from rlio.resume import read_resume_state
+from rlio.rules import TRAINING_KEYS
 from rlio.storage.base import Storage
 from rlio.validate import validate_run
 
@@ -139,8 +140,6 @@ def _number(v: Any) -> float | None:
 
 
 _X_KEYS = ("step", "progress/batch", "training_client/step")
-#: Keys only training lines carry: async eval lines repeat or trail a step, they don't resume.
-_TRAINING_KEYS = ("progress/batch", "progress/done_frac", "env/all/reward/total")
 
 
 def read_metrics(storage: Storage, wanted: Sequence[str]) -> MetricsScan:
@@ -154,6 +153,7 @@ def read_metrics(storage: Storage, wanted: Sequence[str]) -> MetricsScan:
     evals = 0
     x_kind = len(_X_KEYS)
     last_train_x: float | None = None
+    seen_progress = False
     for rec in _iter_jsonl(storage, layout.METRICS, m.stats):
         if not m.keys.keys() >= rec.keys():
             for k in rec:
@@ -171,7 +171,12 @@ def read_metrics(storage: Storage, wanted: Sequence[str]) -> MetricsScan:
                 break
         if x is None:
             x = float(m.records)
-        if any(k in rec for k in _TRAINING_KEYS):
+        # Training lines carry a progress key (eval lines repeat a step; they don't resume); in a
+        # file that has shown none (yet), every line counts as a training line, as the validator
+        # reads it.
+        progress = any(k in rec for k in TRAINING_KEYS)
+        seen_progress = seen_progress or progress
+        if progress or not seen_progress:
             if last_train_x is not None and x < last_train_x:
                 m.restarts.append(x)
             last_train_x = x

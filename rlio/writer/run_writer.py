@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from rlio import layout as L
-from rlio._codec.jsonl import _LINE_OPTS, NonFinite, encode_line, normalize_value
+from rlio._codec.jsonl import _LINE_OPTS, INT_MAX, INT_MIN, NonFinite, encode_line, normalize_value
 from rlio._codec.normalize import OnUnserializable, checked_slow, config_bytes
 from rlio._schema.rollout_scan import rollout_scan
 from rlio.errors import LabelCollisionError, RecordError, UnsafeStorageError
@@ -36,9 +36,7 @@ from rlio.storage.opener import open_storage
 from rlio.storage.tail import repair_torn_tail
 from rlio.writer.rollouts import cross_check, ordered_rollout, stream_rollouts
 from rlio.writer.support import (
-    detect_layout,
     git_diff,
-    iteration_number,
     metrics_step_check,
     refuse_symlinks,
     replacing,
@@ -50,8 +48,6 @@ if TYPE_CHECKING:
 
 __all__ = ["RunWriter", "git_diff", "repair_torn_tail"]
 
-#: The integers orjson writes (a metrics step outside takes the general path, which says so).
-_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 
 # --------------------------------------------------------------------------------------------
 # The writer
@@ -95,7 +91,7 @@ class RunWriter:
         self._storage = open_storage(self.log_path, create=True)
         self._nonfinite: NonFinite = nonfinite
         self._check = check
-        found = detect_layout(self._storage)
+        found = L.detect_layout((e.path for e in self._storage.walk()), first=True)
         if found is not None and layout is not None and found != layout:
             warnings.warn(
                 f"run {self.log_path!r} already uses the {found} layout; keeping it instead of "
@@ -222,7 +218,7 @@ class RunWriter:
         return label
 
     def _target(self, iteration: Any, artifact: L.Artifact, evaluator: str | int | None) -> str:
-        rel = L.iteration_path(self._layout, iteration_number(iteration), artifact,
+        rel = L.iteration_path(self._layout, L.iteration_number(iteration), artifact,
                                label=self.label_for(evaluator))
         refuse_symlinks(self._storage, rel)
         return rel
@@ -315,7 +311,7 @@ class RunWriter:
         # ``metrics_step_check``), encoded in one orjson call and the step spliced in front, so
         # the dict is never copied; then one os.write. Anything unusual takes the general path.
         if (type(step) is int and type(metrics) is dict and self._hot
-                and "step" not in metrics and _INT_MIN <= step <= _INT_MAX):
+                and "step" not in metrics and INT_MIN <= step <= INT_MAX):
             check = self._metrics_check
             try:
                 if check is None or (self._step_check(step) and check(metrics)):  # type: ignore[misc]
@@ -448,7 +444,7 @@ class RunWriter:
             RecordError: naming the record index and the JSON pointer; the file is unchanged.
         """
         self._require_open()
-        it = iteration_number(iteration)
+        it = L.iteration_number(iteration)
         rel = self._target(it, "rollout_summaries", evaluator)
         split = L.split_name(L.parse_path(rel).label)
         recs = records if type(records) is list else list(records)
@@ -489,7 +485,7 @@ class RunWriter:
         from rlio.logtree.builder import LogTree
 
         self._require_open()
-        it = iteration_number(iteration)
+        it = L.iteration_number(iteration)
         html_rel = self._target(it, "html", evaluator)
         json_rel = self._target(it, "logtree", evaluator)
         tree = LogTree(title)

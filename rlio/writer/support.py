@@ -1,20 +1,16 @@
-"""What the writer does to a run besides encoding records: torn-tail repair, ``git diff``,
-finding an existing run's layout, refusing symbolic links, streaming a whole-file replace, and
-the metrics schema's verdict on a ``step`` alone. Kept apart from ``writer`` to keep both modules
-small; ``git_diff`` and ``repair_torn_tail`` are re-exported by ``rlio.writer``.
+"""What the writer does to a run besides encoding records: ``git diff``, refusing symbolic
+links, streaming a whole-file replace, and the metrics schema's verdict on a ``step`` alone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import operator
 import os
 import subprocess
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from rlio import layout as L
 from rlio._schema.loader import load_schema
 from rlio.errors import UnsafeStorageError
 from rlio.storage.base import Storage
@@ -59,17 +55,6 @@ def git_diff(cwd: str | os.PathLike[str] | None = None, *, timeout: float = _GIT
     return diff
 
 
-def detect_layout(storage: Storage) -> L.Layout | None:
-    """The layout of the first per-iteration file found, or None for a run with none."""
-    if not storage.exists():
-        return None
-    for entry in storage.walk():
-        found = L.parse_path(entry.path).layout
-        if found is not None:
-            return found
-    return None
-
-
 @functools.cache
 def metrics_step_check() -> Callable[[Any], bool] | None:
     """The metrics schema's verdict on a ``step`` value alone, or None when it has none.
@@ -98,23 +83,6 @@ def replacing(storage: Storage, rel: str) -> Iterator[Callable[[bytearray], None
     parts: list[bytes] = []
     yield lambda piece: parts.append(bytes(piece))
     storage.replace(rel, b"".join(parts))
-
-
-def iteration_number(value: Any) -> int:
-    """``value`` as an iteration number: an int >= 0 (bools and floats refused).
-
-    Raises:
-        ValueError: naming the value.
-    """
-    if isinstance(value, bool):
-        raise ValueError(f"iteration must be an int >= 0, got {value!r}")
-    try:
-        n = operator.index(value)
-    except TypeError:
-        raise ValueError(f"iteration must be an int >= 0, got {value!r}") from None
-    if n < 0:
-        raise ValueError(f"iteration must be >= 0, got {n}")
-    return n
 
 
 def refuse_symlinks(storage: Storage, rel: str) -> None:

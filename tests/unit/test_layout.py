@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -114,3 +116,31 @@ def test_detect_layout() -> None:
     assert layout.detect_layout([nested]) == "nested"
     assert layout.detect_layout([flat, nested]) == "mixed"
     assert layout.detect_layout(["metrics.jsonl"]) is None
+
+
+def test_iteration_numbers_accept_index_types() -> None:
+    """numpy-style integers (``__index__``) are iterations; the padding is the same."""
+
+    class Index:
+        def __index__(self) -> int:
+            return 7
+
+    assert layout.iteration_number(Index()) == 7
+    assert layout.format_iteration(Index()) == "000007"  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="iteration must be >= 0, got -1"):
+        layout.iteration_number(-1)
+
+
+def test_detect_layout_first_stops_at_the_first_iteration_file() -> None:
+    """``first=True`` answers the first per-iteration path's layout and reads no further."""
+    flat = layout.iteration_path("flat", 0, "html")
+    nested = layout.iteration_path("nested", 1, "logtree")
+
+    def paths() -> Iterator[str]:
+        yield "metrics.jsonl"
+        yield nested
+        raise AssertionError("read past the first per-iteration file")
+
+    assert layout.detect_layout(paths(), first=True) == "nested"
+    assert layout.detect_layout([flat, nested], first=True) == "flat"
+    assert layout.detect_layout(["metrics.jsonl"], first=True) is None
