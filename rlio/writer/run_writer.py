@@ -48,8 +48,6 @@ if TYPE_CHECKING:
     from rlio.logtree.builder import LogTree
     from rlio.resume import ResumeState
 
-__all__ = ["RunWriter", "git_diff", "repair_torn_tail"]
-
 #: The integers orjson writes (a metrics step outside takes the general path, which says so).
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 
