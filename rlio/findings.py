@@ -92,9 +92,12 @@ CATALOGUE: dict[str, CodeInfo] = {
 }
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One problem found in a run.
+
+    Not orderable with ``<``: the fields mix ``None`` and ``int`` lines and an enum, so the one
+    report order is the explicit ``sort_key`` (``sorted(findings, key=Finding.sort_key)``).
 
     Attributes:
         code: stable code from ``CATALOGUE`` (e.g. ``"RL201"``).
@@ -113,7 +116,7 @@ class Finding:
     message: str
 
     def sort_key(self) -> tuple[str, int, str, str]:
-        """Stable report order: (file, line, pointer, code)."""
+        """Report order (file, line, pointer, code); a None line sorts first; never raises."""
         return (self.file, -1 if self.line is None else self.line, self.pointer, self.code)
 
     def to_dict(self) -> dict[str, Any]:

@@ -124,12 +124,6 @@ def iteration_path(
     raise ValueError(f"layout must be 'flat' or 'nested', got {layout!r}")
 
 
-def timing_gantt_path(layout: Layout, iteration: int) -> str:
-    """Run-relative path of the optional timing chart of one iteration."""
-    n = format_iteration(iteration)
-    return f"timing_gantt_{n}.html" if layout == "flat" else f"iteration_{n}/timing_gantt.html"
-
-
 @dataclass(frozen=True, slots=True)
 class RunPath:
     """What a run-relative path is.

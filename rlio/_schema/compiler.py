@@ -67,11 +67,6 @@ def compile_schema(schema: dict[str, Any]) -> Callable[[Any], bool]:
     return check
 
 
-def compile_iterative(schema: dict[str, Any]) -> Callable[[Any], bool]:
-    """The interpreter the compiled predicate falls back on (any depth; slow). For tests."""
-    return functools.partial(interpret, Context(schema), schema)
-
-
 # ------------------------------------------------------------------------------ code generator
 
 

@@ -1,7 +1,7 @@
 """The HTML twin of a logtree: one self-contained page (inline CSS, no script, no network).
 
-``render_document`` draws any logtree JSON document of SPEC §7, rlio's or the cookbook's, so a
-report can show a run it did not write. Rendering is iterative (a tree thousands of levels deep
+``render_tree`` draws the tree of any logtree JSON document of SPEC §7, rlio's or the cookbook's,
+and ``render_page`` wraps it in the page. Rendering is iterative (a tree thousands of levels deep
 renders without recursion) and defensive: tag and attribute names are checked, event handlers and
 script URLs are dropped, and a strict Content-Security-Policy forbids script and every network
 request, so even raw HTML a producer opted into cannot phone home. Model text is escaped by the
@@ -148,12 +148,6 @@ def render_page(title: str, body_html: str) -> str:
         f"{body_html}"
         "</html>\n"
     )
-
-
-def render_document(doc: Mapping[str, Any]) -> str:
-    """The HTML page of a logtree JSON document (``{"title", "started_at", "path", "root"}``)."""
-    title = doc.get("title")
-    return render_page(title if isinstance(title, str) else "logtree", render_tree(doc.get("root")))
 
 
 PAGE_CSS = """

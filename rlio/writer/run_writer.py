@@ -46,8 +46,6 @@ if TYPE_CHECKING:
     from rlio.logtree.builder import LogTree
     from rlio.resume import ResumeState
 
-__all__ = ["RunWriter", "git_diff", "repair_torn_tail"]
-
 
 # --------------------------------------------------------------------------------------------
 # The writer

@@ -98,3 +98,24 @@ def test_pointer_escaping() -> None:
     """JSON pointers escape ~ and / (RFC 6901)."""
     assert pointer_of(["env/all", 0, "a~b"]) == "/env~1all/0/a~0b"
     assert pointer_of([]) == ""
+
+
+def test_sort_key_orders_none_and_int_lines() -> None:
+    """Sorting by Finding.sort_key never raises on mixed None/int lines; None sorts first."""
+    fs = [finding("RL201", "b", file="m.jsonl", line=3), finding("RL104", "a", file="m.jsonl"),
+          finding("RL105", "c", file="m.jsonl", line=1, pointer="/x"),
+          finding("RL102", "d", file="m.jsonl", line=1), finding("RL304", "run")]
+    ordered = sorted(fs, key=Finding.sort_key)
+    assert [(f.file, f.line, f.code) for f in ordered] == [
+        ("", None, "RL304"), ("m.jsonl", None, "RL104"), ("m.jsonl", 1, "RL102"),
+        ("m.jsonl", 1, "RL105"), ("m.jsonl", 3, "RL201")]
+
+
+def test_findings_are_not_orderable() -> None:
+    """Finding defines no ordering: comparing two with < raises TypeError (use sort_key)."""
+    a = finding("RL201", "x", file="m.jsonl", line=None)
+    b = finding("RL201", "x", file="m.jsonl", line=2)
+    with pytest.raises(TypeError):
+        _ = a < b
+    with pytest.raises(TypeError):
+        sorted([b, a])

@@ -61,8 +61,6 @@ def test_iteration_paths_in_both_layouts() -> None:
             == "iteration_000007/train_rollout_summaries.jsonl")
     assert (layout.iteration_path("nested", 7, "html", label="gsm8k_main")
             == "iteration_000007/eval_gsm8k_main.html")
-    assert layout.timing_gantt_path("flat", 3) == "timing_gantt_000003.html"
-    assert layout.timing_gantt_path("nested", 3) == "iteration_000003/timing_gantt.html"
 
 
 def test_iteration_path_refuses_unsanitized_label_and_bad_layout() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from rlio.logtree import LogTree
-from rlio.logtree.html import CSP, render_document
+from rlio.logtree.html import CSP, render_page, render_tree
 
 _VOID = {"area", "br", "col", "hr", "img", "input", "source", "track", "wbr", "meta", "link"}
 PNG_URI = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
@@ -314,7 +314,7 @@ def test_foreign_document_tags_and_attributes_are_defused() -> None:
             {"tag": "bad tag!", "attrs": {"bad name": "v", "ok": 3}, "children": ["w"]},
             {"tag": "iframe", "attrs": {"srcdoc": "<script>"}, "children": []},
         ]}}
-    parsed = assert_well_formed(render_document(doc))
+    parsed = assert_well_formed(render_page("cookbook", render_tree(doc["root"])))
     assert not parsed.of("script") and not parsed.of("iframe")
     assert parsed.of("body") == [{"class": "lt-root"}]
     assert parsed.of("a") == [{"title": "t"}, {}, {"href": "#anchor"}]
@@ -330,9 +330,7 @@ def test_foreign_document_with_malformed_nodes_still_renders() -> None:
                                                            "messages": [7, {"content": ["x"]}]}},
         {"tag": "div", "attrs": {}, "children": [], "data": {"type": "table", "rows": [[1]]}},
     ]}}
-    page = render_document(doc)
-    parsed = assert_well_formed(page)
-    assert "<title>logtree</title>" in page
+    parsed = assert_well_formed(render_page("malformed", render_tree(doc["root"])))
     assert "42" in "".join(parsed.text)
     assert len(parsed.of("i")) == 1
     assert [a.get("data-role") for a in parsed.of("div") if a.get("class") == "msg"] == [
@@ -342,7 +340,7 @@ def test_foreign_document_with_malformed_nodes_still_renders() -> None:
 
 def test_foreign_root_that_is_not_body_is_wrapped() -> None:
     """A root that is not a body is rendered inside one body."""
-    page = render_document({"title": "x", "root": {"tag": "div", "attrs": {}, "children": ["hi"]}})
+    page = render_page("x", render_tree({"tag": "div", "attrs": {}, "children": ["hi"]}))
     parsed = assert_well_formed(page)
     assert len(parsed.of("body")) == 1
 
@@ -353,5 +351,5 @@ def test_rendering_a_very_deep_foreign_tree_does_not_recurse() -> None:
     for _ in range(5000):
         node = {"tag": "div", "attrs": {}, "children": [node]}
     root = {"tag": "body", "attrs": {}, "children": [node]}
-    page = render_document({"title": "deep", "root": root})
+    page = render_page("deep", render_tree(root))
     assert page.count("<div>") == page.count("</div>") == 5001

@@ -15,6 +15,7 @@ import collections
 import copy
 import decimal
 import enum
+import functools
 import json
 import math
 import os
@@ -29,8 +30,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.internal.conjecture import utils as conjecture_utils
 
-from rlio._schema.compiler import compile_iterative, compile_schema
+from rlio._schema.compiler import compile_schema
 from rlio._schema.loader import SCHEMA_NAMES, load_schema
+from rlio._schema.model import Context, interpret
 
 if not hasattr(conjecture_utils.many, "more"):
     _END = object()
@@ -53,6 +55,11 @@ EXAMPLES = int(os.environ.get("RLIO_FASTCHECK_EXAMPLES", "40"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None,
                     suppress_health_check=list(HealthCheck))
 NON_RECURSIVE = [n for n in SCHEMA_NAMES if n != "logtree"]
+
+
+def compile_iterative(schema: dict[str, Any]) -> Callable[[Any], bool]:
+    """The interpreter the compiled predicate falls back on (any depth; slow)."""
+    return functools.partial(interpret, Context(schema), schema)
 
 
 def oracle(schema: dict[str, Any]) -> Callable[[Any], bool]:

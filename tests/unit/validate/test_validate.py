@@ -441,13 +441,13 @@ def test_html_empty_truncated_and_chart(tmp_path: Path) -> None:
     run = cookbook_run(tmp_path / "run")
     write(run, layout.iteration_path("flat", 0, "html"), b"")
     write(run, layout.iteration_path("flat", 1, "html"), HTML[:60])
-    write(run, layout.timing_gantt_path("flat", 0), "<html><body>chart</body></html>\n")
-    write(run, layout.timing_gantt_path("flat", 1), "<html><body>cha")
+    write(run, "timing_gantt_000000.html", "<html><body>chart</body></html>\n")
+    write(run, "timing_gantt_000001.html", "<html><body>cha")
     found = findings(run)
     assert has(found, "RL110", layout.iteration_path("flat", 0, "html"))
     assert has(found, "RL110", layout.iteration_path("flat", 1, "html"))
-    assert not has(found, "RL110", layout.timing_gantt_path("flat", 0))
-    assert has(found, "RL110", layout.timing_gantt_path("flat", 1))
+    assert not has(found, "RL110", "timing_gantt_000000.html")
+    assert has(found, "RL110", "timing_gantt_000001.html")
 
 
 def test_code_diff_not_utf8_and_empty(tmp_path: Path) -> None:
