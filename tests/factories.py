@@ -176,7 +176,7 @@ def _chart_run(root: Path, iterations: int, run_layout: layout.Layout, evaluator
     write(root, layout.METRICS, jsonl(lines))
     write_json(root, layout.CONFIG, {"model_name": "m", "lr": 4e-5}, indent=2)
     for i in range(iterations):
-        labels = [None] + (["test"] if i % evaluator_every == 0 else [])
+        labels: list[str | None] = [None] + (["test"] if i % evaluator_every == 0 else [])
         for label in labels:
             for artifact in ("html", "logtree") if logtrees else ("html",):
                 write(root, layout.iteration_path(run_layout, i, artifact, label=label),
