@@ -171,8 +171,8 @@ def _chart_run(root: Path, iterations: int, run_layout: layout.Layout, evaluator
         lines.append({"step": i, "progress/batch": i, "progress/done_frac": (i + 1) / iterations,
                       "env/all/reward/total": math.tanh(i / 10), "optim/entropy": 1 - i / 1e4,
                       "optim/kl_sample_train_v1": 0.01, "optim/lr": 4e-5})
-        for label in ["test"] if i % evaluator_every == 0 else []:
-            lines.append({"step": i, f"{label}/env/all/reward/total": i / iterations})
+        for evaluator in ["test"] if i % evaluator_every == 0 else []:
+            lines.append({"step": i, f"{evaluator}/env/all/reward/total": i / iterations})
     write(root, layout.METRICS, jsonl(lines))
     write_json(root, layout.CONFIG, {"model_name": "m", "lr": 4e-5}, indent=2)
     for i in range(iterations):
