@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factories import run_cli
 
 from rlio import layout as L
 from rlio import read_resume_state
@@ -198,14 +199,13 @@ def crash_rounds(tmp: Path, *, kills: int, seed: int, layout: str, validate: boo
     check_run(run, events, validate=validate)
     last = [rec for kind, rec in events if kind == "ack"][-1]
     assert last["gen"] == kills + 1
-    out = subprocess.run([sys.executable, "-m", "rlio", "resume", str(run), "--format", "json"],
-                         capture_output=True, text=True, check=True).stdout
-    doc = json.loads(out)
+    resumed = run_cli("resume", str(run), "--format", "json")
+    assert resumed.returncode == 0, resumed.stderr
+    doc = json.loads(resumed.stdout)
     assert doc["checkpoint"] == last and doc["torn_tail"] is False
     assert doc["superseded"] == {"metrics_lines": None, "iteration_files": []}
     if validate:
-        validated = subprocess.run([sys.executable, "-m", "rlio", "validate", str(run)],
-                                   capture_output=True, text=True, check=False)
+        validated = run_cli("validate", str(run))
         assert validated.returncode == 0, validated.stdout + validated.stderr
     return landed
 

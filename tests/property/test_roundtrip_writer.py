@@ -20,6 +20,7 @@ from typing import Any
 
 import jsonschema
 import orjson
+from factories import read_jsonl
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -144,12 +145,6 @@ def schema_strategy(name: str) -> st.SearchStrategy[Any]:
     root = load_schema(name)
     check = validator(root)
     return from_schema(root, root).filter(check.is_valid)
-
-
-def read_jsonl(path: Path) -> list[Any]:
-    """The cookbook's reader: json.loads per line of the text file."""
-    with path.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
 
 
 def assert_lines_valid(name: str, records: list[Any]) -> None:

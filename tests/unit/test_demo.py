@@ -5,26 +5,19 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import subprocess
-import sys
 from typing import Any
 
 import pytest
+from factories import read_jsonl, run_cli
 
 from rlio.demo import run_demo
 
 ITERATIONS = 9
 
 
-def jsonl(path: pathlib.Path) -> list[dict[str, Any]]:
-    """How the cookbook reads JSONL: json.loads per line."""
-    with path.open() as f:
-        return [json.loads(line) for line in f]
-
-
 def last_checkpoint(run: pathlib.Path, required_key: str = "state_path") -> dict[str, Any] | None:
     """The cookbook's get_last_checkpoint rule: the last record holding the required key."""
-    with_key = [c for c in jsonl(run / "checkpoints.jsonl") if required_key in c]
+    with_key = [c for c in read_jsonl(run / "checkpoints.jsonl") if required_key in c]
     return with_key[-1] if with_key else None
 
 
@@ -70,7 +63,7 @@ def test_demo_reads_back_through_cookbook_readers(demo_run: tuple[str, pathlib.P
     from rlio import read_resume_state
 
     layout, out = demo_run
-    metrics = jsonl(out / "metrics.jsonl")
+    metrics = read_jsonl(out / "metrics.jsonl")
     assert [m["step"] for m in metrics] == list(range(ITERATIONS))
     assert sum(1 for m in metrics for v in m.values() if v is None) == 1  # the one NaN metric
     ckpt = last_checkpoint(out)
@@ -86,9 +79,9 @@ def test_demo_reads_back_through_cookbook_readers(demo_run: tuple[str, pathlib.P
         assert all(i["train"] and i["logtree"] for i in its.values())
         assert [n for n, i in its.items() if i["evals"]] == [0, 3, 6]
         assert all(i["evals"] in ([], ["gsm8k_test_v2"]) for i in its.values())
-        train = jsonl(out / "iteration_000004" / "train_rollout_summaries.jsonl")
+        train = read_jsonl(out / "iteration_000004" / "train_rollout_summaries.jsonl")
     else:
-        train = jsonl(out / "train_iteration_000004_rollout_summaries.jsonl")
+        train = read_jsonl(out / "train_iteration_000004_rollout_summaries.jsonl")
         evals = sorted(out.glob("eval_*_rollout_summaries.jsonl"))
         assert [p.name for p in evals] == [
             f"eval_gsm8k_test_v2_iteration_{i:06d}_rollout_summaries.jsonl" for i in (0, 3, 6)]
@@ -103,7 +96,7 @@ def test_demo_checkpoints_are_periodic_rolling_and_final(
         demo_run: tuple[str, pathlib.Path]) -> None:
     """Every 4th checkpoint is periodic (sampler too), the others rolling, then 'final'."""
     _, out = demo_run
-    ckpts = jsonl(out / "checkpoints.jsonl")
+    ckpts = read_jsonl(out / "checkpoints.jsonl")
     assert [c["name"] for c in ckpts] == [f"{b:06d}" for b in range(1, ITERATIONS)] + ["final"]
     assert [c["batch"] for c in ckpts] == list(range(1, ITERATIONS + 1))
     periodic = [c["name"] for c in ckpts if "sampler_path" in c and c["name"] != "final"]
@@ -168,11 +161,8 @@ def test_demo_refuses_a_directory_that_holds_files(tmp_path: pathlib.Path) -> No
 def test_cli_demo_then_validate(tmp_path: pathlib.Path) -> None:
     """`rlio demo OUT --layout nested` then `rlio validate OUT` exits 0."""
     out = tmp_path / "cli"
-    cmd = [sys.executable, "-m", "rlio"]
-    made = subprocess.run([*cmd, "demo", str(out), "--layout", "nested", "--iterations", "4",
-                           "--seed", "2"], capture_output=True, text=True, timeout=120)
+    made = run_cli("demo", str(out), "--layout", "nested", "--iterations", "4", "--seed", "2")
     assert made.returncode == 0, made.stderr
     assert (out / "iteration_000003" / "train_logtree.json").exists()
-    checked = subprocess.run([*cmd, "validate", str(out)], capture_output=True, text=True,
-                             timeout=120)
+    checked = run_cli("validate", str(out))
     assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import json
 import pathlib
-import subprocess
 import sys
-import textwrap
+
+from factories import run_python
 
 FORBIDDEN = ("jsonschema", "fsspec", "gcsfs")
-
-
-def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *args, "-c", textwrap.dedent(code)],
-                          capture_output=True, text=True, timeout=120)
 
 
 def test_import_rlio_imports_no_heavy_dependency() -> None:
@@ -30,7 +25,7 @@ def test_import_rlio_imports_no_heavy_dependency() -> None:
 
 def imported_modules(code: str) -> set[str]:
     """Module names ``python -X importtime -c code`` reports importing."""
-    proc = run_python(code, "-X", "importtime")
+    proc = run_python(code, flags=["-X", "importtime"])
     assert proc.returncode == 0, proc.stderr
     return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
             if line.startswith("import time:") and "|" in line} - {"imported package"}

@@ -3,36 +3,22 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-from rlio.cli import main
-
-
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(["resume", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+from factories import cli, run_cli, write
 
 
 def test_json_output_is_the_documented_document(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--format json prints exactly the six documented keys with the state's values."""
-    _write(tmp_path / "checkpoints.jsonl",
+    write(tmp_path, "checkpoints.jsonl",
            b'{"name":"000004","batch":4,"epoch":2,"state_path":"tinker://r/w/4","rolling":true}\n'
            b'{"name":"000005","batch":5,"sampler_path":"tinker://r/s/5"}\n')
-    _write(tmp_path / "metrics.jsonl", b"".join(b'{"step": %d}\n' % i for i in range(7)))
-    _write(tmp_path / "iteration_000004" / "train_logtree.json", b"{}")
-    code, out, _ = _run(capsys, str(tmp_path), "--format", "json")
+    write(tmp_path, "metrics.jsonl", b"".join(b'{"step": %d}\n' % i for i in range(7)))
+    write(tmp_path, "iteration_000004/train_logtree.json", b"{}")
+    code, out, _ = cli(capsys, "resume", str(tmp_path), "--format", "json")
     assert code == 0
     assert json.loads(out) == {
         "checkpoint": {"name": "000004", "batch": 4, "epoch": 2, "state_path": "tinker://r/w/4",
@@ -45,10 +31,10 @@ def test_json_output_is_the_documented_document(
 
 def test_required_key_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """--required-key sampler_path resumes from the last record with a sampler_path."""
-    _write(tmp_path / "checkpoints.jsonl",
+    write(tmp_path, "checkpoints.jsonl",
            b'{"name":"000004","batch":4,"state_path":"tinker://r/w/4"}\n'
            b'{"name":"000005","batch":5,"sampler_path":"tinker://r/s/5"}\n')
-    code, out, _ = _run(capsys, str(tmp_path), "--format", "json", "--required-key",
+    code, out, _ = cli(capsys, "resume", str(tmp_path), "--format", "json", "--required-key",
                         "sampler_path")
     assert code == 0 and json.loads(out)["next_batch"] == 5
 
@@ -57,14 +43,14 @@ def test_no_checkpoint_exits_zero_with_null_checkpoint(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A run without a resumable checkpoint exits 0 and prints checkpoint null, torn tail shown."""
-    _write(tmp_path / "checkpoints.jsonl", b'{"name":"0000')
-    code, out, _ = _run(capsys, str(tmp_path), "--format", "json")
+    write(tmp_path, "checkpoints.jsonl", b'{"name":"0000')
+    code, out, _ = cli(capsys, "resume", str(tmp_path), "--format", "json")
     assert code == 0
     assert json.loads(out) == {
         "checkpoint": None, "line": None, "next_batch": None, "next_epoch": None,
         "torn_tail": True, "superseded": {"metrics_lines": None, "iteration_files": []},
     }
-    code, out, _ = _run(capsys, str(tmp_path))
+    code, out, _ = cli(capsys, "resume", str(tmp_path))
     assert code == 0 and "no resumable checkpoint" in out
 
 
@@ -72,8 +58,8 @@ def test_text_output_describes_the_state(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The text format names the checkpoint, its line and the restart batch."""
-    _write(tmp_path / "checkpoints.jsonl", b'\n{"name":"000003","batch":3,"state_path":"t://w"}\n')
-    code, out, _ = _run(capsys, str(tmp_path))
+    write(tmp_path, "checkpoints.jsonl", b'\n{"name":"000003","batch":3,"state_path":"t://w"}\n')
+    code, out, _ = cli(capsys, "resume", str(tmp_path))
     assert code == 0
     assert out.startswith("resume from checkpoint '000003' (checkpoints.jsonl line 2): "
                           "restart at batch 3")
@@ -83,9 +69,9 @@ def test_resumable_record_without_batch_exits_2_naming_the_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A resumable record without batch: exit 2 and a message naming the file and line."""
-    _write(tmp_path / "checkpoints.jsonl",
+    write(tmp_path, "checkpoints.jsonl",
            b'{"name":"000001","batch":1,"state_path":"t://1"}\n{"name":"final","state_path":"t://f"}\n')
-    code, out, err = _run(capsys, str(tmp_path), "--format", "json")
+    code, out, err = cli(capsys, "resume", str(tmp_path), "--format", "json")
     assert code == 2 and out == ""
     assert "checkpoints.jsonl:2: resumable checkpoint 'final'" in err
     assert "has no 'batch'" in err
@@ -93,14 +79,13 @@ def test_resumable_record_without_batch_exits_2_naming_the_line(
 
 def test_missing_run_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A run directory that does not exist: exit 2 with a message naming it."""
-    code, _, err = _run(capsys, str(tmp_path / "nope"), "--format", "json")
+    code, _, err = cli(capsys, "resume", str(tmp_path / "nope"), "--format", "json")
     assert code == 2 and "nope" in err
 
 
 def test_real_command_prints_json(tmp_path: Path) -> None:
     """`python -m rlio resume RUN --format json` works as a real process."""
-    _write(tmp_path / "checkpoints.jsonl", b'{"name":"000002","batch":2,"state_path":"t://2"}\n')
-    proc = subprocess.run([sys.executable, "-m", "rlio", "resume", str(tmp_path), "--format",
-                           "json"], capture_output=True, text=True, check=False)
+    write(tmp_path, "checkpoints.jsonl", b'{"name":"000002","batch":2,"state_path":"t://2"}\n')
+    proc = run_cli("resume", str(tmp_path), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["checkpoint"]["name"] == "000002"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import shutil
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import factories
 import pytest
 
 from rlio import layout
@@ -23,28 +23,9 @@ from rlio.report import reading, render_run_report, write_run_report
 CORPUS = Path(__file__).resolve().parents[3] / "conformance" / "cases"
 
 
-def cookbook_run(root: Path, iterations: int, *, run_layout: layout.Layout = "flat",
-                 evaluator_every: int = 5, logtrees: bool = True) -> Path:
-    """A run as the cookbook writes it: ``json.dumps`` lines (NaN tokens), eval lines, pages."""
-    root.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for i in range(iterations):
-        lines.append({"step": i, "progress/batch": i, "progress/done_frac": (i + 1) / iterations,
-                      "env/all/reward/total": math.tanh(i / 10), "optim/entropy": 1 - i / 1e4,
-                      "optim/kl_sample_train_v1": 0.01, "optim/lr": 4e-5})
-        for label in ["test"] if i % evaluator_every == 0 else []:
-            lines.append({"step": i, f"{label}/env/all/reward/total": i / iterations})
-    (root / layout.METRICS).write_text("".join(json.dumps(x) + "\n" for x in lines))
-    (root / layout.CONFIG).write_text(json.dumps({"model_name": "m", "lr": 4e-5}, indent=2))
-    for i in range(iterations):
-        labels = [None] + (["test"] if i % evaluator_every == 0 else [])
-        for label in labels:
-            for artifact in ("html", "logtree") if logtrees else ("html",):
-                rel = layout.iteration_path(run_layout, i, artifact, label=label)
-                (root / rel).parent.mkdir(parents=True, exist_ok=True)
-                (root / rel).write_text("<!doctype html><p>page</p>" if artifact == "html"
-                                        else "{}")
-    return root
+def cookbook_run(root: Path, iterations: int, **kw: Any) -> Path:
+    """A plain cookbook run of ``iterations`` (finite metrics, test evaluator every 5, pages)."""
+    return factories.cookbook_run(root, iterations, quirks=False, **kw)
 
 
 def charts(page: str) -> dict[str, tuple[int, int]]:
@@ -63,7 +44,7 @@ def links(page: str) -> list[str]:
 @pytest.mark.parametrize("run_layout", ["flat", "nested"])
 def test_charts_and_links_for_both_layouts(tmp_path: Path, run_layout: layout.Layout) -> None:
     """Default charts have one point per step; every page of both splits is linked."""
-    run = cookbook_run(tmp_path / "run", 12, run_layout=run_layout)
+    run = cookbook_run(tmp_path / "run", 12, layout_name=run_layout)
     page = render_run_report(run, validate=False)
     assert charts(page) == {
         "env/all/reward/total": (12, 12), "progress/done_frac": (12, 12),
@@ -242,7 +223,7 @@ def test_validation_failing_still_renders(
 
 def test_write_defaults_to_report_inside_the_run(tmp_path: Path) -> None:
     """Without ``output`` the page goes to ``<run>/report.html`` atomically, links relative."""
-    run = cookbook_run(tmp_path / "run", 3, run_layout="nested")
+    run = cookbook_run(tmp_path / "run", 3, layout_name="nested")
     where = write_run_report(run, validate=False)
     assert where == str(run / "report.html")
     assert sorted(os.listdir(run))[:1] == ["config.json"]  # no temporary file left behind

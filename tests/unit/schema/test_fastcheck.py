@@ -19,13 +19,12 @@ import functools
 import json
 import math
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import jsonschema
 import pytest
+from factories import run_python
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.internal.conjecture import utils as conjecture_utils
@@ -521,7 +520,8 @@ def test_module_does_not_import_jsonschema() -> None:
             "from rlio.schema import load_schema; "
             "assert compile_schema(load_schema('metrics-line'))({'step': 1}); "
             "assert 'jsonschema' not in sys.modules")
-    subprocess.run([sys.executable, "-c", code], check=True)
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_nan_schema_values_do_not_break_literals() -> None:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import jsonschema
 import pytest
+from factories import run_cli
 
 from rlio import schema
 from rlio.cli import main
@@ -75,8 +74,6 @@ def test_cli_schema_lists_and_prints(capsys: pytest.CaptureFixture[str]) -> None
 
 def test_schemas_load_from_any_working_directory(tmp_path: object) -> None:
     """The schemas are found as package data, not relative to the caller's directory."""
-    out = subprocess.run(
-        [sys.executable, "-m", "rlio", "schema", "config"], cwd=str(tmp_path),
-        capture_output=True, text=True, check=True,
-    ).stdout
-    assert json.loads(out)["title"] == "config.json"
+    proc = run_cli("schema", "config", cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["title"] == "config.json"

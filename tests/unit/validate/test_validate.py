@@ -6,14 +6,16 @@ import json
 from pathlib import Path
 
 import pytest
-from test_validate_support import (
+from factories import (
     HTML,
     cookbook_run,
     dumps,
     errors,
     findings,
+    has,
     jsonl,
     logtree_doc,
+    metrics_lines,
     trajectory,
     write,
 )
@@ -29,13 +31,6 @@ LAYOUTS: list[layout.Layout] = ["flat", "nested"]
 def summaries(lay: layout.Layout, n: int = 1, label: str | None = None) -> str:
     """Run-relative path of iteration ``n``'s rollout summaries."""
     return layout.iteration_path(lay, n, "rollout_summaries", label=label)
-
-
-def has(found: list[tuple[str, str, str, int | None, str]], code: str, file: str,
-        line: int | None = None, pointer: str | None = None) -> bool:
-    """Whether ``found`` holds ``code`` at ``file`` (and ``line``/``pointer`` when given)."""
-    return any(f[0] == code and f[2] == file and (line is None or f[3] == line)
-               and (pointer is None or f[4] == pointer) for f in found)
 
 
 # -- clean runs -------------------------------------------------------------------------------
@@ -229,11 +224,6 @@ def test_unterminated_summary_file_is_rl113(tmp_path: Path) -> None:
 
 
 # -- metrics and checkpoints (SPEC §3, §5, §9) -------------------------------------------------
-
-
-def metrics_lines(steps: list[int]) -> str:
-    """Training metrics lines for ``steps``."""
-    return jsonl([{"step": s, "progress/batch": s, "optim/lr": 1e-5} for s in steps])
 
 
 def test_resume_drop_is_info(tmp_path: Path) -> None:

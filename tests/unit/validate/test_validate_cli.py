@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from test_validate_support import cookbook_run, jsonl, trajectory, write
+from factories import cookbook_run, jsonl, run_cli, trajectory, write
 
 from rlio import layout
 from rlio.cli import main
@@ -93,12 +91,6 @@ def test_misuse_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
         main(["validate", str(tmp_path), "--format", "xml"])
     assert exc.value.code == 2
     capsys.readouterr()
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m rlio`` in a real subprocess."""
-    return subprocess.run([sys.executable, "-m", "rlio", *args], capture_output=True, text=True,
-                          timeout=120, check=False)
 
 
 def test_subprocess_exit_codes_and_json(tmp_path: Path) -> None:

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factories import NAN, cookbook_run, jsonl, trajectory, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_validate_support import NAN, cookbook_run, trajectory, write
 
 import rlio.validate.scan as stream_mod
 from rlio import layout
@@ -44,10 +44,6 @@ def both_paths(run: Path, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> tuple[R
         m.setattr(stream_mod, "decoder_for", lambda name: None)
         exact = rows(run, **kw)
     return fast, exact
-
-
-def record_lines(records: list[Any]) -> str:
-    return "".join(json.dumps(r) + "\n" for r in records)
 
 
 def step(at: int, **values: Any) -> Callable[[dict[str, Any]], None]:
@@ -148,7 +144,7 @@ def test_parallel_split_same_on_both_paths(tmp_path: Path,
     recs[5]["iteration"] = 1.0
     recs[70]["steps"][1]["step_idx"] = 5
     recs[90]["group_idx"], recs[90]["traj_idx"] = 0, 1
-    write(run, PATH, record_lines(recs))
+    write(run, PATH, jsonl(recs))
     monkeypatch.setattr(validate_mod, "PARALLEL_MIN_BYTES", 1)
     fast, exact = both_paths(run, monkeypatch, jobs=2)
     assert fast == exact
@@ -177,14 +173,14 @@ def scan(data: bytes, **kw: Any) -> tuple[Sink, list[int], list[int]]:
 def test_plain_records_take_the_fast_path() -> None:
     """Records as writers encode them are all judged by the decoder, none by the exact path."""
     recs = [trajectory(1, g, t, n_steps=1 + g % 3) for g in range(20) for t in range(2)]
-    sink, fast, exact = scan(record_lines(recs).encode())
+    sink, fast, exact = scan(jsonl(recs).encode())
     assert (len(fast), exact, sink.items) == (40, [], [])
 
 
 def test_checks_without_typed_hook_use_exact_path() -> None:
     """A caller with only dict hooks (checkpoints, metrics) never gets typed records."""
     seen: list[Any] = []
-    data = record_lines([trajectory(1, 0, 0)]).encode()
+    data = jsonl([trajectory(1, 0, 0)]).encode()
     scan_jsonl(io.BytesIO(data), Sink("f", 10), schema="rollout-summary-line",
                append_only=False, on_record=lambda rec, line, ok: seen.append(rec))
     assert isinstance(seen[0], dict)
@@ -206,7 +202,7 @@ def test_decoder_pauses_when_most_lines_miss(monkeypatch: pytest.MonkeyPatch) ->
         return real(line)
 
     monkeypatch.setattr(stream_mod, "decoder_for", lambda name: counting)
-    sink, fast, exact = scan(record_lines(recs).encode())
+    sink, fast, exact = scan(jsonl(recs).encode())
     assert sink.items == []
     assert len(fast) + len(exact) == 400
     assert len(tries) < 300  # paused for most of the first 300 lines

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from test_validate_support import cookbook_run, errors, findings, jsonl, trajectory, write
+from factories import cookbook_run, errors, findings, has, jsonl, trajectory, write
 
 import rlio.validate.engine as validate_mod
 import rlio.validate.scan as stream_mod
@@ -50,13 +50,7 @@ def test_deep_line_with_nan_tokens_is_rl106(tmp_path: Path) -> None:
     run = cookbook_run(tmp_path / "run")
     write(run, "metrics.jsonl", b"[" * 5000 + b"NaN" + b"]" * 5000 + b"\n"
           + b'{"step": 0, "progress/batch": 0}\n')
-    assert has_code(findings(run), "RL106", "metrics.jsonl", 1)
-
-
-def has_code(found: list[tuple[str, str, str, int | None, str]], code: str, file: str,
-             line: int | None) -> bool:
-    """Whether ``code`` is reported at ``file``:``line``."""
-    return any(f[0] == code and f[2] == file and f[3] == line for f in found)
+    assert has(findings(run), "RL106", "metrics.jsonl", 1)
 
 
 def test_ten_megabyte_string_value(tmp_path: Path) -> None:
@@ -97,9 +91,9 @@ def test_binary_garbage_and_non_object_lines(tmp_path: Path) -> None:
     write(run, "checkpoints.jsonl", b"\x00\x00\x00\n[1, 2]\nnull\n\"x\"\n")
     write(run, "config.json", bytes(range(256)))
     found = findings(run)
-    assert has_code(found, "RL102", "checkpoints.jsonl", 1)
-    assert has_code(found, "RL201", "checkpoints.jsonl", 2)
-    assert has_code(found, "RL201", "checkpoints.jsonl", 3)
+    assert has(found, "RL102", "checkpoints.jsonl", 1)
+    assert has(found, "RL201", "checkpoints.jsonl", 2)
+    assert has(found, "RL201", "checkpoints.jsonl", 3)
     assert any(f[0] in ("RL101", "RL102") and f[2] == "config.json" for f in found)
 
 
@@ -111,7 +105,7 @@ def test_lone_surrogate_escape_and_crlf(tmp_path: Path) -> None:
           b'{"step": 2, "progress/batch": 2}\r\n')
     report = validate_run(run)
     assert orjson.dumps(report.to_dict())
-    assert has_code([(f.code, str(f.severity), f.file, f.line, f.pointer)
+    assert has([(f.code, str(f.severity), f.file, f.line, f.pointer)
                      for f in report.findings], "RL102", "metrics.jsonl", 2)
     assert not [f for f in report.findings if f.file == "metrics.jsonl" and f.line == 1
                 and f.severity.name == "ERROR"]
@@ -198,7 +192,7 @@ def test_line_over_the_limit_is_not_parsed(tmp_path: Path, monkeypatch: pytest.M
                                        {"step": 1, "progress/batch": 1}, {"step": 2, "z": [1]}]))
     found = findings(run)
     assert ("RL114", "error", "metrics.jsonl", 1, "") in found
-    assert has_code(found, "RL201", "metrics.jsonl", 3)
+    assert has(found, "RL201", "metrics.jsonl", 3)
 
 
 def test_document_over_the_limit_is_not_parsed(tmp_path: Path,

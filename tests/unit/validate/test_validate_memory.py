@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from factories import run_python
 
 CHILD = """
 import resource, sys
@@ -43,9 +42,9 @@ def make_run(root: Path, megabytes: float) -> Path:
 
 def peak_rss_kb(run: Path) -> int:
     """Peak RSS (KiB) of a fresh interpreter validating ``run`` in one process."""
-    out = subprocess.run([sys.executable, "-c", CHILD, str(run)], capture_output=True, text=True,
-                         check=True, timeout=600)
-    return int(out.stdout.strip())
+    proc = run_python(CHILD, str(run), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return int(proc.stdout.strip())
 
 
 def test_memory_does_not_grow_with_file_size(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_validate_support import NAN, cookbook_run, jsonl, trajectory, write
+from factories import NAN, cookbook_run, jsonl, trajectory, write
 
 import rlio.validate.engine as validate_mod
 from rlio import layout

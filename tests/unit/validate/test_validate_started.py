@@ -8,20 +8,13 @@ are RL116 info. Once the run holds any record they are RL109 errors again.
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from test_validate_support import HTML, cookbook_run, findings, jsonl, write
+from factories import HTML, cookbook_run, findings, has, jsonl, run_python, write
 
 from rlio import layout
 from rlio.validate import validate_run
-
-
-def has(found: list[tuple[str, str, str, int | None, str]], code: str, file: str) -> bool:
-    """Whether ``found`` holds ``code`` at ``file``."""
-    return any(f[0] == code and f[2] == file for f in found)
 
 
 def test_run_not_started_is_not_an_error(tmp_path: Path) -> None:
@@ -38,7 +31,7 @@ def test_writer_killed_before_config_is_not_an_error(tmp_path: Path) -> None:
     config.json) leaves a run that has not started: info only."""
     code = ("import os, signal, sys\nfrom rlio import RunWriter\n"
             "w = RunWriter(sys.argv[1])\nos.kill(os.getpid(), signal.SIGKILL)\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "run")], check=False)
+    proc = run_python(code, str(tmp_path / "run"))
     assert proc.returncode == -signal.SIGKILL
     report = validate_run(tmp_path / "run")
     assert report.ok

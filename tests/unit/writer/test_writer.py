@@ -11,6 +11,7 @@ from collections import OrderedDict
 from typing import Any
 
 import pytest
+from factories import read_jsonl
 
 from rlio import RecordError, RunWriter
 from rlio.errors import LabelCollisionError, UnsafeStorageError
@@ -38,11 +39,6 @@ def rollout(group: int = 0, traj: int = 0, *, n_steps: int = 2, final: float = 1
     }
     rec.update(over)
     return rec
-
-
-def read_lines(path: pathlib.Path) -> list[Any]:
-    with path.open() as f:
-        return [json.loads(line) for line in f]
 
 
 def no_temp_files(root: pathlib.Path) -> bool:
@@ -83,7 +79,7 @@ def test_metrics_without_step_are_written_as_given(tmp_path: pathlib.Path) -> No
     """A metrics record without a step (async mode) keeps exactly its keys."""
     with RunWriter(tmp_path) as run:
         run.log_metrics(OrderedDict([("training_client/step", 3), ("optim/lr", 1e-5)]))
-    assert read_lines(tmp_path / "metrics.jsonl") == [{"training_client/step": 3,
+    assert read_jsonl(tmp_path / "metrics.jsonl") == [{"training_client/step": 3,
                                                        "optim/lr": 1e-5}]
 
 
@@ -110,7 +106,7 @@ def test_metrics_values_are_normalized(tmp_path: pathlib.Path) -> None:
     """Scalar objects (numpy-like .item()), enums and paths become plain JSON scalars."""
     with RunWriter(tmp_path) as run:
         run.log_metrics({"s": FakeScalar(1.5), "c": Color.RED, "p": pathlib.Path("/a/b")}, step=0)
-    assert read_lines(tmp_path / "metrics.jsonl") == [{"step": 0, "s": 1.5, "c": "red",
+    assert read_jsonl(tmp_path / "metrics.jsonl") == [{"step": 0, "s": 1.5, "c": "red",
                                                        "p": "/a/b"}]
 
 
@@ -125,7 +121,7 @@ def test_nested_metric_value_is_rejected_naming_the_key(tmp_path: pathlib.Path,
     assert info.value.pointer == "/bad~1key"
     assert info.value.index == 1
     assert "metrics record 1" in str(info.value) and "/bad~1key" in str(info.value)
-    assert read_lines(tmp_path / "metrics.jsonl") == [{"step": 0, "ok": 1}]
+    assert read_jsonl(tmp_path / "metrics.jsonl") == [{"step": 0, "ok": 1}]
 
 
 def test_metrics_schema_violation_names_pointer(tmp_path: pathlib.Path) -> None:
@@ -144,7 +140,7 @@ def test_conflicting_step_is_rejected(tmp_path: pathlib.Path) -> None:
             run.log_metrics({"step": 3, "x": 1}, step=4)
         assert info.value.pointer == "/step"
         run.log_metrics({"step": 4, "x": 1}, step=4)  # agreeing is fine
-    assert read_lines(tmp_path / "metrics.jsonl") == [{"step": 4, "x": 1}]
+    assert read_jsonl(tmp_path / "metrics.jsonl") == [{"step": 4, "x": 1}]
 
 
 @pytest.mark.parametrize("step", [-1, True, 1.5])
@@ -174,7 +170,7 @@ def test_check_false_skips_schema_but_not_encoding(tmp_path: pathlib.Path) -> No
         run.log_metrics({"progress/done_frac": 2.0}, step=0)
         with pytest.raises(RecordError):
             run.log_metrics({"x": object()}, step=1)
-    assert read_lines(tmp_path / "metrics.jsonl") == [{"step": 0, "progress/done_frac": 2.0}]
+    assert read_jsonl(tmp_path / "metrics.jsonl") == [{"step": 0, "progress/done_frac": 2.0}]
 
 
 # -- checkpoints -------------------------------------------------------------------------------
@@ -197,7 +193,7 @@ def test_checkpoint_accepts_name_as_keyword_and_odd_extra_keys(tmp_path: pathlib
     """name may be passed by keyword; extra keys may be any string, even 'self'."""
     with RunWriter(tmp_path) as run:
         run.record_checkpoint(name="a", batch=1, **{"self": 1, "a b": [1]})
-    assert read_lines(tmp_path / "checkpoints.jsonl") == [
+    assert read_jsonl(tmp_path / "checkpoints.jsonl") == [
         {"name": "a", "batch": 1, "self": 1, "a b": [1]}]
 
 
@@ -363,7 +359,7 @@ def test_rollout_summaries_key_order_and_fill_in(tmp_path: pathlib.Path) -> None
     with RunWriter(tmp_path) as run:
         run.write_rollout_summaries(7, [scrambled, rollout(0, 1)])
     path = tmp_path / "train_iteration_000007_rollout_summaries.jsonl"
-    got = read_lines(path)
+    got = read_jsonl(path)
     assert [list(r) for r in got] == [ROLLOUT_ORDER, ROLLOUT_ORDER]
     assert all(list(s) == STEP_ORDER for r in got for s in r["steps"])
     assert got[0] == {**rec, "schema_version": 1, "split": "train", "iteration": 7}
@@ -376,7 +372,7 @@ def test_rollout_summaries_for_an_evaluator(tmp_path: pathlib.Path) -> None:
     """An evaluator's summaries go to its sanitized label, with split eval/<label>."""
     with RunWriter(tmp_path) as run:
         run.write_rollout_summaries(0, [rollout()], evaluator="gsm8k/test (v2)")
-    got = read_lines(tmp_path / "eval_gsm8k_test_v2_iteration_000000_rollout_summaries.jsonl")
+    got = read_jsonl(tmp_path / "eval_gsm8k_test_v2_iteration_000000_rollout_summaries.jsonl")
     assert got[0]["split"] == "eval/gsm8k_test_v2"
 
 
@@ -392,7 +388,7 @@ def test_rollout_summaries_nonfinite_and_normalization(tmp_path: pathlib.Path) -
     rec = rollout(total_reward=float("nan"), tags=("a", "b"), final_reward=FakeScalar(1.0))
     with RunWriter(tmp_path) as run:
         run.write_rollout_summaries(1, [rec])
-    got = read_lines(tmp_path / "train_iteration_000001_rollout_summaries.jsonl")[0]
+    got = read_jsonl(tmp_path / "train_iteration_000001_rollout_summaries.jsonl")[0]
     assert got["total_reward"] is None and got["tags"] == ["a", "b"]
     assert got["final_reward"] == 1.0
 
@@ -550,7 +546,7 @@ def test_closed_writer_refuses_writes(tmp_path: pathlib.Path) -> None:
         run.record_checkpoint("a")
     with pytest.raises(ValueError, match="closed"):
         run.write_config({})
-    assert read_lines(tmp_path / "metrics.jsonl") == [{"step": 0, "x": 1}]
+    assert read_jsonl(tmp_path / "metrics.jsonl") == [{"step": 0, "x": 1}]
 
 
 def test_log_path_is_kept_as_given(tmp_path: pathlib.Path) -> None:
@@ -593,7 +589,7 @@ def test_many_rollout_records_split_into_exact_lines(tmp_path: pathlib.Path) -> 
             for i in range(50)]
     with RunWriter(tmp_path) as run:
         run.write_rollout_summaries(2, recs)
-    got = read_lines(tmp_path / "train_iteration_000002_rollout_summaries.jsonl")
+    got = read_jsonl(tmp_path / "train_iteration_000002_rollout_summaries.jsonl")
     assert [r["tags"] for r in got] == [r["tags"] for r in recs]
     assert len(got) == 50
 
@@ -604,7 +600,7 @@ def test_step_extra_keys_follow_the_documented_ones(tmp_path: pathlib.Path) -> N
             "episode_done": True, "reward": 0.5, "ac_len": 5, "ob_len": 10, "step_idx": 0}
     with RunWriter(tmp_path) as run:
         run.write_rollout_summaries(0, [rollout(steps=[step], total_reward=1.5)])
-    got = read_lines(tmp_path / "train_iteration_000000_rollout_summaries.jsonl")[0]["steps"][0]
+    got = read_jsonl(tmp_path / "train_iteration_000000_rollout_summaries.jsonl")[0]["steps"][0]
     assert list(got) == ["step_idx", "ob_len", "ac_len", "reward", "episode_done", "stop_reason",
                          "metrics", "logs", "trace", "custom"]
     assert got == step

@@ -11,26 +11,13 @@ import sys
 import textwrap
 import threading
 import time
-from typing import Any
 
 import pytest
+from factories import read_jsonl, run_python, trajectory
 
 from rlio import RecordError, RunWriter
 from rlio.storage import TEMP_INFIX, open_storage
 from rlio.storage.tail import repair_torn_tail
-
-
-def rollout(group: int = 0, traj: int = 0) -> dict[str, Any]:
-    """A valid one-step rollout-summary record."""
-    return {"group_idx": group, "traj_idx": traj, "tags": [], "sampling_client_step": None,
-            "total_reward": 1.5, "final_reward": 1.0, "trajectory_metrics": {},
-            "steps": [{"step_idx": 0, "ob_len": 1, "ac_len": 2, "reward": 0.5,
-                       "episode_done": True, "metrics": {}, "logs": {}}],
-            "final_ob_len": 0}
-
-
-def read_lines(path: pathlib.Path) -> list[Any]:
-    return [json.loads(line) for line in path.read_bytes().splitlines()]
 
 
 def open_fds() -> int:
@@ -45,7 +32,7 @@ def test_metrics_line_is_visible_before_log_metrics_returns(tmp_path: pathlib.Pa
     with RunWriter(tmp_path) as run:
         for i in range(3):
             run.log_metrics({"x": i}, step=i)
-            assert read_lines(tmp_path / "metrics.jsonl")[-1] == {"step": i, "x": i}
+            assert read_jsonl(tmp_path / "metrics.jsonl")[-1] == {"step": i, "x": i}
 
 
 def test_metrics_use_one_persistent_handle(tmp_path: pathlib.Path) -> None:
@@ -59,7 +46,7 @@ def test_metrics_use_one_persistent_handle(tmp_path: pathlib.Path) -> None:
     assert open_fds() == during == before + 1
     run.close()
     assert open_fds() == before
-    assert len(read_lines(tmp_path / "metrics.jsonl")) == 200
+    assert len(read_jsonl(tmp_path / "metrics.jsonl")) == 200
 
 
 def test_flush_makes_lines_durable_without_closing(tmp_path: pathlib.Path) -> None:
@@ -68,7 +55,7 @@ def test_flush_makes_lines_durable_without_closing(tmp_path: pathlib.Path) -> No
         run.log_metrics({"x": 1}, step=0)
         run.flush()
         run.log_metrics({"x": 2}, step=1)
-    assert len(read_lines(tmp_path / "metrics.jsonl")) == 2
+    assert len(read_jsonl(tmp_path / "metrics.jsonl")) == 2
 
 
 # -- torn tails --------------------------------------------------------------------------------
@@ -86,7 +73,7 @@ def test_torn_tail_is_moved_to_sidecar_on_reopen(tmp_path: pathlib.Path, rel: st
             run.record_checkpoint("b", batch=1)
     data = (tmp_path / rel).read_bytes()
     assert data.startswith(good)
-    assert all(isinstance(r, dict) for r in read_lines(tmp_path / rel))
+    assert all(isinstance(r, dict) for r in read_jsonl(tmp_path / rel))
     assert len(data.splitlines()) == 2
     assert (tmp_path / (rel + ".torn")).read_bytes() == b'{"step":1,"na\n'
 
@@ -146,7 +133,7 @@ def test_writer_killed_right_after_opening_leaves_a_not_started_run(
     code = ("import os, signal, sys\nfrom rlio import RunWriter\n"
             "w = RunWriter(sys.argv[1])\nw.write_config({'lr': 1e-4})\n"
             "os.kill(os.getpid(), signal.SIGKILL)\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=False)
+    proc = run_python(code, str(tmp_path))
     assert proc.returncode == -signal.SIGKILL
     assert (tmp_path / "metrics.jsonl").read_bytes() == b""
     codes = {f.code for f in validate_run(tmp_path).findings}
@@ -159,7 +146,7 @@ def test_reopening_keeps_metrics_and_creates_nothing_else(tmp_path: pathlib.Path
         run.log_metrics({"x": 1}, step=0)
     RunWriter(tmp_path).close()
     assert [p.name for p in tmp_path.iterdir()] == ["metrics.jsonl"]
-    assert read_lines(tmp_path / "metrics.jsonl") == [{"step": 0, "x": 1}]
+    assert read_jsonl(tmp_path / "metrics.jsonl") == [{"step": 0, "x": 1}]
 
 
 def test_repeated_repairs_append_to_the_sidecar(tmp_path: pathlib.Path) -> None:
@@ -174,7 +161,7 @@ def test_repeated_repairs_append_to_the_sidecar(tmp_path: pathlib.Path) -> None:
     with RunWriter(tmp_path) as run:
         run.log_metrics({}, step=2)
     assert (tmp_path / "metrics.jsonl.torn").read_bytes() == b'{"st\n{"ste\n'
-    assert [r["step"] for r in read_lines(tmp_path / "metrics.jsonl")] == [0, 1, 2]
+    assert [r["step"] for r in read_jsonl(tmp_path / "metrics.jsonl")] == [0, 1, 2]
 
 
 # -- atomic replace ----------------------------------------------------------------------------
@@ -185,7 +172,7 @@ def test_whole_file_writes_leave_no_temp_files(tmp_path: pathlib.Path) -> None:
     with RunWriter(tmp_path, layout="nested") as run:
         run.write_config({"a": 1})
         run.write_code_diff("d")
-        run.write_rollout_summaries(0, [rollout()])
+        run.write_rollout_summaries(0, [trajectory(0)])
         with run.logtree(0, title="t") as lt:
             lt.text("x")
         with pytest.raises(RecordError):
@@ -200,9 +187,9 @@ def test_whole_file_writes_leave_no_temp_files(tmp_path: pathlib.Path) -> None:
 def test_rollout_summaries_are_replaced_whole(tmp_path: pathlib.Path) -> None:
     """Writing an iteration again replaces its file (a shorter file leaves no old bytes)."""
     with RunWriter(tmp_path) as run:
-        run.write_rollout_summaries(0, [rollout(0, i) for i in range(5)])
-        run.write_rollout_summaries(0, [rollout(0, 9)])
-    got = read_lines(tmp_path / "train_iteration_000000_rollout_summaries.jsonl")
+        run.write_rollout_summaries(0, [trajectory(0, 0, i) for i in range(5)])
+        run.write_rollout_summaries(0, [trajectory(0, 0, 9)])
+    got = read_jsonl(tmp_path / "train_iteration_000000_rollout_summaries.jsonl")
     assert [r["traj_idx"] for r in got] == [9]
 
 
@@ -266,11 +253,11 @@ def test_threads_sharing_a_writer_never_interleave(tmp_path: pathlib.Path) -> No
             th.start()
         for th in threads:
             th.join()
-    recs = read_lines(tmp_path / "metrics.jsonl")
+    recs = read_jsonl(tmp_path / "metrics.jsonl")
     assert len(recs) == n_threads * per_thread
     for t in range(n_threads):
         assert [r["i"] for r in recs if r["thread"] == t] == list(range(per_thread))
-    assert len(read_lines(tmp_path / "checkpoints.jsonl")) == n_threads * 3
+    assert len(read_jsonl(tmp_path / "checkpoints.jsonl")) == n_threads * 3
 
 
 _CHILD = textwrap.dedent("""
@@ -292,7 +279,7 @@ def test_processes_recording_checkpoints_concurrently(tmp_path: pathlib.Path) ->
              for k in range(3)]
     for p in procs:
         assert p.wait(timeout=120) == 0
-    recs = read_lines(tmp_path / "checkpoints.jsonl")
+    recs = read_jsonl(tmp_path / "checkpoints.jsonl")
     assert len(recs) == 3 * n
     for k in range(3):
         assert [r["batch"] for r in recs if r["name"].startswith(f"p{k}-")] == list(range(n))
@@ -354,8 +341,8 @@ def test_resume_moves_superseded_metrics_aside(tmp_path: pathlib.Path) -> None:
     with RunWriter(tmp_path, resume=True) as run:
         assert run.resume_state is not None and run.resume_state.next_batch == 3
         run.log_metrics({"x": 3}, step=3)
-    assert [r["step"] for r in read_lines(tmp_path / "metrics.jsonl")] == [0, 1, 2, 3]
-    assert [r["step"] for r in read_lines(tmp_path / "metrics.jsonl.superseded")] == [3, 4, 5]
+    assert [r["step"] for r in read_jsonl(tmp_path / "metrics.jsonl")] == [0, 1, 2, 3]
+    assert [r["step"] for r in read_jsonl(tmp_path / "metrics.jsonl.superseded")] == [3, 4, 5]
     assert (tmp_path / "metrics.jsonl.torn").read_bytes() == b'{"step":6,"x"\n'
 
 

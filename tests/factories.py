@@ -1,0 +1,292 @@
+"""Shared builders of the test suite: runs and records written by hand, files, and processes.
+
+Runs here are written the way the Tinker cookbook writes them (no rlio involved), so the
+validator, the report and the readers are tested against what really lands on disk. The quirky
+run reproduces every cookbook quirk SPEC.md lists: Python ``json.dumps`` defaults
+(``NaN``/``Infinity`` tokens, ASCII escapes, ", " separators), indent-2 config and logtree JSON
+without a final newline, naive ``started_at`` timestamps, 0-byte summary files, HTML-only
+iterations, rolling checkpoints with nested extra keys, an eval-only metrics line at the end.
+
+Import it from any test as ``import factories`` or ``from factories import cookbook_run``
+(``tests/`` is on pytest's ``pythonpath``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlio import layout
+from rlio.cli import main
+from rlio.validate import validate_run
+
+NAN = float("nan")
+
+HTML = ('<!doctype html>\n<html lang="en">\n<head>\n<title>t</title>\n</head>\n'
+        '<body class="lt-root">\n</body>\n</html>\n')
+"""A minimal well-formed logtree HTML page."""
+
+Row = tuple[str, str, str, int | None, str]
+"""A finding as ``(code, severity, file, line, pointer)``."""
+
+
+# -- files ------------------------------------------------------------------------------------
+
+
+def dumps(obj: Any) -> str:
+    """The cookbook's serializer: ``json.dumps`` defaults (NaN tokens, ", " separators)."""
+    return json.dumps(obj)
+
+
+def jsonl(records: Iterable[Any]) -> str:
+    """Cookbook JSONL: one ``json.dumps`` line per record, each ending in a newline."""
+    return "".join(dumps(r) + "\n" for r in records)
+
+
+def write(root: Path, rel: str, data: bytes | str) -> Path:
+    """Write ``data`` at run-relative ``rel`` (parents created); returns the path."""
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.encode() if isinstance(data, str) else data)
+    return path
+
+
+def write_jsonl(root: Path, rel: str, records: Iterable[Any]) -> Path:
+    """Write ``records`` as cookbook JSONL at run-relative ``rel``."""
+    return write(root, rel, jsonl(records))
+
+
+def write_json(root: Path, rel: str, obj: Any, *, indent: int | None = None) -> Path:
+    """Write ``obj`` as one JSON document (no final newline) at run-relative ``rel``."""
+    return write(root, rel, json.dumps(obj, indent=indent))
+
+
+def read_jsonl(path: Path) -> list[Any]:
+    """How the cookbook reads JSONL: ``json.loads`` per line (a blank line is an error)."""
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+# -- records ----------------------------------------------------------------------------------
+
+
+def rollout_step(i: int, *, last: bool = False, **overrides: Any) -> dict[str, Any]:
+    """Step ``i`` of a rollout summary (SPEC §6): reward ``0.25 * (i + 1)``."""
+    step = {"step_idx": i, "ob_len": 100 + i, "ac_len": 20, "reward": 0.25 * (i + 1),
+            "episode_done": last, "metrics": {"format": 1.0}, "logs": {"answer": "42"}}
+    step.update(overrides)
+    return step
+
+
+def trajectory(iteration: int, group: int = 0, traj: int = 0, *, split: str = "train",
+               n_steps: int = 2, final: float = 0.0, **overrides: Any) -> dict[str, Any]:
+    """A valid rollout summary record (SPEC §6) whose total_reward matches its steps.
+
+    ``overrides`` replace top-level keys after the record is built (so a wrong ``total_reward``
+    or a missing key is one argument away).
+    """
+    steps = [rollout_step(i, last=i == n_steps - 1) for i in range(n_steps)]
+    total = sum(s["reward"] for s in steps) + final
+    record = {"schema_version": 1, "split": split, "iteration": iteration, "group_idx": group,
+              "traj_idx": traj, "tags": ["math"], "sampling_client_step": iteration,
+              "total_reward": total, "final_reward": final,
+              "trajectory_metrics": {"num_turns": n_steps}, "steps": steps, "final_ob_len": 0}
+    record.update(overrides)
+    return record
+
+
+def metrics_line(step: int, **values: Any) -> dict[str, Any]:
+    """A training metrics line at ``step`` (``progress/batch`` too), plus ``values``."""
+    return {"step": step, "progress/batch": step, "optim/lr": 1e-5, **values}
+
+
+def metrics_lines(steps: Iterable[int]) -> str:
+    """Cookbook JSONL of one training metrics line per step in ``steps``."""
+    return jsonl(metrics_line(s) for s in steps)
+
+
+def checkpoint_line(name: str, batch: int | None = None, **extra: Any) -> dict[str, Any]:
+    """A checkpoints.jsonl line with a ``tinker://r/weights/<name>`` state_path, plus ``extra``.
+
+    Pass ``state_path=None`` for a sampler-only line (the key is then left out).
+    """
+    line: dict[str, Any] = {"name": name}
+    if batch is not None:
+        line["batch"] = batch
+    line["state_path"] = f"tinker://r/weights/{name}"
+    line.update(extra)
+    return {k: v for k, v in line.items() if not (k == "state_path" and v is None)}
+
+
+def logtree_doc(title: str, path: str | None, started_at: str) -> dict[str, Any]:
+    """A small logtree document with a conversation node, as the cookbook serializes it."""
+    conversation = {"type": "conversation", "messages": [
+        {"role": "user", "content": "What is 6*7? \u00e9"},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm"},
+                                          {"type": "text", "text": "42"}]},
+    ]}
+    return {"title": title, "started_at": started_at, "path": path, "root": {
+        "tag": "body", "attrs": {"class": "lt-root"}, "children": [
+            {"tag": "h1", "attrs": {"class": "lt-title"}, "children": [title]},
+            {"tag": "section", "attrs": {"class": "lt-section"}, "children": [
+                {"tag": "h2", "attrs": {}, "children": ["Group Rollout"]},
+                {"tag": "div", "attrs": {}, "children": [], "data": conversation},
+            ]},
+        ]}}
+
+
+# -- runs -------------------------------------------------------------------------------------
+
+
+def cookbook_run(root: Path, iterations: int = 3, *, layout_name: layout.Layout = "flat",
+                 quirks: bool = True, evaluator_every: int = 5, logtrees: bool = True) -> Path:
+    """A run as the cookbook writes it, in either layout, with ``iterations`` iterations.
+
+    With ``quirks`` (the default) the run holds every documented cookbook quirk and every file
+    kind (config, code diff, NaN metrics, checkpoints, timing spans, trace events, logtrees,
+    rollout summaries, an empty evaluator at iteration 0, an HTML-only last iteration) and
+    validates with no error. Without, it is only what a report charts and links: finite
+    metrics with an evaluator line every ``evaluator_every`` iterations, a small config and
+    placeholder pages (``logtrees=False``: HTML only), and no checkpoint ledger.
+    """
+    if quirks:
+        return _quirky_run(root, iterations, layout_name)
+    return _chart_run(root, iterations, layout_name, evaluator_every, logtrees)
+
+
+def _chart_run(root: Path, iterations: int, run_layout: layout.Layout, evaluator_every: int,
+               logtrees: bool) -> Path:
+    """The plain run of ``cookbook_run(quirks=False)``."""
+    root.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i in range(iterations):
+        lines.append({"step": i, "progress/batch": i, "progress/done_frac": (i + 1) / iterations,
+                      "env/all/reward/total": math.tanh(i / 10), "optim/entropy": 1 - i / 1e4,
+                      "optim/kl_sample_train_v1": 0.01, "optim/lr": 4e-5})
+        for evaluator in ["test"] if i % evaluator_every == 0 else []:
+            lines.append({"step": i, f"{evaluator}/env/all/reward/total": i / iterations})
+    write(root, layout.METRICS, jsonl(lines))
+    write_json(root, layout.CONFIG, {"model_name": "m", "lr": 4e-5}, indent=2)
+    for i in range(iterations):
+        labels: list[str | None] = [None] + (["test"] if i % evaluator_every == 0 else [])
+        for label in labels:
+            for artifact in ("html", "logtree") if logtrees else ("html",):
+                write(root, layout.iteration_path(run_layout, i, artifact, label=label),
+                      "<!doctype html><p>page</p>" if artifact == "html" else "{}")
+    return root
+
+
+def _quirky_run(root: Path, iterations: int, layout_name: layout.Layout) -> Path:
+    """The run of ``cookbook_run(quirks=True)``."""
+    root.mkdir(parents=True, exist_ok=True)
+    write_json(root, "config.json", {
+        "learning_rate": 1e-5, "log_path": str(root), "kl_coef": NAN,
+        "dataset_builder": {"__type__": "<class 'pathlib.PosixPath'>", "fn": {}},
+    }, indent=2)
+    write(root, "code.diff", b"")
+    metrics = []
+    for i in range(iterations):
+        metrics.append({"step": i, "progress/batch": i, "optim/lr": 1e-5,
+                        "progress/done_frac": (i + 1) / iterations,
+                        "env/all/reward/total": 0.5 if i else NAN, "optim/kl_sample_train_v1": NAN,
+                        "time/total": 1.5, "time/sample:count": 3})
+    metrics.append({"step": iterations, "test/env/all/reward/total": 0.75})  # eval-only at end
+    write_jsonl(root, "metrics.jsonl", metrics)
+    write_jsonl(root, "checkpoints.jsonl", [
+        {"name": "000001", "batch": 1, "state_path": "tinker://run-1/weights/000001",
+         "rolling": True, "extra": {"a": [1], "b": {"c": None}}},
+        {"name": "000002", "batch": 2, "state_path": "tinker://run-1/weights/000002",
+         "sampler_path": "tinker://run-1/sampler_weights/000002"},
+        {"name": "final", "batch": iterations, "state_path": "tinker://run-1/weights/final",
+         "sampler_path": "tinker://run-1/sampler_weights/final"},
+    ])
+    write_jsonl(root, "timing_spans.jsonl", [
+        {"step": i, "spans": [{"name": "sample", "duration": 0.5, "wall_start": 10.0 + i,
+                               "wall_end": 10.5 + i, "attributes": {"k": 1}}]}
+        for i in range(iterations)])
+    write_jsonl(root, "trace_events.jsonl", [
+        {"name": "train_step", "ph": "B", "pid": 0, "tid": 12, "ts": 1.5,
+         "args": {"track": "main"}, "cat": "async"},
+        {"name": "train_step", "ph": "E", "pid": 0, "tid": 12, "ts": 2.5, "args": {}}])
+    write(root, "logs.log", "INFO started\n")
+    for i in range(iterations):
+        html = layout.iteration_path(layout_name, i, "html")
+        write(root, html, HTML)
+        if i == iterations - 1:
+            continue  # an HTML-only iteration, as old runs wrote them
+        stamp = f"2025-03-01T12:0{i}:00" if i % 2 == 0 else f"2025-03-01T12:0{i}:07.518204"
+        write_json(root, layout.iteration_path(layout_name, i, "logtree"),
+                   logtree_doc(f"RL Iteration {i}", str(root / html), stamp), indent=2)
+        records = [trajectory(i, g, t) for g in range(2) for t in range(3)]
+        records[0]["trajectory_metrics"]["kl"] = NAN
+        write_jsonl(root, layout.iteration_path(layout_name, i, "rollout_summaries"), records)
+        if i == 0:
+            write(root, layout.iteration_path(layout_name, i, "rollout_summaries", label="test"),
+                  b"")  # an evaluator that produced nothing: 0 bytes
+            ev_html = layout.iteration_path(layout_name, i, "html", label="test")
+            write(root, ev_html, HTML)
+            write_json(root, layout.iteration_path(layout_name, i, "logtree", label="test"),
+                       logtree_doc("Running evaluation test 0", str(root / ev_html),
+                                   "2025-03-01 12:00"), indent=2)
+    return root
+
+
+# -- validating -------------------------------------------------------------------------------
+
+
+def findings(root: Path | str, **kw: Any) -> list[Row]:
+    """``(code, severity, file, line, pointer)`` of every finding of ``validate_run(root)``."""
+    report = validate_run(root, **kw)
+    return [(f.code, str(f.severity), f.file, f.line, f.pointer) for f in report.findings]
+
+
+def codes(root: Path | str, **kw: Any) -> set[str]:
+    """The set of codes ``validate_run(root)`` reports."""
+    return {f[0] for f in findings(root, **kw)}
+
+
+def errors(root: Path | str) -> list[Row]:
+    """Error-level findings of ``validate_run(root)`` only."""
+    return [f for f in findings(root) if f[1] == "error"]
+
+
+def has(found: Iterable[Row], code: str, file: str, line: int | None = None,
+        pointer: str | None = None) -> bool:
+    """Whether ``found`` holds ``code`` at ``file`` (and ``line``/``pointer`` when given)."""
+    return any(f[0] == code and f[2] == file and (line is None or f[3] == line)
+               and (pointer is None or f[4] == pointer) for f in found)
+
+
+# -- processes --------------------------------------------------------------------------------
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``rlio ARGV`` in-process: its exit status, stdout and stderr."""
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_cli(*args: str, cwd: Path | str | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python -m rlio ARGS`` in a real subprocess, output captured as text, never raising."""
+    return subprocess.run([sys.executable, "-m", "rlio", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout, check=False)
+
+
+def run_python(code: str, *argv: str, flags: Iterable[str] = (),
+               timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` (dedented) in a fresh interpreter: ``python FLAGS -c code ARGV``.
+
+    Output is captured as text; the caller checks ``returncode`` (a SIGKILL is ``-9``).
+    """
+    return subprocess.run([sys.executable, *flags, "-c", textwrap.dedent(code), *argv],
+                          capture_output=True, text=True, timeout=timeout, check=False)
