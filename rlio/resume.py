@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from rlio import layout
 from rlio._codec.jsonl import DecodeError, decode
+from rlio._codec.lines import BackwardLine, backward_lines, count_newlines
 from rlio.errors import ResumeError
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
@@ -44,13 +45,8 @@ __all__ = [
     "resume_document",
 ]
 
-#: Backward reads start with this many bytes and double (up to ``_MAX_CHUNK``) for long lines.
-_CHUNK = 64 * 1024
-_MAX_CHUNK = 4 * 1024 * 1024
 #: A line longer than this is skipped unread (reported), so memory stays bounded.
 _MAX_LINE = 16 * 1024 * 1024
-#: Chunk size of the forward newline count behind the lazy line numbers.
-_COUNT_CHUNK = 1024 * 1024
 
 SkipKind = Literal["blank", "unparseable", "torn", "too_long", "not_object"]
 #: Kinds of per-iteration files a restart rewrites.
@@ -73,75 +69,9 @@ class SkippedLine:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class _Segment:
-    """One line read backwards: its start offset, bytes (None when too long) and terminator."""
-
-    start: int
-    data: bytes | None
-    terminated: bool
-
-
-def _backward_lines(storage: Storage, rel: str, size: int) -> Iterator[_Segment]:
-    """Yield the lines of ``rel[:size]`` from the last to the first, without their newline.
-
-    The last segment may be unterminated (a torn tail). Reads 64 KiB chunks from the end and
-    holds at most one line plus one chunk in memory; a line longer than ``_MAX_LINE`` is
-    yielded with ``data=None`` after its start has been found by scanning, not by holding it.
-    """
-    if size <= 0:
-        return
-    pos = max(0, size - _CHUNK)
-    data = storage.read_range(rel, pos, size)
-    terminated = data.endswith(b"\n")
-    end = size - 1 if terminated else size  # file offset just past the current line's content
-    chunk = _CHUNK
-    while True:
-        idx = data.rfind(b"\n", 0, end - pos)
-        too_long = False
-        while idx < 0 and pos > 0:
-            if end - pos > _MAX_LINE:
-                too_long = True
-                data, pos = _skip_back(storage, rel, pos)
-                idx = data.rfind(b"\n")
-                break
-            n = min(chunk, pos)
-            chunk = min(chunk * 2, _MAX_CHUNK)
-            data = storage.read_range(rel, pos - n, pos) + data[: end - pos]
-            pos -= n
-            idx = data.rfind(b"\n", 0, end - pos)
-        start = pos + idx + 1
-        yield _Segment(start, None if too_long else data[idx + 1 : end - pos], terminated)
-        if start == 0:
-            return
-        end, terminated, chunk = start - 1, True, _CHUNK
-
-
-def _skip_back(storage: Storage, rel: str, pos: int) -> tuple[bytes, int]:
-    """Read backwards from ``pos`` until a chunk holds a newline; returns (chunk, its offset)."""
-    while pos > 0:
-        n = min(_MAX_CHUNK, pos)
-        data = storage.read_range(rel, pos - n, pos)
-        pos -= n
-        if b"\n" in data:
-            return data, pos
-    return b"", 0
-
-
-def _count_newlines(storage: Storage, rel: str, end: int) -> int:
-    """Newlines in ``rel[:end]``, counted forward in 1 MiB chunks (flat memory, O(end) time)."""
-    if end <= 0:
-        return 0
-    count = 0
-    remaining = end
-    with storage.open_read(rel) as f:
-        while remaining > 0:
-            block = f.read(min(_COUNT_CHUNK, remaining))
-            if not block:
-                break
-            count += block.count(b"\n")
-            remaining -= len(block)
-    return count
+def _backward(storage: Storage, rel: str, size: int) -> Iterator[BackwardLine]:
+    """The lines of ``rel[:size]``, last first, each over ``_MAX_LINE`` bytes passed unread."""
+    return backward_lines(storage, rel, size, max_line=_MAX_LINE + 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +93,7 @@ class _LedgerScan:
     skips: tuple[_Skip, ...]
 
 
-def _classify(seg: _Segment, is_last: bool) -> tuple[Any, _Skip | None]:
+def _classify(seg: BackwardLine, is_last: bool) -> tuple[Any, _Skip | None]:
     """Decode one segment; returns (record, None) or (None, skip) with ``after`` left at 0."""
     if not seg.terminated:
         return None, _Skip(0, "torn", "torn last line (no final newline): ignored, what a crash "
@@ -195,7 +125,7 @@ def _scan_ledger(storage: Storage, required_key: str, *, last_only: bool = False
     size = entry.size
     torn = False
     found: list[tuple[int, _Skip]] = []  # (backward index, skip)
-    for i, seg in enumerate(_backward_lines(storage, layout.CHECKPOINTS, size)):
+    for i, seg in enumerate(_backward(storage, layout.CHECKPOINTS, size)):
         value, skip = _classify(seg, i == 0)
         if skip is not None:
             torn = torn or skip.kind == "torn"
@@ -232,7 +162,7 @@ def _metrics_cut(storage: Storage, next_batch: int) -> _MetricsCut | None:
         return None
     cut: _MetricsCut | None = None
     complete = 0
-    for seg in _backward_lines(storage, layout.METRICS, size):
+    for seg in _backward(storage, layout.METRICS, size):
         if not seg.terminated:
             continue  # a torn tail is not a line; the writer moves it to metrics.jsonl.torn
         complete += 1
@@ -251,7 +181,7 @@ def _whole_file_cut(storage: Storage) -> _MetricsCut | None:
         size = storage.size(layout.METRICS)
     except FileNotFoundError:
         return None
-    lines = _count_newlines(storage, layout.METRICS, size)
+    lines = count_newlines(storage, layout.METRICS, size)
     return _MetricsCut(0, lines) if lines else None
 
 
@@ -313,7 +243,7 @@ class ResumeState:
         It is one plus the number of ``\\n`` bytes before the record, so blank and unparseable
         lines count (the same numbering as an editor and the validator's findings).
         """
-        return _count_newlines(self._storage, layout.CHECKPOINTS, self.offset) + 1
+        return count_newlines(self._storage, layout.CHECKPOINTS, self.offset) + 1
 
     @cached_property
     def skipped_lines(self) -> list[SkippedLine]:
@@ -337,7 +267,7 @@ class ResumeState:
         cut = self._metrics
         if cut is None:
             return None
-        first = _count_newlines(self._storage, layout.METRICS, cut.offset) + 1
+        first = count_newlines(self._storage, layout.METRICS, cut.offset) + 1
         return first, first + cut.lines - 1
 
     def describe(self) -> str:
@@ -386,7 +316,7 @@ def _state_from_scan(storage: Storage, scan: _LedgerScan, required_key: str) -> 
     elif epoch is not None and not _nonneg_int(epoch):
         problem = f"has epoch {epoch!r}"
     if problem is not None or not isinstance(batch, int):
-        line = _count_newlines(storage, layout.CHECKPOINTS, scan.offset) + 1
+        line = count_newlines(storage, layout.CHECKPOINTS, scan.offset) + 1
         raise ResumeError(
             f"{storage.display(layout.CHECKPOINTS)}:{line}: resumable checkpoint "
             f"{record.get('name')!r} ({required_key}={record.get(required_key)!r}) {problem}; "

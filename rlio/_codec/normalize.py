@@ -185,15 +185,28 @@ def has_nonfinite(obj: Any) -> bool:
 def nonfinite_to_none(obj: Any) -> Any:
     """A copy of a plain JSON value with every NaN and infinity replaced by None.
 
-    This is what the strict-JSON writer puts on disk, so schema checks judge this form.
+    This is what the strict-JSON writer puts on disk, so schema checks judge this form (the writer
+    on a failed record, the validator on a line with ``NaN`` tokens). Iterative, so a value nested
+    as deep as any parser returns is copied without a RecursionError.
     """
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: nonfinite_to_none(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [nonfinite_to_none(v) for v in obj]
-    return obj
+    if not isinstance(obj, (dict, list)):
+        return obj
+    root: Any = dict(obj) if isinstance(obj, dict) else list(obj)
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        items: Any = list(node.items()) if isinstance(node, dict) else enumerate(node)
+        for key, v in items:
+            if isinstance(v, float):
+                if not math.isfinite(v):
+                    node[key] = None
+            elif isinstance(v, (dict, list)):
+                copy: Any = dict(v) if isinstance(v, dict) else list(v)
+                node[key] = copy
+                stack.append(copy)
+    return root
 
 
 def checked_slow(schema: str, record: Any, what: str, index: int) -> Any:

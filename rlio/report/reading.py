@@ -9,10 +9,11 @@ import math
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from rlio import layout
 from rlio._codec.jsonl import DecodeError, decode
+from rlio._codec.lines import ForwardLines
 from rlio.errors import ResumeError
 from rlio.findings import Report
 from rlio.resume import read_resume_state
@@ -25,6 +26,9 @@ from rlio.validate import validate_run
 
 EVAL_REWARD_SUFFIX = "/env/all/reward/total"
 _MAX_EVAL_CHARTS = 8
+#: A JSONL line of this many bytes or more is skipped unread and counted as bad (memory bound;
+#: the validator's limit, so the report reads every line the validator parses).
+MAX_LINE: Final = 64 << 20
 
 
 @dataclass
@@ -53,7 +57,8 @@ class FileStats:
 
 
 def _iter_jsonl(storage: Storage, rel: str, stats: FileStats) -> Iterator[dict[str, Any]]:
-    """The objects of a JSONL file, streamed; blank, bad and torn lines are counted, skipped.
+    """The objects of a JSONL file, streamed; blank, bad, too long and torn lines are counted,
+    skipped.
 
     A symlink is never followed and an unreadable file ends the stream; both are noted.
     """
@@ -65,9 +70,12 @@ def _iter_jsonl(storage: Storage, rel: str, stats: FileStats) -> Iterator[dict[s
         return
     try:
         with storage.open_read(rel) as f:
-            for raw in f:
-                stats.lines += 1
-                if not raw.endswith(b"\n"):
+            for number, raw, terminated in ForwardLines(f, max_line=MAX_LINE):
+                stats.lines = number
+                if raw is None:
+                    stats.bad += 1  # too long to read: skipped like an unparseable line
+                    continue
+                if not terminated:
                     stats.torn = True  # what a crash leaves: readers ignore it (SPEC §2)
                     return
                 if not raw.strip():

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from rlio import layout as L
 from rlio._codec.jsonl import DecodeError, decode
+from rlio._codec.lines import backward_lines
 from rlio.storage.base import Storage
 
-_TAIL_CHUNK = 1 << 16
+#: A last complete line longer than this is not read to judge it (memory bound): it is kept.
+_MAX_LINE = 16 << 20
 
 
 # --------------------------------------------------------------------------------------------
@@ -17,31 +19,25 @@ def _torn_offset(storage: Storage, rel: str, size: int, check_json: bool) -> int
     """Where the torn tail of an append-only file starts (``size`` when there is none).
 
     Torn: bytes after the last ``\\n``; for JSONL files also a last complete line that does not
-    parse (what a crash can leave behind a zero-filled or half-flushed block).
+    parse (what a crash can leave behind a zero-filled or half-flushed block). Lines are read
+    from the end (``backward_lines``), at most two of them.
     """
-    buf, pos = b"", size
-    while True:
-        start = max(0, pos - _TAIL_CHUNK)
-        buf = storage.read_range(rel, start, pos) + buf
-        pos = start
-        last_nl = buf.rfind(b"\n")
-        if last_nl < 0 and pos > 0:
-            continue  # the unterminated tail is longer than what was read
-        tail = pos + last_nl + 1  # start of the unterminated tail (== size when none)
-        if not check_json or last_nl < 0:
-            return tail
-        prev_nl = buf.rfind(b"\n", 0, last_nl)
-        if prev_nl < 0 and pos > 0:
-            continue  # the last complete line starts before what was read
-        line = buf[prev_nl + 1:last_nl]
-        if not line.strip():
-            return tail  # a blank line is tolerated, not torn
-        try:
-            decode(line)
-        except DecodeError as exc:
-            if exc.kind in ("json", "utf8"):
-                return pos + prev_nl + 1
+    lines = backward_lines(storage, rel, size, max_line=_MAX_LINE + 1)
+    last = next(lines, None)
+    if last is None:
+        return size
+    tail = size if last.terminated else last.start  # start of the unterminated tail
+    if not check_json:
         return tail
+    complete = last if last.terminated else next(lines, None)
+    if complete is None or complete.data is None or not complete.data.strip():
+        return tail  # no complete line, one too long to read, or a blank one (tolerated)
+    try:
+        decode(complete.data)
+    except DecodeError as exc:
+        if exc.kind in ("json", "utf8"):
+            return complete.start
+    return tail
 
 
 def repair_torn_tail(storage: Storage, rel: str) -> int:

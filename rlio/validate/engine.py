@@ -19,6 +19,7 @@ from typing import Any, Final, TypeVar
 import orjson
 
 from rlio import layout
+from rlio._codec.lines import ForwardLines, next_line_start
 from rlio._schema.loader import KIND_SCHEMA
 from rlio.errors import RunNotFoundError
 from rlio.findings import Finding, Report, finding
@@ -39,7 +40,6 @@ from rlio.validate.scan import (
     check_document,
     check_html,
     check_utf8_text,
-    line_reader,
     scan_jsonl,
 )
 
@@ -317,17 +317,7 @@ class _Validator:
         shift = min(size // (4 * parts), _HELPER_START_BYTES) if parts > 1 else 0
         for k in range(1, parts):
             off = max(size * k // parts + shift, points[-1])
-            while off < size:
-                chunk = self.storage.read_range(rel, off, min(size, off + (1 << 16)))
-                if not chunk:
-                    off = size
-                    break
-                i = chunk.find(b"\n")
-                if i >= 0:
-                    off += i + 1
-                    break
-                off += len(chunk)
-            points.append(min(off, size))
+            points.append(next_line_start(self.storage, rel, off, size))
         points.append(size)
         return [(a, b) for a, b in itertools.pairwise(points) if b > a]
 
@@ -356,10 +346,7 @@ class _Validator:
     def _records(self, rel: str) -> Iterator[tuple[int, Any]]:
         """Every decodable record of a JSONL file with its line (for the duplicate-pair pass)."""
         with self.storage.open_read(rel) as stream:
-            readline = line_reader(stream)
-            n = 0
-            while line := readline(MAX_LINE):
-                n += 1
-                if len(line) < MAX_LINE:
+            for n, line, _ in ForwardLines(stream, max_line=MAX_LINE):
+                if line is not None:
                     with contextlib.suppress(orjson.JSONDecodeError):
                         yield n, orjson.loads(line)

@@ -1,9 +1,9 @@
 """The validator's per-file passes: stream JSONL line by line, parse JSON documents, sniff HTML.
 
-Memory stays flat: a JSONL file is read with a bounded ``readline`` and each record is dropped as
-soon as it has been judged. A line is first given to the schema's msgspec decoder
-(``rlio._schema.decoders``), which parses and validates in one pass and only ever accepts valid
-lines; a line it refuses is parsed by orjson and judged by the compiled fast check
+Memory stays flat: a JSONL file is read by the bounded line reader (``rlio._codec.lines``) and
+each record is dropped as soon as it has been judged. A line is first given to the schema's
+msgspec decoder (``rlio._schema.decoders``), which parses and validates in one pass and only ever
+accepts valid lines; a line it refuses is parsed by orjson and judged by the compiled fast check
 (``rlio.schema.fast_check``); python-jsonschema only explains a record that failed, and only while
 the file's findings of that code are under the cap. Everything here returns findings as values:
 a hostile file (invalid UTF-8, a torn tail, a 10 MB string, JSON nested past every parser's limit)
@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import io
-import math
 import sys
 import threading
 from collections.abc import Callable
@@ -25,6 +23,8 @@ from typing import Any, BinaryIO, Final
 import orjson
 
 from rlio._codec.jsonl import DecodeError, decode
+from rlio._codec.lines import ForwardLines
+from rlio._codec.normalize import nonfinite_to_none
 from rlio._schema.decoders import decoder_for
 from rlio.findings import (
     CATALOGUE,
@@ -129,26 +129,6 @@ def capped(code: str, extra: int, cap: int, *, file: str) -> Finding:
                             "per code)", file=file, severity=sev)
 
 
-def _strip_nonfinite(value: Any) -> Any:
-    """Replace NaN/Infinity floats by None (the schemas' stand-in for a non-finite measurement)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if not isinstance(value, (dict, list)):
-        return value
-    root: list[Any] = [value]
-    stack: list[tuple[Any, Any]] = [(root, 0)]
-    while stack:
-        parent, key = stack.pop()
-        v = parent[key]
-        if isinstance(v, float) and not math.isfinite(v):
-            parent[key] = None
-        elif isinstance(v, dict):
-            stack.extend((v, k) for k in v)
-        elif isinstance(v, list):
-            stack.extend((v, i) for i in range(len(v)))
-    return root[0]
-
-
 def call_deep(fn: Callable[..., Any], *args: Any) -> Any:
     """Run ``fn(*args)`` in a thread with a large stack and recursion limit.
 
@@ -243,42 +223,6 @@ class _Pending:
     pointer: str = ""
 
 
-def line_reader(stream: BinaryIO) -> Callable[[int], bytes]:
-    """A bounded ``readline(limit)``: the stream's own when it is a buffered reader (fast path),
-    else a chunked one (fsspec files have ``readline()`` without a size argument)."""
-    if isinstance(stream, io.BufferedIOBase):
-        return stream.readline
-    return _ChunkLines(stream).readline
-
-
-class _ChunkLines:
-    """``readline(limit)`` over any stream with ``read(n)``."""
-
-    def __init__(self, stream: BinaryIO) -> None:
-        self._stream = stream
-        self._buf = b""
-        self._pos = 0
-
-    def readline(self, limit: int) -> bytes:
-        while True:
-            i = self._buf.find(b"\n", self._pos, self._pos + limit)
-            if i >= 0:
-                line = self._buf[self._pos:i + 1]
-                self._pos = i + 1
-                return line
-            if len(self._buf) - self._pos >= limit:
-                line = self._buf[self._pos:self._pos + limit]
-                self._pos += limit
-                return line
-            chunk = self._stream.read(_CHUNK)
-            if not chunk:
-                line = self._buf[self._pos:]
-                self._buf, self._pos = b"", 0
-                return line
-            self._buf = self._buf[self._pos:] + chunk
-            self._pos = 0
-
-
 def scan_jsonl(
     stream: BinaryIO, sink: Sink, *, schema: str, append_only: bool,
     on_record: RecordHook | None = None, limit: int | None = None, at_eof: bool = True,
@@ -309,31 +253,23 @@ def scan_jsonl(
     misses = since = 0
     resume_at = sys.maxsize
     loads = orjson.loads
-    readline = line_reader(stream)
+    reader = ForwardLines(stream, max_line=MAX_LINE, limit=limit)
     stats = ScanStats()
     pending: _Pending | None = None
-    lineno = records = pos = 0
-    end = sys.maxsize if limit is None else limit
-    while pos < end:
-        line = readline(MAX_LINE)
-        if not line:
-            break
-        lineno += 1
-        n = len(line)
-        pos += n
+    lineno = records = 0
+    for lineno, line, terminated in reader:
         if pending is not None:
             _flush(sink, pending)
             pending = None
-        if line[-1] != 10 or n > LONG_LINE:
-            if n >= MAX_LINE and line[-1] != 10:
-                pos += _skip_rest(readline)
-                sink.add("RL114", f"line longer than {MAX_LINE >> 20} MiB; not parsed",
-                         line=lineno)
-                continue
-            if line[-1] != 10:  # only the very last line can lack its newline
+        if line is None:
+            sink.add("RL114", f"line longer than {MAX_LINE >> 20} MiB; not parsed", line=lineno)
+            continue
+        n = len(line)
+        if not terminated or n > LONG_LINE:
+            if not terminated:  # only the very last line can lack its newline
                 if at_eof:
                     _torn(sink, lineno, append_only, "has no final newline")
-                    break
+                    continue  # (the last line: the reader ends)
             elif n > LONG_LINE:
                 sink.add("RL115", f"line is {n / (1 << 20):.1f} MiB long", line=lineno)
         if decode is not None:
@@ -373,17 +309,8 @@ def scan_jsonl(
             _flush(sink, pending)
     stats.lines = lineno
     stats.records = records
-    stats.bytes = pos
+    stats.bytes = reader.offset
     return stats
-
-
-def _skip_rest(readline: Callable[[int], bytes]) -> int:
-    skipped = 0
-    while True:
-        chunk = readline(MAX_LINE)
-        skipped += len(chunk)
-        if not chunk or chunk[-1] == 10:
-            return skipped
 
 
 def _torn(sink: Sink, line: int, append_only: bool, why: str) -> None:
@@ -418,7 +345,7 @@ def _slow_decode(line: bytes, lineno: int, sink: Sink) -> tuple[Any, _Pending | 
         return None, _Pending(lineno, code, msg)
     if had_nonfinite:
         sink.nonfinite(lineno)
-        value = _strip_nonfinite(value)
+        value = nonfinite_to_none(value)
     return value, None
 
 
@@ -443,7 +370,7 @@ def check_document(
         return False, None
     if had_nonfinite:
         sink.nonfinite(None)
-        value = _strip_nonfinite(value)
+        value = nonfinite_to_none(value)
     judge(sink, schema, fast_check(schema), value, None)
     return True, value
 

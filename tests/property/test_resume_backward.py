@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlio import resume
+from rlio._codec import lines as lines_mod
 from rlio._codec.jsonl import DecodeError, decode
 from rlio.storage import LocalStorage
 
@@ -24,21 +25,22 @@ _LINE_PIECES = st.lists(
 @pytest.fixture(autouse=True)
 def _tiny_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunks of a few bytes so lines cross chunk boundaries in every way."""
-    monkeypatch.setattr(resume, "_CHUNK", 7)
-    monkeypatch.setattr(resume, "_MAX_CHUNK", 32)
-    monkeypatch.setattr(resume, "_COUNT_CHUNK", 5)
+    monkeypatch.setattr(lines_mod, "_CHUNK", 7)
+    monkeypatch.setattr(lines_mod, "_MAX_CHUNK", 32)
+    monkeypatch.setattr(lines_mod, "_COUNT_CHUNK", 5)
 
 
 @settings(max_examples=300)
 @given(pieces=_LINE_PIECES, terminated=st.booleans())
 def test_backward_segments_are_the_lines_in_reverse(pieces: list[bytes], terminated: bool) -> None:
-    """_backward_lines yields exactly the file's lines, last first, with offsets and terminators."""
+    """The resume reader's backward scan yields exactly the file's lines, last first, with offsets
+    and terminators."""
     lines = [p.replace(b"\n", b"") for p in pieces]
     data = b"\n".join(lines) + (b"\n" if terminated and lines else b"")
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "f").write_bytes(data)
-        got = list(resume._backward_lines(LocalStorage(tmp), "f", len(data)))
-        count = resume._count_newlines(LocalStorage(tmp), "f", len(data))
+        got = list(resume._backward(LocalStorage(tmp), "f", len(data)))
+        count = lines_mod.count_newlines(LocalStorage(tmp), "f", len(data))
     assert count == data.count(b"\n")
     expected = []
     start = 0
