@@ -8,9 +8,10 @@ before the file changes, so a bad record raises ``RecordError`` and leaves the f
 All I/O goes through ``rlio.storage``; nothing here imports jsonschema or fsspec for a local run.
 
 Hot paths: ``log_metrics`` checks a plain dict apart from its int ``step`` (no copy), encodes it
-with orjson, splices the step in front and hands the line to one ``os.write``;
+with orjson, splices the step in front and hands the line to the metrics appender's
+``line_appender`` (one ``os.write`` on a local disk);
 ``write_rollout_summaries`` runs the compiled one-pass scan of ``rlio._schema.rollout_scan`` and
-streams the lines to the temp file (``LocalStorage.replacing``).
+streams the lines through ``Storage.replacing`` (on a local disk, straight to the temp file).
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from rlio.writer.support import (
     iteration_number,
     metrics_step_check,
     refuse_symlinks,
-    replacing,
 )
 
 if TYPE_CHECKING:
@@ -114,8 +114,7 @@ class RunWriter:
         self._closed = False
         # The log_metrics hot path (see there): the metrics file's append, the line count, the
         # checks of the metrics and of ``step`` (None when unchecked), and whether it applies.
-        self._metrics_append: Callable[[bytes], None] | None = None
-        self._metrics_fd = -1
+        self._metrics_line: Callable[[bytes], None] | None = None
         self._n_metrics = 0
         self._metrics_check: Callable[[Any], bool] | None = None
         self._step_check: Callable[[Any], bool] | None = None
@@ -279,9 +278,7 @@ class RunWriter:
 
     def _arm_metrics(self, app: Appender) -> None:
         """Set up the ``log_metrics`` hot path once the metrics file is open."""
-        self._metrics_append = app.append
-        fileno = getattr(app, "fileno", None)  # a local O_APPEND descriptor: os.write it directly
-        self._metrics_fd = fileno() if fileno is not None else -1
+        self._metrics_line = app.line_appender()
         if self._check:
             self._metrics_check = self._predicate("metrics-line")
             self._step_check = metrics_step_check()
@@ -313,7 +310,8 @@ class RunWriter:
         # The hot path: a plain dict and an int step, as training loops log them. The metrics
         # are checked without the step (the schema judges each key alone, see
         # ``metrics_step_check``), encoded in one orjson call and the step spliced in front, so
-        # the dict is never copied; then one os.write. Anything unusual takes the general path.
+        # the dict is never copied; then the appender's line_appender (local: one os.write).
+        # Anything unusual takes the general path.
         if (type(step) is int and type(metrics) is dict and self._hot
                 and "step" not in metrics and _INT_MIN <= step <= _INT_MAX):
             check = self._metrics_check
@@ -332,10 +330,7 @@ class RunWriter:
                 try:
                     if self._closed:
                         self._require_open()
-                    fd = self._metrics_fd
-                    n = os.write(fd, line) if fd >= 0 else 0
-                    if n != len(line):  # not a local file, or a short write: the appender
-                        self._metrics_append(line[n:])  # type: ignore[misc]
+                    self._metrics_line(line)  # type: ignore[misc]  # set: _hot implies it
                     self._n_metrics += 1
                 finally:
                     lock.release()
@@ -360,11 +355,11 @@ class RunWriter:
         self._append_metrics(self._encode_line(record, index))
 
     def _append_metrics(self, line: bytes) -> None:
-        if self._metrics_append is None:
-            self._appender(L.METRICS)  # raises: the file could not be opened (a symbolic link)
+        # None while the file could not be opened: _appender raises why (a symbolic link)
+        append = self._metrics_line or self._appender(L.METRICS).line_appender()
         with self._metrics_lock:
             self._require_open()
-            self._metrics_append(line)  # type: ignore[misc]
+            append(line)
             self._n_metrics += 1
 
     def record_checkpoint(
@@ -452,7 +447,7 @@ class RunWriter:
         rel = self._target(it, "rollout_summaries", evaluator)
         split = L.split_name(L.parse_path(rel).label)
         recs = records if type(records) is list else list(records)
-        with replacing(self._storage, rel) as write:
+        with self._storage.replacing(rel) as write:
             self._write_rollouts(recs, it, split, write)
 
     def _write_rollouts(self, recs: list[Any], it: int, split: str,

@@ -1,17 +1,16 @@
 """What the writer does to a run besides encoding records: torn-tail repair, ``git diff``,
-finding an existing run's layout, refusing symbolic links, streaming a whole-file replace, and
-the metrics schema's verdict on a ``step`` alone. Kept apart from ``writer`` to keep both modules
-small; ``git_diff`` and ``repair_torn_tail`` are re-exported by ``rlio.writer``.
+finding an existing run's layout, refusing symbolic links, and the metrics schema's verdict on a
+``step`` alone. Kept apart from ``writer`` to keep both modules small; ``git_diff`` and
+``repair_torn_tail`` are re-exported by ``rlio.writer``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import operator
 import os
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from rlio import layout as L
@@ -80,24 +79,6 @@ def metrics_step_check() -> Callable[[Any], bool] | None:
     from rlio._schema.blocks import compile_key_check
 
     return compile_key_check(load_schema("metrics-line"), "step")
-
-
-@contextlib.contextmanager
-def replacing(storage: Storage, rel: str) -> Iterator[Callable[[bytearray], None]]:
-    """Replace ``rel`` atomically with the pieces handed to the yielded ``write``.
-
-    A local run streams them to the temp file as they come (``LocalStorage.replacing``);
-    other backends get one ``replace`` of their concatenation when the block exits. When the
-    block raises, ``rel`` is left unchanged.
-    """
-    stream = getattr(storage, "replacing", None)
-    if stream is not None:
-        with stream(rel) as write:
-            yield write
-        return
-    parts: list[bytes] = []
-    yield lambda piece: parts.append(bytes(piece))
-    storage.replace(rel, b"".join(parts))
 
 
 def iteration_number(value: Any) -> int:
