@@ -35,6 +35,7 @@ from rlio.schema import fast_check
 from rlio.storage.base import Appender, Storage
 from rlio.storage.opener import open_storage
 from rlio.storage.tail import repair_torn_tail
+from rlio.writer.logtree_files import logtree_block
 from rlio.writer.rollouts import cross_check, ordered_rollout, stream_rollouts
 from rlio.writer.support import (
     detect_layout,
@@ -481,29 +482,8 @@ class RunWriter:
         Both files are written also when the block raises: the exception is recorded into the
         tree first, then re-raised. The JSON's ``path`` is the HTML twin's full path or URI.
         """
-        from rlio.logtree.builder import LogTree
-
         self._require_open()
         it = iteration_number(iteration)
-        html_rel = self._target(it, "html", evaluator)
-        json_rel = self._target(it, "logtree", evaluator)
-        tree = LogTree(title)
-        try:
+        with logtree_block(self._storage, title, html_rel=self._target(it, "html", evaluator),
+                           json_rel=self._target(it, "logtree", evaluator)) as tree:
             yield tree
-        except BaseException as exc:
-            if not isinstance(exc, GeneratorExit):
-                with contextlib.suppress(Exception):
-                    tree.exception(exc)
-                try:
-                    self._write_logtree(tree, html_rel, json_rel)
-                except Exception as write_exc:
-                    exc.add_note(f"rlio: the logtree {json_rel!r} could not be written: "
-                                 f"{write_exc!r}")
-            raise
-        self._write_logtree(tree, html_rel, json_rel)
-
-    def _write_logtree(self, tree: LogTree, html_rel: str, json_rel: str) -> None:
-        # JSON first: a crash in between leaves JSON without HTML (info), not HTML without its
-        # JSON twin (a warning).
-        self._storage.replace(json_rel, tree.to_json_bytes(path=self._storage.display(html_rel)))
-        self._storage.replace(html_rel, tree.to_html().encode("utf-8"))
