@@ -4,8 +4,7 @@ The interface owns rlio's write semantics (DESIGN principle 5): atomic whole-fil
 once or streamed in pieces, ``replacing``), appends handed to the OS (or batched and composed on
 object stores), durable appends under an inter-process lock, tail reads, and moving a file's
 tail aside into a sidecar. Callers use these capabilities as declared here on every backend; a
-backend overrides one where it can do better (local streams a replace to its temp file and
-appends a line with one ``os.write``).
+backend overrides one where it can do better (local streams ``replacing`` to its temp file).
 
 What object stores refuse (``UnsafeStorageError``): opening a file in an append or update mode
 (gcsfs turns append into an overwrite), and rewriting an existing append-only log with

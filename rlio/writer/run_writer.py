@@ -113,8 +113,9 @@ class RunWriter:
         self._labels: dict[str, str] = {}  # label -> the evaluator name that claimed it
         self._counts = {L.CHECKPOINTS: 0}
         self._closed = False
-        # The log_metrics hot path (see there): the metrics file's append, the line count, the
-        # checks of the metrics and of ``step`` (None when unchecked), and whether it applies.
+        # The log_metrics hot path (see there): the metrics file's line_appender, the line
+        # count, the checks of the metrics and of ``step`` (None when unchecked), and whether it
+        # applies.
         self._metrics_line: Callable[[bytes], None] | None = None
         self._n_metrics = 0
         self._metrics_check: Callable[[Any], bool] | None = None
@@ -324,7 +325,8 @@ class RunWriter:
             except Exception:  # a user type the check or the encoder trips on: general path
                 body = None
             if body is not None:
-                line = (b'{"step":%d,' % step + body[1:]) if len(body) > 3 else (
+                # body[0] is its "{": replacing it is one copy (a slice and a concatenation: two)
+                line = body.replace(b"{", b'{"step":%d,' % step, 1) if len(body) > 3 else (
                     b'{"step":%d}\n' % step)
                 lock = self._metrics_lock
                 lock.acquire()
