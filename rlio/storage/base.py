@@ -1,8 +1,10 @@
 """The storage interface every backend implements: ``Storage``, ``Appender`` and ``Entry``.
 
-The interface owns rlio's write semantics (DESIGN principle 5): atomic whole-file replace,
-appends handed to the OS (or batched and composed on object stores), durable appends under an
-inter-process lock, tail reads, and moving a file's tail aside into a sidecar.
+The interface owns rlio's write semantics (DESIGN principle 5): atomic whole-file replace (at
+once or streamed in pieces, ``replacing``), appends handed to the OS (or batched and composed on
+object stores), durable appends under an inter-process lock, tail reads, and moving a file's
+tail aside into a sidecar. Callers use these capabilities as declared here on every backend; a
+backend overrides one where it can do better (local streams ``replacing`` to its temp file).
 
 What object stores refuse (``UnsafeStorageError``): opening a file in an append or update mode
 (gcsfs turns append into an overwrite), and rewriting an existing append-only log with
@@ -15,7 +17,7 @@ import contextlib
 import errno
 import io
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import BinaryIO, Literal, cast
@@ -68,6 +70,17 @@ class Appender(ABC):
     @abstractmethod
     def append(self, data: bytes) -> None:
         """Append complete lines (``data`` ends with ``\\n``)."""
+
+    def line_appender(self) -> Callable[[bytes], None]:
+        """The fastest callable that appends one complete line, with ``append``'s semantics.
+
+        For a hot path that appends many lines (``RunWriter.log_metrics``): look it up once,
+        call it per line. A backend may return something that skips the checks ``append``
+        makes, so call it only while this appender is open, never at the same time as
+        ``close``. By default it is ``append`` itself, which on a local disk already is one
+        ``os.write`` on the O_APPEND descriptor (a short write is completed).
+        """
+        return self.append
 
     @abstractmethod
     def append_durable(self, data: bytes) -> None:
@@ -133,6 +146,20 @@ class Storage(ABC):
     @abstractmethod
     def replace(self, rel: str, data: bytes) -> None:
         """Write a whole file atomically: readers see the old or the new bytes, never a mix."""
+
+    @contextlib.contextmanager
+    def replacing(self, rel: str) -> Iterator[Callable[[bytes | bytearray], None]]:
+        """Replace ``rel`` atomically with the pieces handed to the yielded ``write``.
+
+        For data produced while it is written (rollout summaries): readers see the old file
+        until the block exits, then the new one. When the block raises, ``rel`` is unchanged.
+        This default keeps a copy of each piece and makes one ``replace`` of them all when the
+        block exits: right for object stores, where one upload is what makes the replace atomic,
+        and for memory://. ``LocalStorage`` streams each piece to its temp file at once.
+        """
+        parts: list[bytes] = []
+        yield lambda piece: parts.append(bytes(piece))  # a copy: callers may reuse the buffer
+        self.replace(rel, b"".join(parts))
 
     @abstractmethod
     def appender(self, rel: str) -> Appender:

@@ -48,10 +48,8 @@ class _LocalAppender(Appender):
             raise ValueError(f"append to closed file {self._path}")
         return self._fd
 
-    def fileno(self) -> int:
-        """The O_APPEND descriptor, for a caller that serializes its writes with ``close``."""
-        return self._require_fd()
-
+    # Also the ``line_appender`` (not overridden): a closure over the descriptor is no faster,
+    # and this refuses a closed handle instead of writing to a descriptor number reused since.
     def append(self, data: bytes) -> None:
         fd = self._fd  # the metrics hot path: one os.write, a loop only after a short write
         if fd is None:
@@ -152,13 +150,13 @@ class LocalStorage(Storage):
 
     @contextlib.contextmanager
     def replacing(self, rel: str) -> Iterator[Callable[[bytes | bytearray], None]]:
-        """Replace ``rel`` atomically with bytes written in pieces: yields their ``write``.
+        """Replace ``rel`` atomically with bytes written in pieces, streamed: yields ``write``.
 
-        Like ``replace`` (temp file in the same directory, fsync, rename, directory fsync) for
-        data produced while it is written: each piece goes to the temp file at once and its
-        write-back to disk is started (``posix_fadvise``), so the fsync when the block exits
-        has little left to wait for. When the block raises, the temp file is removed and
-        ``rel`` is unchanged.
+        Unlike the base class's, which keeps the pieces until the end, this is ``replace``
+        (temp file in the same directory, fsync, rename, directory fsync) for data produced
+        while it is written: each piece goes to the temp file at once and its write-back to disk
+        is started (``posix_fadvise``), so the fsync when the block exits has little left to
+        wait for. When the block raises, the temp file is removed and ``rel`` is unchanged.
         """
         full = self._abs(rel)
         parent = os.path.dirname(full)

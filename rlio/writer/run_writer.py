@@ -8,9 +8,10 @@ before the file changes, so a bad record raises ``RecordError`` and leaves the f
 All I/O goes through ``rlio.storage``; nothing here imports jsonschema or fsspec for a local run.
 
 Hot paths: ``log_metrics`` checks a plain dict apart from its int ``step`` (no copy), encodes it
-with orjson, splices the step in front and hands the line to one ``os.write``;
+with orjson, splices the step in front and hands the line to the metrics appender's
+``line_appender`` (one ``os.write`` on a local disk);
 ``write_rollout_summaries`` runs the compiled one-pass scan of ``rlio._schema.rollout_scan`` and
-streams the lines to the temp file (``LocalStorage.replacing``).
+streams the lines through ``Storage.replacing`` (on a local disk, straight to the temp file).
 """
 
 from __future__ import annotations
@@ -34,12 +35,12 @@ from rlio.schema import fast_check
 from rlio.storage.base import Appender, Storage
 from rlio.storage.opener import open_storage
 from rlio.storage.tail import repair_torn_tail
+from rlio.writer.logtree_files import logtree_block
 from rlio.writer.rollouts import cross_check, ordered_rollout, stream_rollouts
 from rlio.writer.support import (
     git_diff,
     metrics_step_check,
     refuse_symlinks,
-    replacing,
 )
 
 if TYPE_CHECKING:
@@ -106,10 +107,10 @@ class RunWriter:
         self._labels: dict[str, str] = {}  # label -> the evaluator name that claimed it
         self._counts = {L.CHECKPOINTS: 0}
         self._closed = False
-        # The log_metrics hot path (see there): the metrics file's append, the line count, the
-        # checks of the metrics and of ``step`` (None when unchecked), and whether it applies.
-        self._metrics_append: Callable[[bytes], None] | None = None
-        self._metrics_fd = -1
+        # The log_metrics hot path (see there): the metrics file's line_appender, the line
+        # count, the checks of the metrics and of ``step`` (None when unchecked), and whether it
+        # applies.
+        self._metrics_line: Callable[[bytes], None] | None = None
         self._n_metrics = 0
         self._metrics_check: Callable[[Any], bool] | None = None
         self._step_check: Callable[[Any], bool] | None = None
@@ -273,9 +274,7 @@ class RunWriter:
 
     def _arm_metrics(self, app: Appender) -> None:
         """Set up the ``log_metrics`` hot path once the metrics file is open."""
-        self._metrics_append = app.append
-        fileno = getattr(app, "fileno", None)  # a local O_APPEND descriptor: os.write it directly
-        self._metrics_fd = fileno() if fileno is not None else -1
+        self._metrics_line = app.line_appender()
         if self._check:
             self._metrics_check = self._predicate("metrics-line")
             self._step_check = metrics_step_check()
@@ -307,7 +306,8 @@ class RunWriter:
         # The hot path: a plain dict and an int step, as training loops log them. The metrics
         # are checked without the step (the schema judges each key alone, see
         # ``metrics_step_check``), encoded in one orjson call and the step spliced in front, so
-        # the dict is never copied; then one os.write. Anything unusual takes the general path.
+        # the dict is never copied; then the appender's line_appender (local: one os.write).
+        # Anything unusual takes the general path.
         if (type(step) is int and type(metrics) is dict and self._hot
                 and "step" not in metrics and INT_MIN <= step <= INT_MAX):
             check = self._metrics_check
@@ -319,17 +319,15 @@ class RunWriter:
             except Exception:  # a user type the check or the encoder trips on: general path
                 body = None
             if body is not None:
-                line = (b'{"step":%d,' % step + body[1:]) if len(body) > 3 else (
+                # body[0] is its "{": replacing it is one copy (a slice and a concatenation: two)
+                line = body.replace(b"{", b'{"step":%d,' % step, 1) if len(body) > 3 else (
                     b'{"step":%d}\n' % step)
                 lock = self._metrics_lock
                 lock.acquire()
                 try:
                     if self._closed:
                         self._require_open()
-                    fd = self._metrics_fd
-                    n = os.write(fd, line) if fd >= 0 else 0
-                    if n != len(line):  # not a local file, or a short write: the appender
-                        self._metrics_append(line[n:])  # type: ignore[misc]
+                    self._metrics_line(line)  # type: ignore[misc]  # set: _hot implies it
                     self._n_metrics += 1
                 finally:
                     lock.release()
@@ -354,11 +352,11 @@ class RunWriter:
         self._append_metrics(self._encode_line(record, index))
 
     def _append_metrics(self, line: bytes) -> None:
-        if self._metrics_append is None:
-            self._appender(L.METRICS)  # raises: the file could not be opened (a symbolic link)
+        # None while the file could not be opened: _appender raises why (a symbolic link)
+        append = self._metrics_line or self._appender(L.METRICS).line_appender()
         with self._metrics_lock:
             self._require_open()
-            self._metrics_append(line)  # type: ignore[misc]
+            append(line)
             self._n_metrics += 1
 
     def record_checkpoint(
@@ -446,7 +444,7 @@ class RunWriter:
         rel = self._target(it, "rollout_summaries", evaluator)
         split = L.split_name(L.parse_path(rel).label)
         recs = records if type(records) is list else list(records)
-        with replacing(self._storage, rel) as write:
+        with self._storage.replacing(rel) as write:
             self._write_rollouts(recs, it, split, write)
 
     def _write_rollouts(self, recs: list[Any], it: int, split: str,
@@ -480,29 +478,8 @@ class RunWriter:
         Both files are written also when the block raises: the exception is recorded into the
         tree first, then re-raised. The JSON's ``path`` is the HTML twin's full path or URI.
         """
-        from rlio.logtree.builder import LogTree
-
         self._require_open()
         it = L.iteration_number(iteration)
-        html_rel = self._target(it, "html", evaluator)
-        json_rel = self._target(it, "logtree", evaluator)
-        tree = LogTree(title)
-        try:
+        with logtree_block(self._storage, title, html_rel=self._target(it, "html", evaluator),
+                           json_rel=self._target(it, "logtree", evaluator)) as tree:
             yield tree
-        except BaseException as exc:
-            if not isinstance(exc, GeneratorExit):
-                with contextlib.suppress(Exception):
-                    tree.exception(exc)
-                try:
-                    self._write_logtree(tree, html_rel, json_rel)
-                except Exception as write_exc:
-                    exc.add_note(f"rlio: the logtree {json_rel!r} could not be written: "
-                                 f"{write_exc!r}")
-            raise
-        self._write_logtree(tree, html_rel, json_rel)
-
-    def _write_logtree(self, tree: LogTree, html_rel: str, json_rel: str) -> None:
-        # JSON first: a crash in between leaves JSON without HTML (info), not HTML without its
-        # JSON twin (a warning).
-        self._storage.replace(json_rel, tree.to_json_bytes(path=self._storage.display(html_rel)))
-        self._storage.replace(html_rel, tree.to_html().encode("utf-8"))

@@ -1,14 +1,13 @@
 """What the writer does to a run besides encoding records: ``git diff``, refusing symbolic
-links, streaming a whole-file replace, and the metrics schema's verdict on a ``step`` alone.
+links, and the metrics schema's verdict on a ``step`` alone.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from rlio._schema.loader import load_schema
@@ -65,24 +64,6 @@ def metrics_step_check() -> Callable[[Any], bool] | None:
     from rlio._schema.blocks import compile_key_check
 
     return compile_key_check(load_schema("metrics-line"), "step")
-
-
-@contextlib.contextmanager
-def replacing(storage: Storage, rel: str) -> Iterator[Callable[[bytearray], None]]:
-    """Replace ``rel`` atomically with the pieces handed to the yielded ``write``.
-
-    A local run streams them to the temp file as they come (``LocalStorage.replacing``);
-    other backends get one ``replace`` of their concatenation when the block exits. When the
-    block raises, ``rel`` is left unchanged.
-    """
-    stream = getattr(storage, "replacing", None)
-    if stream is not None:
-        with stream(rel) as write:
-            yield write
-        return
-    parts: list[bytes] = []
-    yield lambda piece: parts.append(bytes(piece))
-    storage.replace(rel, b"".join(parts))
 
 
 def refuse_symlinks(storage: Storage, rel: str) -> None:

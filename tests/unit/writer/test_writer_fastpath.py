@@ -390,7 +390,7 @@ def test_replacing_streams_and_commits_atomically(tmp_path: pathlib.Path) -> Non
     """LocalStorage.replacing: pieces land in a temp file, renamed over the target on exit."""
     storage = open_storage(str(tmp_path))
     storage.replace("f.jsonl", b"old\n")
-    replacing = getattr(storage, "replacing")  # noqa: B009 - a LocalStorage-only method
+    replacing = storage.replacing
     with replacing("f.jsonl") as write:
         write(b"a\n")
         write(bytearray(b"b\n"))
