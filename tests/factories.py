@@ -290,3 +290,14 @@ def run_python(code: str, *argv: str, flags: Iterable[str] = (),
     """
     return subprocess.run([sys.executable, *flags, "-c", textwrap.dedent(code), *argv],
                           capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def strict_json(obj: Any) -> Any:
+    """What the strict-JSON writer puts on disk for ``obj``: non-finite floats become None."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [strict_json(v) for v in obj]
+    return obj

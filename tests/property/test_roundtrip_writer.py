@@ -20,7 +20,7 @@ from typing import Any
 
 import jsonschema
 import orjson
-from factories import read_jsonl
+from factories import read_jsonl, strict_json
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -154,17 +154,6 @@ def assert_lines_valid(name: str, records: list[Any]) -> None:
         assert not errors, errors[0].message
 
 
-def strict(obj: Any) -> Any:
-    """The strict-JSON image of a value: non-finite floats become None (SPEC §2)."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: strict(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [strict(v) for v in obj]
-    return obj
-
-
 SETTINGS = settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow,
                                                             HealthCheck.filter_too_much])
 
@@ -206,7 +195,7 @@ def test_metrics_nonfinite_policy(base: dict[str, Any], floats: dict[str, float]
         raw = (Path(d) / "metrics.jsonl").read_text()
     back = json.loads(raw)
     if policy == "null":
-        assert orjson.loads(raw) == back == strict({"step": 0, **rec})  # strict JSON
+        assert orjson.loads(raw) == back == strict_json({"step": 0, **rec})  # strict JSON
         assert_lines_valid("metrics-line", [back])
     else:
         assert json.dumps(back) == json.dumps({"step": 0, **rec})
@@ -275,7 +264,7 @@ def test_rollout_summaries_round_trip(records: list[dict[str, Any]], iteration: 
         path = Path(d) / iteration_path(layout, iteration, "rollout_summaries",  # type: ignore[arg-type]
                                         label=label)
         back = read_jsonl(path)
-    assert back == strict(records)
+    assert back == strict_json(records)
     assert all(list(r) == ROLLOUT_ORDER for r in back)
     for got, sent in zip(back, shuffled, strict=True):
         for s_got, s_sent in zip(got["steps"], sent["steps"], strict=True):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import os
 import pathlib
 import re
@@ -23,6 +22,7 @@ from typing import Any
 import jsonschema
 import orjson
 import pytest
+from factories import strict_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,17 +44,6 @@ EXAMPLES = settings(max_examples=150, deadline=None)
 
 def is_valid(schema: dict[str, Any], instance: Any) -> bool:
     return bool(jsonschema.validators.validator_for(schema)(schema).is_valid(instance))
-
-
-def strict(obj: Any) -> Any:
-    """What the strict-JSON writer puts on disk: non-finite floats become null."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: strict(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [strict(v) for v in obj]
-    return obj
 
 
 # -- metrics: the step apart from the metrics ---------------------------------------------------
@@ -92,7 +81,7 @@ def test_log_metrics_accepts_exactly_what_the_schema_accepts(metrics: dict[str, 
     encodable = all(-(2**63) <= v <= 2**64 - 1 for v in record.values()
                     if type(v) is int) and not any(isinstance(v, (list, dict))
                                                    for v in record.values())
-    expected = encodable and is_valid(METRICS, strict(record))
+    expected = encodable and is_valid(METRICS, strict_json(record))
     with tempfile.TemporaryDirectory() as d:
         with RunWriter(d) as run:
             try:
@@ -102,7 +91,7 @@ def test_log_metrics_accepts_exactly_what_the_schema_accepts(metrics: dict[str, 
                 written = False
         data = pathlib.Path(d, "metrics.jsonl").read_bytes()
     assert written == expected
-    assert data == (orjson.dumps(strict(record)) + b"\n" if expected else b"")
+    assert data == (orjson.dumps(strict_json(record)) + b"\n" if expected else b"")
 
 
 def test_metrics_layout_repeated_many_times_is_checked_each_time(tmp_path: pathlib.Path) -> None:
@@ -333,7 +322,7 @@ def test_scan_accepts_only_schema_valid_records() -> None:
         stop = scan.scan(recs, i, 4, "train", seen, buf, 1 << 30)
         accepted += stop - i
         for rec in recs[i:stop]:
-            assert is_valid(ROLLOUT, strict(json.loads(orjson.dumps(rec))))
+            assert is_valid(ROLLOUT, strict_json(json.loads(orjson.dumps(rec))))
         i = stop + 1
     assert accepted >= 8  # not vacuous: plain and unusual-but-valid records pass
     assert buf.count(b"\n") == accepted
