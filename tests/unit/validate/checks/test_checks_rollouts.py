@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 
 from rlio._schema.loader import load_schema
-from rlio.validate.checks.rollouts import RolloutChecks, duplicate_pairs
+from rlio.validate.checks.rollouts import PairOrder, RolloutChecks, duplicate_pairs
 from rlio.validate.scan import Sink
 
 KEYS = load_schema("rollout-summary-line")["required"]
@@ -155,7 +155,7 @@ def test_steps_after_episode_done() -> None:
 def test_key_order_is_rl202_once() -> None:
     """Keys out of the schema's order are one RL202; raw lines are read for their key order."""
     bad = dict(reversed(list(rec().items())))
-    found, _ = run(bad, rec(0, 1), dict(bad, traj_idx=2))
+    found, _ = run(bad, dict(bad, traj_idx=1), rec(0, 2), dict(bad, traj_idx=3))
     assert found == [("RL202", 1, "")]
     s = Sink("r.jsonl", 100)
     checks = RolloutChecks(s, iteration=3, label=None)
@@ -186,3 +186,22 @@ def test_duplicate_pairs() -> None:
     duplicate_pairs(iter(records), s)
     assert [(f.code, f.line, f.message) for f in s.items] == [
         ("RL403", 5, "(group_idx, traj_idx) = (0, 1) repeats line 1")]
+
+
+def test_training_file_refuses_other_splits() -> None:
+    """A training file accepts only split train (no label form is added for it)."""
+    assert run(rec(split="eval/None"))[0] == [("RL402", 1, "/split")]
+
+
+def test_pair_order_then() -> None:
+    """Two ranges are ordered only when both are and the first's last pair precedes the next."""
+    a = PairOrder(True, (0, 0), (3, 1))
+    assert a.then(PairOrder(True, (3, 2), (5, 0))) == PairOrder(True, (0, 0), (5, 0))
+    assert not a.then(PairOrder(True, (3, 1), (5, 0))).ordered
+    assert not a.then(PairOrder(False, (4, 0), (5, 0))).ordered
+    assert not PairOrder(False, (0, 0), (1, 0)).then(PairOrder(True, (4, 0), (5, 0))).ordered
+    assert a.then(PairOrder()) is a
+    assert PairOrder().then(a) is a
+    empty_last = PairOrder(True, None, None)
+    later = PairOrder(True, (1, 0), (2, 0))
+    assert empty_last.then(later) is later
