@@ -23,35 +23,84 @@ LOGS: Final = "logs.log"
 TRACE_EVENTS: Final = "trace_events.jsonl"
 REPORT: Final = "report.html"
 
+Format = Literal["jsonl", "json", "html", "text", "opaque"]
+
+HTML_TYPE: Final = "text/html; charset=utf-8"
+JSON_TYPE: Final = "application/json"
+TEXT_TYPE: Final = "text/plain; charset=utf-8"
+
+
+@dataclass(frozen=True, slots=True)
+class FileKind:
+    """One kind of run file: how its name is matched and how it is read and stored.
+
+    Attributes:
+        kind: the ``RunPath.kind`` of such files.
+        name: the exact file name of a top-level file; for a per-iteration file, the end of its
+            name (``"_logtree.json"``; the timing chart: its nested name).
+        per_iteration: whether the name carries an iteration (both layouts, SPEC §1).
+        schema: the schema judging it (per line for JSONL), or None.
+        format: ``jsonl`` (one record a line), ``json`` (one document), ``html``, ``text``
+            (UTF-8 text) or ``opaque`` (not read by the validator).
+        append_only: a torn last line is what a crash leaves, not corruption.
+        content_type: the Content-Type it is stored with (a browser opens reports from GCS).
+    """
+
+    kind: str
+    name: str
+    per_iteration: bool
+    schema: str | None
+    format: Format
+    append_only: bool
+    content_type: str
+
+    def __post_init__(self) -> None:
+        if (self.format in ("jsonl", "json")) != (self.schema is not None):
+            raise ValueError(f"file kind {self.kind!r}: JSONL and JSON kinds, and only they, "
+                             f"name a schema (format {self.format!r}, schema {self.schema!r})")
+
+
+#: Every kind of run file, the one table other modules derive their views from.
+FILE_KINDS: Final[tuple[FileKind, ...]] = (
+    FileKind("metrics", METRICS, False, "metrics-line", "jsonl", True, TEXT_TYPE),
+    FileKind("config", CONFIG, False, "config", "json", False, JSON_TYPE),
+    FileKind("checkpoints", CHECKPOINTS, False, "checkpoint-line", "jsonl", True, TEXT_TYPE),
+    FileKind("code_diff", CODE_DIFF, False, None, "text", False, TEXT_TYPE),
+    FileKind("timing_spans", TIMING_SPANS, False, "timing-spans-line", "jsonl", True, TEXT_TYPE),
+    FileKind("logs", LOGS, False, None, "opaque", True, TEXT_TYPE),
+    FileKind("trace_events", TRACE_EVENTS, False, "trace-event-line", "jsonl", True, TEXT_TYPE),
+    FileKind("report", REPORT, False, None, "html", False, HTML_TYPE),
+    FileKind("html", ".html", True, None, "html", False, HTML_TYPE),
+    FileKind("logtree", "_logtree.json", True, "logtree", "json", False, JSON_TYPE),
+    FileKind("rollout_summaries", "_rollout_summaries.jsonl", True, "rollout-summary-line",
+             "jsonl", False, TEXT_TYPE),
+    FileKind("timing_gantt", "timing_gantt.html", True, None, "html", False, HTML_TYPE),
+)
+
+#: Each kind's row, by kind name.
+KINDS: Final[dict[str, FileKind]] = {k.kind: k for k in FILE_KINDS}
+
 #: Top-level files and their kind.
 TOP_LEVEL_KINDS: Final[dict[str, str]] = {
-    METRICS: "metrics",
-    CONFIG: "config",
-    CHECKPOINTS: "checkpoints",
-    CODE_DIFF: "code_diff",
-    TIMING_SPANS: "timing_spans",
-    LOGS: "logs",
-    TRACE_EVENTS: "trace_events",
-    REPORT: "report",
+    k.name: k.kind for k in FILE_KINDS if not k.per_iteration
 }
 
 #: Append-only files: a torn last line there is what a crash leaves, not corruption.
-APPEND_ONLY: Final = frozenset({METRICS, CHECKPOINTS, TIMING_SPANS, TRACE_EVENTS, LOGS})
+APPEND_ONLY: Final = frozenset(
+    k.name for k in FILE_KINDS if k.append_only and not k.per_iteration
+)
 
 #: Sidecar suffixes. Bytes rlio moves out of an append-only file are kept here, never deleted:
 #: a torn last line found on reopen, and lines a resume supersedes.
 TORN_SUFFIX: Final = ".torn"
 SUPERSEDED_SUFFIX: Final = ".superseded"
 
-_ARTIFACT_SUFFIX: Final[dict[Artifact, str]] = {
-    "html": ".html",
-    "logtree": "_logtree.json",
-    "rollout_summaries": "_rollout_summaries.jsonl",
-}
+_ARTIFACTS: Final[tuple[Artifact, ...]] = ("html", "logtree", "rollout_summaries")
+_ARTIFACT_SUFFIX: Final[dict[Artifact, str]] = {a: KINDS[a].name for a in _ARTIFACTS}
 _SUFFIX_ARTIFACT: Final[dict[str, Artifact]] = {v: k for k, v in _ARTIFACT_SUFFIX.items()}
 _LABEL_OUTSIDE = re.compile(r"[^A-Za-z0-9_.-]+")
 _LABEL_OK = re.compile(r"[A-Za-z0-9_.-]+")
-_SUFFIXES = r"(?P<suffix>\.html|_logtree\.json|_rollout_summaries\.jsonl)"
+_SUFFIXES = "(?P<suffix>" + "|".join(map(re.escape, _SUFFIX_ARTIFACT)) + ")"
 _FLAT = re.compile(r"(?:train|eval_(?P<label>.+?))_iteration_(?P<n>[0-9]+)" + _SUFFIXES)
 _NESTED_DIR = re.compile(r"iteration_(?P<n>[0-9]+)")
 _NESTED_FILE = re.compile(r"(?:train|eval_(?P<label>.+?))" + _SUFFIXES)
@@ -195,7 +244,7 @@ def parse_path(path: str) -> RunPath:
                     path, _SUFFIX_ARTIFACT[m["suffix"]], int(n), label, "nested",
                     _iteration_problem(n, label),
                 )
-            if parts[1] == "timing_gantt.html":
+            if parts[1] == KINDS["timing_gantt"].name:
                 return RunPath(
                     path, "timing_gantt", int(n), None, "nested", _iteration_problem(n, None)
                 )
@@ -230,3 +279,26 @@ def detect_layout(paths: Iterable[str], *, first: bool = False) -> Layout | Lite
     if not seen:
         return None
     return "flat" if "flat" in seen else "nested"
+
+
+def twin_path(rp: RunPath, artifact: Artifact) -> str:
+    """The run-relative path of ``rp``'s twin artifact (same layout, iteration and label)."""
+    if rp.layout is not None and rp.iteration is not None and rp.problem is None:
+        try:
+            return iteration_path(rp.layout, rp.iteration, artifact, label=rp.label)
+        except ValueError:
+            pass
+    for suffix in _ARTIFACT_SUFFIX.values():
+        if rp.path.endswith(suffix):
+            return rp.path[: -len(suffix)] + _ARTIFACT_SUFFIX[artifact]
+    return rp.path
+
+
+def content_type(rel: str) -> str:
+    """The Content-Type ``rel`` is stored with: its kind's, else by its extension."""
+    row = KINDS.get(parse_path(rel).kind)
+    if row is not None:
+        return row.content_type
+    if rel.endswith(".html"):
+        return HTML_TYPE
+    return JSON_TYPE if rel.endswith(".json") else TEXT_TYPE

@@ -9,6 +9,8 @@ from typing import Any, Final
 
 import orjson
 
+from rlio.layout import FILE_KINDS
+
 #: Schema names, one per file type of SPEC.md.
 SCHEMA_NAMES: Final = (
     "checkpoint-line",
@@ -22,13 +24,7 @@ SCHEMA_NAMES: Final = (
 
 #: Which schema judges each file kind of ``layout.RunPath.kind`` (JSONL kinds: per line).
 KIND_SCHEMA: Final[dict[str, str]] = {
-    "metrics": "metrics-line",
-    "config": "config",
-    "checkpoints": "checkpoint-line",
-    "rollout_summaries": "rollout-summary-line",
-    "logtree": "logtree",
-    "timing_spans": "timing-spans-line",
-    "trace_events": "trace-event-line",
+    k.kind: k.schema for k in FILE_KINDS if k.schema is not None
 }
 
 

@@ -1,9 +1,9 @@
 """validate_run(): check a run directory against the schemas and the SPEC's cross-file rules.
 
 One pass over the run: list it (never following a symbolic link), classify every entry by its name
-(``rlio.layout``), stream each file through its schema and per-record checks
-(``rlio.validate.scan``, ``rlio.validate.checks``), then run the cross-file checks
-(``rlio.validate.checks.run.CROSS_FILE_CHECKS``). Only the ``Storage`` interface is used, so a
+(``rlio.layout``), stream each file through its schema and the checks its kind declares
+(``rlio.validate.scan``, ``rlio.validate.checks.registry``), in the registry's run order, then
+run the cross-file checks. Only the ``Storage`` interface is used, so a
 ``gs://`` run is validated the same way as a local one. Bad data never raises: it becomes a finding.
 """
 
@@ -20,21 +20,24 @@ import orjson
 
 from rlio import layout
 from rlio._codec.lines import ForwardLines, next_line_start
-from rlio._schema.loader import KIND_SCHEMA
 from rlio.errors import RunNotFoundError
 from rlio.findings import Finding, Report, finding
 from rlio.storage.base import TEMP_INFIX, Entry, Storage
 from rlio.storage.opener import open_storage
-from rlio.validate.checks.checkpoints import CheckpointChecks, CheckpointFacts
-from rlio.validate.checks.logtree import logtree_checks
-from rlio.validate.checks.metrics import MetricsChecks, MetricsFacts
+from rlio.validate.checks.registry import (
+    CROSS_FILE_CHECKS,
+    KIND_CHECKS,
+    NO_CHECKS,
+    RUN_ORDER,
+    DocumentCheck,
+    RecordChecks,
+)
 from rlio.validate.checks.rollouts import duplicate_pairs
-from rlio.validate.checks.run import CROSS_FILE_CHECKS, RunView, twin_path
+from rlio.validate.checks.view import RunView
 from rlio.validate.parallel import RangeResult, RangeTask, RemoteScan, scan_range
 from rlio.validate.scan import (
     MAX_DOCUMENT,
     MAX_LINE,
-    RecordHook,
     Sink,
     capped,
     check_document,
@@ -50,8 +53,6 @@ _HTML_SNIFF: Final = 1024
 #: half of what one process scans meanwhile (~170 MB/s), so that both finish together.
 _HELPER_START_BYTES: Final = 10 << 20
 _T = TypeVar("_T")
-_JSONL_KINDS: Final = ("metrics", "checkpoints", "timing_spans", "trace_events",
-                       "rollout_summaries")
 
 
 def validate_run(
@@ -132,18 +133,12 @@ class _Validator:
         """Validate every entry of the run, then run the cross-file checks."""
         view = self._classify(entries)
         self.layout = view.layout
-        iterations = {rp.iteration for rp in view.files.values() if rp.iteration is not None}
-        kinds = {rel: rp.kind for rel, rp in view.files.items()}
-        ckpt = next((r for r, k in kinds.items() if k == "checkpoints"), None)
-        if ckpt is not None:
-            view.checkpoints = self._guard(ckpt, view, self._checkpoints)
-        metrics = next((r for r, k in kinds.items() if k == "metrics"), None)
-        if metrics is not None:
-            restart = view.checkpoints.restart_steps if view.checkpoints else set()
-            view.metrics = self._guard(metrics, view, self._metrics, iterations, restart)
-        for rel in sorted(view.files):
-            if kinds[rel] not in ("checkpoints", "metrics"):
-                self._guard(rel, view, self._file)
+        rank = {kind: i for i, kind in enumerate(RUN_ORDER)}
+        for rel in sorted(view.files, key=lambda r: (rank.get(view.files[r].kind, len(rank)), r)):
+            facts = self._guard(rel, view, self._file)
+            name = KIND_CHECKS.get(view.files[rel].kind, NO_CHECKS).facts
+            if name is not None:
+                setattr(view, name, facts)
         for check in CROSS_FILE_CHECKS:
             self.findings.extend(check(view))
         return [_clean(f) for f in self.findings]
@@ -201,11 +196,6 @@ class _Validator:
         found = layout.detect_layout(files)
         return RunView(found, files, present, display)
 
-    @staticmethod
-    def _known_dir(rel: str) -> bool:
-        """An iteration directory of the nested layout (asked of ``layout``, the naming owner)."""
-        return "/" not in rel and layout.parse_path(f"{rel}/train.html").layout == "nested"
-
     def _add(self, code: str, message: str, *, file: str = "", line: int | None = None,
              pointer: str = "") -> None:
         self.findings.append(finding(code, message, file=file, line=line, pointer=pointer))
@@ -224,69 +214,51 @@ class _Validator:
 
     # -- per-file passes --------------------------------------------------------------------
 
-    def _sink(self, rel: str, view: RunView) -> Sink:
-        return Sink(view.display[rel], self.cap)
-
-    def _stream(self, rel: str, sink: Sink, kind: str, hook: RecordHook | None) -> None:
+    def _stream(self, rel: str, kind: layout.FileKind, sink: Sink,
+                checks: RecordChecks | None) -> None:
         with self.storage.open_read(rel) as stream:
-            scan_jsonl(stream, sink, schema=KIND_SCHEMA[kind],
-                       append_only=rel in layout.APPEND_ONLY, on_record=hook)
+            scan_jsonl(stream, sink, schema=kind.schema or "", append_only=kind.append_only,
+                       on_record=checks)
 
-    def _checkpoints(self, rel: str, view: RunView) -> CheckpointFacts:
-        sink = self._sink(rel, view)
-        hook = CheckpointChecks(sink)
-        try:
-            self._stream(rel, sink, "checkpoints", hook)
-        finally:
-            self.findings.extend(sink.finish())
-        return hook.facts
-
-    def _metrics(self, rel: str, view: RunView, iterations: set[int],
-                 restart: set[int]) -> MetricsFacts:
-        sink = self._sink(rel, view)
-        hook = MetricsChecks(sink, restart_steps=restart, iterations=iterations,
-                             any_iteration_files=bool(iterations))
-        try:
-            self._stream(rel, sink, "metrics", hook)
-            facts = hook.finish()
-            if facts.records == 0 and not sink.items:
-                sink.add("RL116", "metrics.jsonl holds no record yet (the run logged nothing)")
-        finally:
-            self.findings.extend(sink.finish())
-        return facts
-
-    def _file(self, rel: str, view: RunView) -> None:
+    def _file(self, rel: str, view: RunView) -> Any:
+        """Read one file as its kind's row says and run its kind's checks; the checks' facts."""
         rp = view.files[rel]
-        sink = self._sink(rel, view)
+        kind = layout.KINDS[rp.kind]
+        checks = KIND_CHECKS.get(rp.kind, NO_CHECKS)
+        sink = Sink(view.display[rel], self.cap)
         try:
-            if rp.kind == "rollout_summaries":
+            if checks.ranged:
                 self._rollouts(rel, rp, sink)
-            elif rp.kind in _JSONL_KINDS:
-                self._stream(rel, sink, rp.kind, None)
-            elif rp.kind in ("config", "logtree"):
-                self._document(rel, rp, sink)
-            elif rp.kind in ("html", "timing_gantt", "report"):
+            elif kind.format == "jsonl":
+                hook = checks.records(sink, rp, view) if checks.records is not None else None
+                self._stream(rel, kind, sink, hook)
+                return hook.finish() if hook is not None else None
+            elif kind.format == "json":
+                self._document(rel, rp, kind, sink, checks.document)
+            elif kind.format == "html":
                 size = self.storage.size(rel)
                 head = self.storage.read_range(rel, 0, _HTML_SNIFF)
                 tail = self.storage.read_range(rel, max(0, size - _HTML_SNIFF), size)
-                check_html(head, tail, size, sink, chart=rp.kind == "timing_gantt")
-            elif rp.kind == "code_diff":
+                check_html(head, tail, size, sink, chart=checks.chart)
+            elif kind.format == "text":
                 with self.storage.open_read(rel) as stream:
                     check_utf8_text(stream, sink)
         finally:
             self.findings.extend(sink.finish())
+        return None
 
-    def _document(self, rel: str, rp: layout.RunPath, sink: Sink) -> None:
+    def _document(self, rel: str, rp: layout.RunPath, kind: layout.FileKind, sink: Sink,
+                  check: DocumentCheck | None) -> None:
         size = self.storage.size(rel)
         if size > MAX_DOCUMENT:
             sink.add("RL114", f"document is {size >> 20} MiB, over the validator's "
                               f"{MAX_DOCUMENT >> 20} MiB limit; not parsed")
             return
         data = self.storage.read_bytes(rel)
-        parsed, doc = check_document(data, sink, schema=KIND_SCHEMA[rp.kind], kind=rp.kind)
+        parsed, doc = check_document(data, sink, schema=kind.schema or "", kind=rp.kind)
         del data
-        if parsed and rp.kind == "logtree":
-            logtree_checks(doc, sink, twin=twin_path(rp, "html"), nested=rp.layout == "nested")
+        if parsed and check is not None:
+            check(doc, sink, rp)
 
     # -- rollout summaries: streamed, split across processes when very large ------------------
 

@@ -8,6 +8,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
+from rlio.layout import TEXT_TYPE
+from rlio.layout import content_type as content_type  # re-exported: the gcs storage asks here
+
 #: Where batch parts wait to be composed, where lease objects live, and the marker object of a
 #: run created before its first file (all run-relative, all hidden from ``walk``).
 PARTS_DIR = ".rlio-parts"
@@ -23,18 +26,6 @@ META_REWRITE_ID = "rlio-rewrite-id"
 LEASE_SECONDS = 15.0
 #: Bytes fetched per GET when streaming a file.
 READ_CHUNK = 4 << 20
-
-_CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".json": "application/json"}
-_TEXT = "text/plain; charset=utf-8"
-
-
-def content_type(rel: str) -> str:
-    """The Content-Type rlio stores ``rel`` with (so a browser can open reports from GCS)."""
-    for suffix, ctype in _CONTENT_TYPES.items():
-        if rel.endswith(suffix):
-            return ctype
-    return _TEXT
-
 
 def http_status(exc: BaseException) -> int | None:
     """The HTTP status a gcsfs error carries, if any."""
@@ -119,7 +110,7 @@ class GcsApi:
         return data, total, int(g) if g and g.isdigit() else gen
 
     def upload(self, key: str, data: bytes, *, metadata: Mapping[str, str] | None = None,
-               if_generation_match: int | None = None, ctype: str = _TEXT) -> dict[str, Any]:
+               if_generation_match: int | None = None, ctype: str = TEXT_TYPE) -> dict[str, Any]:
         """Write ``key`` whole in one multipart request; ``if_generation_match=0``: create-only."""
         resource: dict[str, Any] = {"name": key, "contentType": ctype}
         if metadata:
@@ -142,7 +133,7 @@ class GcsApi:
 
     def compose(self, key: str, sources: Sequence[tuple[str, int | None]], *,
                 metadata: Mapping[str, str], if_generation_match: int,
-                ctype: str = _TEXT) -> dict[str, Any]:
+                ctype: str = TEXT_TYPE) -> dict[str, Any]:
         """Concatenate ``sources`` (name, generation or None) into ``key``, conditionally."""
         src = [{"name": n} if g is None else {"name": n, "generation": str(g)} for n, g in sources]
         out: dict[str, Any] = self.fs.call(

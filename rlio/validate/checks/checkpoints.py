@@ -2,30 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from rlio._schema.loader import load_schema
+from rlio.validate.checks.view import CheckpointFacts
 from rlio.validate.scan import Sink, short
 
 
 def _key_order(schema: str, key: str) -> tuple[str, ...]:
     """A documented key order, read from the schema that owns it."""
     return tuple(load_schema(schema)[key])
-
-
-# --------------------------------------------------------------------------------------------
-# checkpoints.jsonl (SPEC §5): per record.
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class CheckpointFacts:
-    """What the checkpoint ledger says: resumable records and the steps a resume can restart at."""
-
-    resumable: list[tuple[int, int]] = field(default_factory=list)  # (line, batch)
-    restart_steps: set[int] = field(default_factory=set)
-    records: int = 0
 
 
 class CheckpointChecks:
@@ -67,6 +53,10 @@ class CheckpointChecks:
         step = rec.get("step")
         if type(step) is int:
             self.facts.restart_steps.add(step)
+
+    def finish(self) -> CheckpointFacts:
+        """The ledger's facts, once every record was seen."""
+        return self.facts
 
 
 def _swap(keys: list[str], a: str, b: str) -> list[str]:

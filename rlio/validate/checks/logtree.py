@@ -6,11 +6,11 @@ import re
 from typing import Any
 
 from rlio._schema.loader import load_schema
+from rlio.layout import RunPath, twin_path
 from rlio.validate.scan import Sink, short
 
 _OFFSET = re.compile(r"(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)$")
 _TIME = re.compile(r"[T ][0-9]{2}:[0-9]{2}")
-
 
 
 def known_data_types() -> frozenset[str]:
@@ -25,16 +25,18 @@ def known_data_types() -> frozenset[str]:
     return frozenset(found)
 
 
-def logtree_checks(doc: Any, sink: Sink, *, twin: str | None, nested: bool) -> None:
+def logtree_checks(doc: Any, sink: Sink, rp: RunPath) -> None:
     """RL204 (naive started_at), RL410 (path does not name the HTML twin), RL203 (unknown types)."""
     if not isinstance(doc, dict):
         return
+    twin = twin_path(rp, "html")
+    nested = rp.layout == "nested"
     started = doc.get("started_at")
     if isinstance(started, str) and _TIME.search(started) and not _OFFSET.search(started):
         sink.add("RL204", f"started_at {short(started)} has no UTC offset (naive local time)",
                  pointer="/started_at")
     path = doc.get("path")
-    if twin is not None and isinstance(path, str):
+    if isinstance(path, str):
         parts = [p for p in re.split(r"[\\/]", path) if p]
         want = twin.split("/") if nested else twin.split("/")[-1:]
         n = max(1, min(len(want), len(parts)))

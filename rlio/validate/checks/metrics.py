@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Final
 
+from rlio.rules import TRAINING_KEYS
+from rlio.validate.checks.view import MetricsFacts, RunView
 from rlio.validate.scan import Sink
-
-#: Metrics keys that mark a training line (others are eval or sampler lines, SPEC §3).
-TRAINING_KEYS: Final = ("progress/batch", "training_client/step", "progress/done_frac",
-                        "progress", "optim/lr")
-
-
-@dataclass
-class MetricsFacts:
-    """What metrics.jsonl says: the last training step and how many records it holds."""
-
-    last_train_step: int | None = None
-    records: int = 0
 
 
 class MetricsChecks:
@@ -32,12 +21,10 @@ class MetricsChecks:
 
     _MAX_HELD: Final = 1000
 
-    def __init__(self, sink: Sink, *, restart_steps: set[int], iterations: set[int],
-                 any_iteration_files: bool) -> None:
+    def __init__(self, sink: Sink, view: RunView) -> None:
         self.sink = sink
-        self.restart = restart_steps
-        self.iterations = iterations
-        self.any_files = any_iteration_files
+        self.restart = view.restart_steps
+        self.iterations = view.iterations
         self.facts = MetricsFacts()
         self._progress_mode: bool | None = None
         self._held: list[tuple[int, int]] = []  # (step, line) of lines before the mode is known
@@ -81,6 +68,8 @@ class MetricsChecks:
         """Judge lines still held back (a file without progress keys) and return the facts."""
         if self._progress_mode is None:
             self._settle(False)
+        if self.facts.records == 0 and not self.sink.items:
+            self.sink.add("RL116", "metrics.jsonl holds no record yet (the run logged nothing)")
         return self.facts
 
     def _train_line(self, s: int, line: int) -> None:
@@ -117,7 +106,7 @@ class MetricsChecks:
     def _files(self, s: int, line: int) -> None:
         if s in self.iterations:
             return
-        if self.any_files:
+        if self.iterations:
             self.sink.add("RL412", f"iteration {s} is in metrics but has no per-iteration files "
                                    "(logging can be off)", line=line, pointer="/step")
         elif not self._no_files_reported:

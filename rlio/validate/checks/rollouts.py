@@ -11,7 +11,7 @@ path; the checks read both by attribute, so there is one implementation.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -19,12 +19,12 @@ import orjson
 
 from rlio import layout
 from rlio._schema.loader import load_schema
+from rlio.rules import REWARD_TOLERANCE, bad_step_index, reward_mismatch, step_after_done
 from rlio.validate.scan import Sink, short
 
 _STEP_IDX: Final = operator.attrgetter("step_idx")
 _REWARD: Final = operator.attrgetter("reward")
 _DONE: Final = operator.attrgetter("episode_done")
-_RANGES: Final = tuple(tuple(range(n)) for n in range(64))
 
 
 @dataclass
@@ -101,6 +101,7 @@ class RolloutChecks:
         loads = orjson.loads
         last_g = last_t = -1
         key_checks = 100  # key-order checks left: writers emit one key order, the first tell
+        tolerance = REWARD_TOLERANCE  # within the rule whatever the magnitudes: a cheap prefilter
 
         def check(rec: Any, line: int, source: bytes | dict[str, Any]) -> None:
             nonlocal last_g, last_t, key_checks
@@ -130,7 +131,7 @@ class RolloutChecks:
                     self._bad_step_idx(steps, (st.step_idx,), line)
                 r = st.reward
                 if (total is not None and final is not None and r is not None
-                        and abs(total - r - final) > 1e-6):  # _total applies the full tolerance
+                        and abs(total - r - final) > tolerance):  # _total applies the rule
                     self._total(total, final, (r,), line)
             elif steps:
                 # one pass for the usual record; anything unusual gets the full report (_steps)
@@ -144,8 +145,8 @@ class RolloutChecks:
                     keep(st.reward)
                 else:
                     if (total is not None and final is not None and None not in rewards
-                            and abs(total - sum(rewards) - final) > 1e-6):
-                        self._total(total, final, tuple(rewards), line)
+                            and abs(total - sum(rewards) - final) > tolerance):
+                        self._total(total, final, rewards, line)
             elif total is not None and final is not None:
                 self._total(total, final, (), line)
             if key_checks:
@@ -170,32 +171,32 @@ class RolloutChecks:
         self.hook: Callable[[Any, int, bool], None] = hook
         self.finish: Callable[[], PairOrder] = finish
 
-    def _total(self, total: Any, final: Any, rewards: tuple[Any, ...], line: int) -> None:
-        acc = sum(rewards) + final
-        if abs(total - acc) > 1e-6 + 1e-6 * (sum(map(abs, rewards)) + abs(final)):
+    def _total(self, total: Any, final: Any, rewards: Sequence[Any], line: int) -> None:
+        expected = reward_mismatch(total, final, rewards)
+        if expected is not None:
             self.sink.add("RL405", f"total_reward {short(total)} but the step rewards plus "
-                                   f"final_reward sum to {short(acc)}",
+                                   f"final_reward sum to {short(expected)}",
                           line=line, pointer="/total_reward")
 
     def _steps(self, steps: list[Any], total: Any, final: Any, line: int) -> None:
-        n = len(steps)
         idx = tuple(map(_STEP_IDX, steps))
-        if idx != (_RANGES[n] if n < 64 else tuple(range(n))):
-            self._bad_step_idx(steps, idx, line)
+        self._bad_step_idx(steps, idx, line)
         dones = tuple(map(_DONE, steps))
-        if True in dones[:-1]:
-            at = dones.index(True)
-            self.sink.add("RL406", f"{n - 1 - at} step(s) after episode_done: true at step {at}",
-                          line=line, pointer=f"/steps/{at + 1}")
+        at = step_after_done(dones)
+        if at is not None:
+            self.sink.add("RL406", f"{len(steps) - 1 - at} step(s) after episode_done: true at "
+                                   f"step {at}", line=line, pointer=f"/steps/{at + 1}")
         rewards = tuple(map(_REWARD, steps))
         if (total is not None and final is not None and None not in rewards
-                and abs(total - sum(rewards) - final) > 1e-6):
+                and abs(total - sum(rewards) - final) > REWARD_TOLERANCE):
             self._total(total, final, rewards, line)
 
     def _bad_step_idx(self, steps: list[Any], idx: tuple[Any, ...], line: int) -> None:
-        at = next(i for i, v in enumerate(idx) if v != i)
-        self.sink.add("RL404", f"step_idx {short(idx[at])} at position {at}; step_idx must run "
-                               f"0..{len(steps) - 1}", line=line, pointer=f"/steps/{at}/step_idx")
+        at = bad_step_index(idx)
+        if at is not None:
+            self.sink.add("RL404", f"step_idx {short(idx[at])} at position {at}; step_idx must "
+                                   f"run 0..{len(steps) - 1}", line=line,
+                          pointer=f"/steps/{at}/step_idx")
 
 
 def duplicate_pairs(records: Iterator[tuple[int, Any]], sink: Sink) -> None:

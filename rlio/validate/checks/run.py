@@ -1,38 +1,14 @@
-"""Cross-file checks (SPEC §1, §7, §9) over a read-only view of the run, and that view."""
+"""Cross-file checks (SPEC §1, §7, §9): small functions over the read-only view of the run."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Final
 
 from rlio import layout
 from rlio.findings import Finding, finding
-from rlio.layout import _ARTIFACT_SUFFIX, RunPath
-from rlio.validate.checks.checkpoints import CheckpointFacts
-from rlio.validate.checks.metrics import MetricsFacts
-
-
-@dataclass
-class RunView:
-    """Facts the per-file pass gathered, for the cross-file checks.
-
-    Attributes:
-        layout: ``flat``, ``nested``, ``mixed`` or None.
-        files: regular files by run-relative path, with their parsed names.
-        present: every path that exists in some form (file, dir, symlink, other).
-        display: path -> the name findings show (valid UTF-8).
-        metrics: facts from metrics.jsonl, if it was read.
-        checkpoints: facts from checkpoints.jsonl, if it was read.
-    """
-
-    layout: str | None
-    files: dict[str, RunPath]
-    present: dict[str, str]
-    display: dict[str, str]
-    metrics: MetricsFacts | None = None
-    checkpoints: CheckpointFacts | None = None
-
+from rlio.layout import twin_path
+from rlio.validate.checks.view import RunView
 
 CrossFileCheck = Callable[[RunView], Iterator[Finding]]
 
@@ -109,15 +85,3 @@ CROSS_FILE_CHECKS: Final[tuple[CrossFileCheck, ...]] = (
     checkpoint_beyond_metrics,
 )
 
-
-def twin_path(rp: RunPath, artifact: layout.Artifact) -> str:
-    """The run-relative path of ``rp``'s twin artifact (same layout, iteration and label)."""
-    if rp.layout is not None and rp.iteration is not None and rp.problem is None:
-        try:
-            return layout.iteration_path(rp.layout, rp.iteration, artifact, label=rp.label)
-        except ValueError:
-            pass
-    for suffix in _ARTIFACT_SUFFIX.values():
-        if rp.path.endswith(suffix):
-            return rp.path[: -len(suffix)] + _ARTIFACT_SUFFIX[artifact]
-    return rp.path
