@@ -30,11 +30,9 @@ def reward_mismatch(total: Any, final: Any, rewards: Sequence[Any]) -> float | N
     None among the values (a NaN written as null), a non-finite value, or a sum beyond floats.
     The sum is exactly rounded (``math.fsum``), so the verdict does not depend on the order.
     """
-    if total is None or final is None:
-        return None
-    try:
-        parts = [final, *rewards]
-        if None in parts or not math.isfinite(total):
+    parts = [final, *rewards]
+    try:  # a None or a non-number raises TypeError, a sum beyond floats OverflowError
+        if not math.isfinite(total):
             return None
         expected = math.fsum(parts)
         scale = math.fsum(map(abs, parts))

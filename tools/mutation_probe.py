@@ -1,6 +1,7 @@
 """Mutation probe of the validator's checks: which semantic mutants do the check tests miss?
 
-Applies one AST mutation at a time to ``rlio/validate/checks/*.py`` in a temporary copy of the
+Applies one AST mutation at a time to ``rlio/validate/checks/*.py`` and to ``rlio/rules.py`` (the
+SPEC §9 rules the checks decide with) in a temporary copy of the
 tree (the real files are never edited), runs the check tests there, and counts a mutant as killed
 when they fail (or time out). Mutations: flip a comparison (``<`` <-> ``<=``, ``>`` <-> ``>=``,
 ``==`` <-> ``!=``, ``is`` <-> ``is not``, ``in`` <-> ``not in``), ``and`` <-> ``or``, drop a
@@ -25,9 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECKS = "rlio/validate/checks"
+#: The mutated modules: the validator's checks and the rules they decide with.
+TARGETS = ("rlio/validate/checks/*.py", "rlio/rules.py")
 COPIED = ("rlio", "tests", "schemas", "conformance", "pyproject.toml")
-DEFAULT_TESTS = "tests/unit/validate"
+#: The unit tests of those modules (``tests/unit/validate`` adds the engine's, ~100 s a run).
+DEFAULT_TESTS = ("tests/unit/validate/checks", "tests/unit/test_rules.py")
 
 _FLIP: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
@@ -91,7 +94,7 @@ def _apply(tree: ast.Module, index: int, what: str) -> ast.Module:
                     for j, item in enumerate(value):
                         if item is node:
                             value[j] = node.operand
-    elif isinstance(node, ast.Constant):
+    elif isinstance(node, ast.Constant) and type(node.value) is int:  # the sites are ints only
         node.value = node.value + (1 if what.endswith("+1") else -1)
     elif isinstance(node, ast.If):
         node.test = ast.Constant(what == "if True")
@@ -99,9 +102,9 @@ def _apply(tree: ast.Module, index: int, what: str) -> ast.Module:
 
 
 def mutants(only: str | None) -> list[Mutant]:
-    """Every mutant of the check modules (of one module with ``only``)."""
+    """Every mutant of the target modules (of one module with ``only``)."""
     found: list[Mutant] = []
-    for path in sorted((ROOT / CHECKS).glob("*.py")):
+    for path in sorted(p for pattern in TARGETS for p in ROOT.glob(pattern)):
         if only is not None and path.stem != only:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -111,10 +114,10 @@ def mutants(only: str | None) -> list[Mutant]:
     return found
 
 
-def _run_tests(copy: Path, tests: str, timeout: float) -> str:
+def _run_tests(copy: Path, tests: list[str], timeout: float) -> str:
     """``passed``, ``failed`` or ``timeout`` for the tests in the copy."""
     env = dict(os.environ, PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1")
-    cmd = [sys.executable, "-m", "pytest", tests, "-q", "-x", "-p", "no:cacheprovider"]
+    cmd = [sys.executable, "-m", "pytest", *tests, "-q", "-x", "-p", "no:cacheprovider"]
     try:
         proc = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, timeout=timeout,
                               check=False)
@@ -128,8 +131,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--max", type=int, default=10_000, help="at most this many mutants")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant")
-    ap.add_argument("--only", help="one check module by name (say: metrics)")
-    ap.add_argument("--tests", default=DEFAULT_TESTS, help="the tests run against each mutant")
+    ap.add_argument("--only", help="one module by name (say: metrics, or rules)")
+    ap.add_argument("--tests", nargs="+", default=list(DEFAULT_TESTS),
+                    help="the tests run against each mutant")
     args = ap.parse_args()
     todo = mutants(args.only)[: args.max]
     with tempfile.TemporaryDirectory(prefix="rlio-mutants-") as tmp:
@@ -142,7 +146,8 @@ def main() -> int:
                 shutil.copy2(src, copy / name)
         baseline = _run_tests(copy, args.tests, args.timeout)
         if baseline != "passed":
-            print(f"the unmutated tree does not pass {args.tests} ({baseline}); nothing probed")
+            print(f"the unmutated tree does not pass {' '.join(args.tests)} ({baseline}); "
+                  "nothing probed")
             return 2
         survivors: list[Mutant] = []
         started = time.monotonic()
@@ -167,7 +172,7 @@ def main() -> int:
         print(f"  {m.file}:{m.line} {m.what}")
     ratio = killed / len(todo) if todo else 1.0
     print(f"killed {killed}/{len(todo)} mutants ({ratio:.1%}) in "
-          f"{time.monotonic() - started:.0f} s; tests: {args.tests}")
+          f"{time.monotonic() - started:.0f} s; tests: {' '.join(args.tests)}")
     return 0 if not survivors else 1
 
 
