@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from rlio import layout
 from rlio._codec.jsonl import DecodeError, decode
-from rlio._codec.lines import BackwardLine, backward_lines, count_newlines
+from rlio._codec.lines import MAX_TAIL_LINE, BackwardLine, backward_lines, count_newlines
 from rlio.errors import ResumeError
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
@@ -45,8 +45,6 @@ __all__ = [
     "resume_document",
 ]
 
-#: A line longer than this is skipped unread (reported), so memory stays bounded.
-_MAX_LINE = 16 * 1024 * 1024
 
 SkipKind = Literal["blank", "unparseable", "torn", "too_long", "not_object"]
 #: Kinds of per-iteration files a restart rewrites.
@@ -70,8 +68,8 @@ class SkippedLine:
 
 
 def _backward(storage: Storage, rel: str, size: int) -> Iterator[BackwardLine]:
-    """The lines of ``rel[:size]``, last first, each over ``_MAX_LINE`` bytes passed unread."""
-    return backward_lines(storage, rel, size, max_line=_MAX_LINE + 1)
+    """The lines of ``rel[:size]``, last first, each over ``MAX_TAIL_LINE`` bytes passed unread."""
+    return backward_lines(storage, rel, size, max_line=MAX_TAIL_LINE + 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +97,7 @@ def _classify(seg: BackwardLine, is_last: bool) -> tuple[Any, _Skip | None]:
         return None, _Skip(0, "torn", "torn last line (no final newline): ignored, what a crash "
                                       "leaves")
     if seg.data is None:
-        return None, _Skip(0, "too_long", f"line longer than {_MAX_LINE} bytes: not read")
+        return None, _Skip(0, "too_long", f"line longer than {MAX_TAIL_LINE} bytes: not read")
     if not seg.data.strip():
         return None, _Skip(0, "blank", "blank line")
     try:

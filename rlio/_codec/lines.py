@@ -18,9 +18,11 @@ import io
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, Final, Protocol
 
 __all__ = [
+    "MAX_LINE",
+    "MAX_TAIL_LINE",
     "BackwardLine",
     "ForwardLines",
     "NumberedLine",
@@ -30,6 +32,11 @@ __all__ = [
     "next_line_start",
 ]
 
+#: The longest JSONL line rlio parses reading forward (validator, report): a longer one is
+#: reported and skipped unread, so memory stays flat.
+MAX_LINE: Final = 64 << 20
+#: The longest line read backward from a file's end (resume, torn-tail repair).
+MAX_TAIL_LINE: Final = 16 << 20
 #: Forward reads of a stream without a bounded ``readline`` take this many bytes at a time.
 _READ_CHUNK = 1 << 20
 #: Backward reads start with this many bytes and double (up to ``_MAX_CHUNK``) for long lines.

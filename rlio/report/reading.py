@@ -9,11 +9,11 @@ import math
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 from rlio import layout
 from rlio._codec.jsonl import DecodeError, decode
-from rlio._codec.lines import ForwardLines
+from rlio._codec.lines import MAX_LINE, ForwardLines
 from rlio.errors import ResumeError
 from rlio.findings import Report
 from rlio.resume import read_resume_state
@@ -21,14 +21,8 @@ from rlio.rules import TRAINING_KEYS
 from rlio.storage.base import Storage
 from rlio.validate import validate_run
 
-# --------------------------------------------------------------------------- reading the run
-
-
 EVAL_REWARD_SUFFIX = "/env/all/reward/total"
 _MAX_EVAL_CHARTS = 8
-#: A JSONL line of this many bytes or more is skipped unread and counted as bad (memory bound;
-#: the validator's limit, so the report reads every line the validator parses).
-MAX_LINE: Final = 64 << 20
 
 
 @dataclass

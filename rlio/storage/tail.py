@@ -4,15 +4,8 @@ from __future__ import annotations
 
 from rlio import layout as L
 from rlio._codec.jsonl import DecodeError, decode
-from rlio._codec.lines import backward_lines
+from rlio._codec.lines import MAX_TAIL_LINE, backward_lines
 from rlio.storage.base import Storage
-
-#: A last complete line longer than this is not read to judge it (memory bound): it is kept.
-_MAX_LINE = 16 << 20
-
-
-# --------------------------------------------------------------------------------------------
-# Torn tails
 
 
 def _torn_offset(storage: Storage, rel: str, size: int, check_json: bool) -> int:
@@ -22,7 +15,8 @@ def _torn_offset(storage: Storage, rel: str, size: int, check_json: bool) -> int
     parse (what a crash can leave behind a zero-filled or half-flushed block). Lines are read
     from the end (``backward_lines``), at most two of them.
     """
-    lines = backward_lines(storage, rel, size, max_line=_MAX_LINE + 1)
+    # a last line longer than MAX_TAIL_LINE is kept: it is not read to judge it (memory bound)
+    lines = backward_lines(storage, rel, size, max_line=MAX_TAIL_LINE + 1)
     last = next(lines, None)
     if last is None:
         return size

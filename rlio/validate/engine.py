@@ -19,7 +19,7 @@ from typing import Any, Final, TypeVar
 import orjson
 
 from rlio import layout
-from rlio._codec.lines import ForwardLines, next_line_start
+from rlio._codec.lines import MAX_LINE, ForwardLines, next_line_start
 from rlio.errors import RunNotFoundError
 from rlio.findings import Finding, Report, finding
 from rlio.storage.base import TEMP_INFIX, Entry, Storage
@@ -37,7 +37,6 @@ from rlio.validate.checks.view import RunView
 from rlio.validate.parallel import RangeResult, RangeTask, RemoteScan, scan_range
 from rlio.validate.scan import (
     MAX_DOCUMENT,
-    MAX_LINE,
     Sink,
     capped,
     check_document,

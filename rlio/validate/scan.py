@@ -23,7 +23,7 @@ from typing import Any, BinaryIO, Final
 import orjson
 
 from rlio._codec.jsonl import DecodeError, decode
-from rlio._codec.lines import ForwardLines
+from rlio._codec.lines import MAX_LINE, ForwardLines
 from rlio._codec.normalize import nonfinite_to_none
 from rlio._schema.decoders import decoder_for
 from rlio.findings import (
@@ -34,8 +34,6 @@ from rlio.findings import (
 )
 from rlio.schema import explain, fast_check
 
-#: A line longer than this is not parsed (memory bound); RL114.
-MAX_LINE: Final = 64 << 20
 #: A JSON document (config, logtree) larger than this is not parsed; RL114.
 MAX_DOCUMENT: Final = 512 << 20
 #: A line longer than this is reported at info level (RL115).

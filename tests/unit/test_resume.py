@@ -191,7 +191,7 @@ def test_line_over_the_size_cap_is_skipped_unread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A line over the cap is reported as too long and passed over without holding it."""
-    monkeypatch.setattr(resume, "_MAX_LINE", 100_000)
+    monkeypatch.setattr(resume, "MAX_TAIL_LINE", 100_000)
     write(tmp_path, layout.CHECKPOINTS,
           ck("000001", 1, state_path="tinker://r/w/1"),
           ck("000002", 2, state_path="tinker://r/w/2", note="y" * 500_000))
