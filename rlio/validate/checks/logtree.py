@@ -30,7 +30,6 @@ def logtree_checks(doc: Any, sink: Sink, rp: RunPath) -> None:
     if not isinstance(doc, dict):
         return
     twin = twin_path(rp, "html")
-    nested = rp.layout == "nested"
     started = doc.get("started_at")
     if isinstance(started, str) and _TIME.search(started) and not _OFFSET.search(started):
         sink.add("RL204", f"started_at {short(started)} has no UTC offset (naive local time)",
@@ -38,9 +37,9 @@ def logtree_checks(doc: Any, sink: Sink, rp: RunPath) -> None:
     path = doc.get("path")
     if isinstance(path, str):
         parts = [p for p in re.split(r"[\\/]", path) if p]
-        want = twin.split("/") if nested else twin.split("/")[-1:]
-        n = max(1, min(len(want), len(parts)))
-        if parts[-n:] != want[-n:]:
+        want = twin.split("/")  # nested: the iteration folder and the file; flat: the file
+        n = min(len(want), len(parts))
+        if not parts or parts[-n:] != want[-n:]:
             sink.add("RL410", f"path {short(path)} does not name the HTML twin {twin!r}",
                      pointer="/path")
     known = known_data_types()

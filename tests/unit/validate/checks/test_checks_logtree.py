@@ -65,3 +65,11 @@ def test_non_object_document_is_skipped() -> None:
     """A document that is not an object yields nothing."""
     assert check([1]) == []
     assert check(doc(root=[1])) == []
+
+
+def test_flat_path_is_judged_by_its_file_name_only() -> None:
+    """A flat twin is named by its last component, whatever directories a writer's path holds."""
+    assert check(doc(path="/runs/exp1/train_iteration_000001.html")) == []
+    assert check(doc(path="gs://bucket/exp1/train_iteration_000001.html")) == []
+    assert check(doc(path="/runs/exp1/train_iteration_000002.html")) == [("RL410", "/path")]
+    assert check(doc(path="/")) == [("RL410", "/path")]  # names no file at all

@@ -80,3 +80,11 @@ def test_checkpoint_beyond_metrics() -> None:
     assert list(checkpoint_beyond_metrics(v)) == []
     v.metrics, v.checkpoints = MetricsFacts(last_train_step=0), None
     assert list(checkpoint_beyond_metrics(v)) == []
+
+
+def test_only_html_pages_need_a_twin() -> None:
+    """Rollout summaries and logtrees without pages are no RL411: only HTML needs its JSON twin."""
+    rollouts = layout.iteration_path("flat", 0, "rollout_summaries")
+    nested = layout.iteration_path("nested", 0, "rollout_summaries")
+    assert list(html_twins(view([rollouts, "metrics.jsonl"]))) == []
+    assert list(html_twins(view([nested]))) == []
