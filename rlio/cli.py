@@ -119,7 +119,7 @@ def render_github(report: Report) -> str:
 def _cmd_validate(args: argparse.Namespace) -> int:
     from rlio.errors import RunNotFoundError
     from rlio.findings import Severity
-    from rlio.validate.engine import validate_run
+    from rlio.validate import validate_run
 
     try:
         report = validate_run(args.run)
@@ -135,7 +135,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
-    from rlio._schema.loader import SCHEMA_NAMES, schema_bytes
+    from rlio.schema import SCHEMA_NAMES, schema_bytes
 
     if args.name is None:
         sys.stdout.write("".join(n + "\n" for n in SCHEMA_NAMES))
@@ -184,7 +184,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from rlio.errors import RunNotFoundError
-    from rlio.report.run_report import write_run_report
+    from rlio.report import write_run_report
 
     try:
         where = write_run_report(args.run, output=args.output, metrics=args.metric)

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from rlio.layout import Layout
-from rlio.logtree.builder import LogTree
-from rlio.writer.run_writer import RunWriter
+from rlio.logtree import LogTree
+from rlio.writer import RunWriter
 
 __all__ = ["DemoConfig", "run_demo"]
 

@@ -36,6 +36,7 @@ from rlio._codec.lines import MAX_TAIL_LINE, BackwardLine, backward_lines, count
 from rlio.errors import ResumeError
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
+from rlio.storage.tail import repair_torn_tail
 
 __all__ = [
     "ResumeState",
@@ -414,8 +415,6 @@ def prepare_resume(storage: Storage, *, required_key: str = "state_path") -> Res
     With no resumable checkpoint the run restarts at iteration 0, so every metrics line is
     superseded: the whole of ``metrics.jsonl`` moves to the sidecar and None is returned.
     """
-    from rlio.storage.tail import repair_torn_tail  # one owner for the repair rule
-
     state = read_resume_state(storage, required_key=required_key)  # torn_tail as found
     for rel in (layout.CHECKPOINTS, layout.METRICS):
         repair_torn_tail(storage, rel)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any
 
+from rlio._version import __version__
 from rlio.report import svg as _svg
 from rlio.report.style import CSS
 
@@ -196,8 +197,6 @@ def section_iterations(pages: PageIndex, href: Callable[[str], str]) -> str:
 def document(name: str, facts: Sequence[tuple[str, str]], config: tuple[str, bool] | None,
              sections: Sequence[str]) -> str:
     """The whole page: head (CSP, inline CSS), the run's facts and config, then ``sections``."""
-    from rlio._version import __version__
-
     cfg = ""
     if config is not None:
         text, cut = config

@@ -31,6 +31,7 @@ from rlio._codec.jsonl import _LINE_OPTS, INT_MAX, INT_MIN, NonFinite, encode_li
 from rlio._codec.normalize import OnUnserializable, checked_slow, config_bytes
 from rlio._schema.rollout_scan import rollout_scan
 from rlio.errors import LabelCollisionError, RecordError, UnsafeStorageError
+from rlio.resume import ResumeState, prepare_resume
 from rlio.schema import fast_check
 from rlio.storage.base import Appender, Storage
 from rlio.storage.opener import open_storage
@@ -45,7 +46,6 @@ from rlio.writer.support import (
 
 if TYPE_CHECKING:
     from rlio.logtree.builder import LogTree
-    from rlio.resume import ResumeState
 
 
 # --------------------------------------------------------------------------------------------
@@ -117,8 +117,6 @@ class RunWriter:
         self._hot = False
         self.resume_state: ResumeState | None = None
         if resume:
-            from rlio.resume import prepare_resume
-
             self.resume_state = prepare_resume(self._storage, required_key="state_path")
         for rel in (L.METRICS, L.CHECKPOINTS):  # reopening a crashed run: keep torn tails aside
             repair_torn_tail(self._storage, rel)  # (leaves symlinks alone; appends refuse them)

@@ -9,7 +9,6 @@ from typing import Any
 from urllib.parse import quote
 
 from rlio.layout import TEXT_TYPE
-from rlio.layout import content_type as content_type  # re-exported: the gcs storage asks here
 
 #: Where batch parts wait to be composed, where lease objects live, and the marker object of a
 #: run created before its first file (all run-relative, all hidden from ``walk``).

@@ -34,6 +34,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 
 from rlio.errors import RunNotFoundError, UnsafeStorageError
+from rlio.layout import content_type
 from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log
 from rlio.storage.gcs.api import (
     LEASE_SECONDS,
@@ -44,9 +45,9 @@ from rlio.storage.gcs.api import (
     READ_CHUNK,
     RUN_MARKER,
     GcsApi,
-    content_type,
     generation,
 )
+from rlio.storage.gcs.append import GcsAppender
 
 
 class _RangeReader(io.RawIOBase):
@@ -189,8 +190,6 @@ class GcsStorage(Storage):
                 "replace(); logs change only through appender() and move_tail()") from None
 
     def appender(self, rel: str) -> Appender:
-        from rlio.storage.gcs.append import GcsAppender
-
         return GcsAppender(self.api, self.key(rel), f"{self.key(PARTS_DIR)}/{rel}",
                            ctype=content_type(rel), display=self.display(rel))
 
