@@ -107,6 +107,19 @@ _NESTED_FILE = re.compile(r"(?:train|eval_(?P<label>.+?))" + _SUFFIXES)
 _FLAT_GANTT = re.compile(r"timing_gantt_(?P<n>[0-9]+)\.html")
 
 
+#: The files whose presence at a folder's root makes it a run (format contract, "what is a run").
+RUN_MARKERS: Final = (METRICS, CONFIG)
+
+
+def is_run_root(names: Iterable[str]) -> bool:
+    """Whether a folder whose direct children are ``names`` is a run (holds a run marker).
+
+    The one definition of "a run": ``rlio validate`` says "no run found" for any other folder,
+    and fleet discovery descends into folders until it finds one.
+    """
+    return any(name in RUN_MARKERS for name in names)
+
+
 def iteration_number(value: Any) -> int:
     """``value`` as an iteration number: an integer >= 0 (``int`` or any ``__index__`` type, such
     as numpy integers; ``bool``, floats and strings are refused).

@@ -1,0 +1,48 @@
+"""Assemble the subcommands into one parser and run the chosen one."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from rlio.cli import demo, report, resume, schema, validate
+from rlio.cli.common import EXIT_OK, EXIT_UNREADABLE
+
+#: Subcommand modules in the order ``rlio`` lists them.
+COMMANDS = (validate, resume, report, demo, schema)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``rlio`` parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="rlio",
+        description="Write, validate, resume and read RL run directories "
+        "(local folders or gs:// URIs).",
+        epilog="Run 'rlio COMMAND --help' for a command's options, examples and exit codes.",
+    )
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in COMMANDS:
+        module.register(sub)
+    return parser
+
+
+def _version() -> str:
+    from rlio._version import __version__
+
+    return f"rlio {__version__}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        sys.stderr.write(parser.format_help())
+        return EXIT_UNREADABLE
+    try:
+        code: int = args.handler(args)
+    except BrokenPipeError:
+        return EXIT_OK
+    return code

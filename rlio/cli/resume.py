@@ -1,0 +1,50 @@
+"""``rlio resume``: where a crashed run must restart."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rlio.cli.common import EXIT_OK, add_command, emit_json, fail, printable
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``resume`` to the ``rlio`` parser."""
+    p = add_command(
+        sub,
+        "resume",
+        summary="where a crashed run must restart",
+        examples=(
+            ("rlio resume runs/exp1", "the checkpoint to load and the iteration to start from"),
+            ("rlio resume gs://bucket/exp1 --format json", "the same as one JSON document"),
+        ),
+    )
+    p.add_argument("run", metavar="RUN", help="local path or URI")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text: one sentence; json: one document")
+    p.add_argument("--required-key", default="state_path", metavar="K",
+                   help="checkpoint key that makes a record resumable")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the resume state of ``args.run``."""
+    from rlio.errors import ResumeError, RunNotFoundError
+    from rlio.resume import read_resume_state, resume_document
+
+    try:
+        state = read_resume_state(args.run, required_key=args.required_key)
+    except ResumeError as exc:
+        return fail(str(exc))
+    except (RunNotFoundError, NotADirectoryError) as exc:
+        return fail(f"cannot read run {args.run!r}: {exc.strerror or exc}")
+    doc = resume_document(state, run=args.run)
+    if args.format == "json":
+        emit_json(doc)
+    elif state is None:
+        sys.stdout.write(
+            f"{printable(args.run)}: no resumable checkpoint; start from iteration 0\n"
+        )
+    else:
+        sys.stdout.write(printable(state.describe()) + "\n")
+    return EXIT_OK
