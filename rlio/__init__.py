@@ -15,6 +15,7 @@ _EXPORTS: dict[str, str] = {
     "Finding": "rlio.findings",
     "LabelCollisionError": "rlio.errors",
     "LogTree": "rlio.logtree",
+    "MissingExtraError": "rlio.errors",
     "RecordError": "rlio.errors",
     "Report": "rlio.findings",
     "ResumeError": "rlio.errors",
@@ -33,6 +34,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from rlio.errors import (
         LabelCollisionError,
+        MissingExtraError,
         RecordError,
         ResumeError,
         RlioError,

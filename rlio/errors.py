@@ -32,5 +32,12 @@ class UnsafeStorageError(RlioError, OSError):
     """An operation rlio refuses because the backend cannot do it safely (remote append mode)."""
 
 
+class MissingExtraError(RlioError, ImportError):
+    """An optional dependency a feature needs is not installed; names the ``pip install`` line.
+
+    gs:// run directories need gcsfs, which the base install leaves out (most runs are local).
+    """
+
+
 class RunNotFoundError(RlioError, FileNotFoundError):
     """The run directory or URI does not exist or cannot be listed."""

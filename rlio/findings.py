@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from rlio._version import __version__
+
 
 class Severity(enum.IntEnum):
     """How bad a finding is; ordered so that ``ERROR > WARNING > INFO``."""
@@ -182,8 +184,14 @@ class Report:
         return [f for f in self.findings if f.severity >= severity]
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``--format json`` document: ``{"ok", "counts", "findings"}``."""
+        """The ``--format json`` document: ``{"version", "run", "ok", "counts", "findings"}``.
+
+        ``version`` is the rlio version that validated, ``run`` the location as given, so a
+        stored report says what it judged and with which rules.
+        """
         return {
+            "version": __version__,
+            "run": self.run,
             "ok": self.ok,
             "counts": self.counts,
             "findings": [f.to_dict() for f in self.findings],

@@ -112,7 +112,7 @@ def test_case_cli(name: str, capsys: pytest.CaptureFixture[str]) -> None:
         assert out == ""
         return
     doc = json.loads(out)
-    assert set(doc) == {"ok", "counts", "findings"}
+    assert set(doc) == {"version", "run", "ok", "counts", "findings"}
     assert doc["ok"] == (code == 0)
     assert all(list(f) == [*KEYS, "message"] for f in doc["findings"])
     problems = match_case(expected, doc["findings"])

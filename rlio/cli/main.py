@@ -7,7 +7,8 @@ import sys
 from collections.abc import Sequence
 
 from rlio.cli import demo, report, resume, schema, validate
-from rlio.cli.common import EXIT_OK, EXIT_UNREADABLE
+from rlio.cli.common import EXIT_OK, EXIT_UNREADABLE, fail
+from rlio.errors import MissingExtraError
 
 #: Subcommand modules in the order ``rlio`` lists them.
 COMMANDS = (validate, resume, report, demo, schema)
@@ -45,4 +46,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
     except BrokenPipeError:
         return EXIT_OK
+    except MissingExtraError as exc:  # e.g. gs:// without gcsfs: one line naming the install
+        return fail(str(exc))
     return code

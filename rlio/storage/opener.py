@@ -1,11 +1,17 @@
-"""``open_storage``: the backend for a local path or URI; fsspec, gcsfs imported here only."""
+"""``open_storage``: the backend for a local path or URI; fsspec, gcsfs imported here only.
+
+Local runs need neither: the base install leaves them out, and a URI scheme whose library is
+absent raises ``MissingExtraError`` naming the install line (gs://: ``pip install 'rlio[gcs]'``).
+"""
 
 from __future__ import annotations
 
 import errno
+import importlib
 import os
+from types import ModuleType
 
-from rlio.errors import RunNotFoundError, UnsafeStorageError
+from rlio.errors import MissingExtraError, RunNotFoundError, UnsafeStorageError
 from rlio.storage.base import Storage
 from rlio.storage.local import LocalStorage
 from rlio.storage.memory import MemoryStorage
@@ -14,6 +20,18 @@ from rlio.storage.memory import MemoryStorage
 def _scheme(location: str) -> str | None:
     head, sep, _ = location.partition("://")
     return head.lower() if sep and head.isidentifier() else None
+
+
+def _import_extra(module: str, location: str, install: str) -> ModuleType:
+    """Import ``module`` for ``location``, or raise MissingExtraError naming ``install``."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        scheme = location.partition("://")[0]
+        raise MissingExtraError(
+            f"{scheme}:// run directories need {module.partition('.')[0]}, which cannot be "
+            f"imported ({exc}); install it with: {install}"
+        ) from exc
 
 
 def _open_gcs(location: str) -> Storage:
@@ -32,19 +50,18 @@ def _open_gcs(location: str) -> Storage:
     emulator = bool(os.environ.get("STORAGE_EMULATOR_HOST"))
     if emulator:
         os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
-    from gcsfs.core import GCSFileSystem
+    gcsfs_core = _import_extra("gcsfs.core", location, "pip install 'rlio[gcs]'")
 
     from rlio.storage.gcs.storage import GcsStorage
 
-    fs = GCSFileSystem(token="anon" if emulator else None, use_listings_cache=False)
+    fs = gcsfs_core.GCSFileSystem(token="anon" if emulator else None, use_listings_cache=False)
     return GcsStorage(fs, bucket, prefix.strip("/"))
 
 
 def _open_remote(location: str, scheme: str) -> Storage:
     """The fsspec-backed storage of a URI; fsspec (and gcsfs for gs://) is imported here only."""
     if scheme == "memory":
-        import fsspec
-
+        fsspec = _import_extra("fsspec", location, "pip install fsspec")
         return MemoryStorage(location, fsspec.filesystem("memory"))
     if scheme in ("gs", "gcs"):
         return _open_gcs(location)
@@ -65,6 +82,8 @@ def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> S
 
     Raises:
         RunNotFoundError: ``create`` is false and the run does not exist.
+        MissingExtraError: the URI's scheme needs a library that is not installed (gs://:
+            ``pip install 'rlio[gcs]'``).
         UnsafeStorageError: a scheme rlio cannot write safely (anything but the above).
     """
     loc = os.fspath(location)

@@ -52,7 +52,7 @@ def validate_with(replaced: dict[str, bytes]) -> Report:
             (root / name).write_bytes(data)
         report = validate_run(root)
     doc = orjson.loads(orjson.dumps(report.to_dict()))
-    assert list(doc) == ["ok", "counts", "findings"]
+    assert list(doc) == ["version", "run", "ok", "counts", "findings"]
     for f in report.findings:
         assert f.code in CATALOGUE
         assert f.line is None or f.line >= 1

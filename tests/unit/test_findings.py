@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+import rlio
 from rlio.findings import (
     CATALOGUE,
     Finding,
@@ -91,7 +92,9 @@ def test_report_sorts_counts_and_ok() -> None:
     assert [f.code for f in report.at_or_above(Severity.WARNING)] == [
         "RL304", "RL104", "RL105", "RL201"]
     assert Report.build("run", fs[1:2]).ok is True
-    assert list(report.to_dict()) == ["ok", "counts", "findings"]
+    doc = report.to_dict()
+    assert list(doc) == ["version", "run", "ok", "counts", "findings"]
+    assert doc["version"] == rlio.__version__ and doc["run"] == "run"
 
 
 def test_pointer_escaping() -> None:

@@ -8,6 +8,7 @@ PUBLIC = [
     "Finding",
     "LabelCollisionError",
     "LogTree",
+    "MissingExtraError",
     "RecordError",
     "Report",
     "ResumeError",

@@ -501,9 +501,9 @@ def test_unknown_files_are_capped_run_wide(tmp_path: Path) -> None:
 
 
 def test_json_output_keys_for_a_run(tmp_path: Path) -> None:
-    """Report.to_dict has exactly ok, counts, findings; each finding the six SPEC keys."""
+    """Report.to_dict has exactly version, run, ok, counts, findings; each finding six keys."""
     doc = validate_run(cookbook_run(tmp_path / "run")).to_dict()
-    assert list(doc) == ["ok", "counts", "findings"]
+    assert list(doc) == ["version", "run", "ok", "counts", "findings"]
     assert list(doc["counts"]) == ["error", "warning", "info"]
     assert all(list(f) == ["code", "severity", "file", "line", "pointer", "message"]
                for f in doc["findings"])

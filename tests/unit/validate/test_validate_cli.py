@@ -24,11 +24,12 @@ def broken_run(root: Path) -> Path:
 
 
 def test_json_format_clean_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """--format json prints exactly ok, counts, findings; a run with warnings only exits 0."""
+    """--format json prints version, run, ok, counts, findings; warnings only exit 0."""
     code = main(["validate", str(cookbook_run(tmp_path / "run")), "--format", "json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0
-    assert list(doc) == ["ok", "counts", "findings"]
+    assert list(doc) == ["version", "run", "ok", "counts", "findings"]
+    assert doc["run"] == str(tmp_path / "run")
     assert doc["ok"] is True
     assert set(doc["counts"]) == {"error", "warning", "info"}
     assert doc["counts"]["warning"] >= 1
@@ -97,7 +98,7 @@ def test_subprocess_exit_codes_and_json(tmp_path: Path) -> None:
     """The real command exits 0 (clean), 1 (errors), 2 (no run) and prints parseable JSON."""
     clean = run_cli("validate", str(cookbook_run(tmp_path / "clean")), "--format", "json")
     assert clean.returncode == 0, clean.stderr
-    assert list(json.loads(clean.stdout)) == ["ok", "counts", "findings"]
+    assert list(json.loads(clean.stdout)) == ["version", "run", "ok", "counts", "findings"]
     broken = run_cli("validate", str(broken_run(tmp_path / "broken")), "--format", "json")
     assert broken.returncode == 1, broken.stderr
     doc = json.loads(broken.stdout)
