@@ -10,6 +10,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from rlio._schema.bundle import BUNDLE_ID, bundle_schema
 from rlio._schema.loader import (
     KIND_SCHEMA,
     SCHEMA_NAMES,
@@ -18,8 +19,8 @@ from rlio._schema.loader import (
     schema_dir,
 )
 
-__all__ = ["KIND_SCHEMA", "SCHEMA_NAMES", "explain", "fast_check", "is_valid", "load_schema",
-           "schema_bytes", "schema_dir"]
+__all__ = ["BUNDLE_ID", "KIND_SCHEMA", "SCHEMA_NAMES", "bundle_schema", "explain", "fast_check",
+           "is_valid", "load_schema", "schema_bytes", "schema_dir"]
 
 
 @functools.cache
