@@ -15,11 +15,12 @@ import enum
 import json
 import os
 import random
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlio.layout import Layout
+from rlio.layout import CONFIG, Layout, is_run_root
 from rlio.logtree import LogTree
 from rlio.writer import RunWriter
 
@@ -210,20 +211,45 @@ def _env_metrics(prefix: str, trajs: list[_Trajectory]) -> dict[str, float]:
     }
 
 
+def _is_demo_run(location: str) -> bool:
+    """Whether the local folder ``location`` is a run whose config.json the demo wrote."""
+    if not is_run_root(os.listdir(location)):
+        return False
+    try:
+        with open(os.path.join(location, CONFIG), "rb") as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and config.get("model_name") == DemoConfig.model_name
+
+
 def run_demo(
-    out: str | os.PathLike[str], *, layout: Layout = "flat", iterations: int = 12, seed: int = 0
+    out: str | os.PathLike[str], *, layout: Layout = "flat", iterations: int = 12, seed: int = 0,
+    replace: bool = False,
 ) -> None:
     """Write a simulated RL run of ``iterations`` iterations to ``out`` (a fresh directory).
 
+    Args:
+        replace: delete a previous demo run at ``out`` first (a local folder whose
+            ``config.json`` the demo wrote), so the same command can run again. Any other
+            non-empty folder is still refused: a real run is never deleted.
+
     Raises:
-        FileExistsError: ``out`` is a local directory that already holds files.
+        FileExistsError: ``out`` is a local directory that already holds files (with
+            ``replace``: files that are not a demo run).
         ValueError: ``iterations`` is below 1.
     """
     if iterations < 1:
         raise ValueError(f"iterations must be >= 1, got {iterations}")
     location = os.fspath(out)
     if "://" not in location and os.path.isdir(location) and os.listdir(location):
-        raise FileExistsError(f"{location!r} already holds files; the demo writes a fresh run")
+        if not replace:
+            raise FileExistsError(f"{location!r} already holds files; the demo writes a fresh "
+                                  "run")
+        if not _is_demo_run(location):
+            raise FileExistsError(f"{location!r} holds files that are not a demo run; refusing "
+                                  "to replace them")
+        shutil.rmtree(location)
     cfg = DemoConfig(log_path=Path(location), layout=layout, iterations=iterations, seed=seed)
     rng = random.Random(seed)
     nan_at = iterations // 2

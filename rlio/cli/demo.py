@@ -18,16 +18,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             ("rlio demo out/demo", "12 iterations in the flat layout"),
             ("rlio demo out/nested --layout nested --iterations 30 --seed 7",
              "a longer nested run; the same seed writes the same records"),
+            ("rlio demo out/demo --force", "replace the demo run written there before"),
         ),
     )
     p.add_argument("out", metavar="OUT", help="run directory to write (local path or URI); "
-                   "must be new or empty")
+                   "must be new or empty (or an earlier demo run, with --force)")
     p.add_argument("--layout", choices=("flat", "nested"), default="flat",
                    help="flat: train_iteration_NNNNNN_* files; nested: iteration_NNNNNN/train_*")
     p.add_argument("--iterations", type=int, default=12, metavar="N",
                    help="training iterations to simulate (>= 1)")
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="random seed of the simulated rewards and texts")
+    p.add_argument("--force", action="store_true",
+                   help="replace an earlier demo run at OUT (a folder whose config.json the demo "
+                   "wrote); any other non-empty folder is still refused")
     p.set_defaults(handler=run)
 
 
@@ -38,9 +42,11 @@ def run(args: argparse.Namespace) -> int:
     if args.iterations < 1:
         return fail(f"--iterations must be >= 1, got {args.iterations}")
     try:
-        run_demo(args.out, layout=args.layout, iterations=args.iterations, seed=args.seed)
+        run_demo(args.out, layout=args.layout, iterations=args.iterations, seed=args.seed,
+                 replace=args.force)
     except FileExistsError as exc:
-        return fail(f"{exc}; choose an empty or new directory")
+        hint = "" if args.force else ", or pass --force to replace an earlier demo run"
+        return fail(f"{exc}; choose an empty or new directory{hint}")
     sys.stdout.write(f"wrote a {args.layout} demo run of {args.iterations} iterations to "
                      f"{args.out}\n")
     return EXIT_OK

@@ -166,3 +166,36 @@ def test_cli_demo_then_validate(tmp_path: pathlib.Path) -> None:
     assert (out / "iteration_000003" / "train_logtree.json").exists()
     checked = run_cli("validate", str(out))
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_replace_rewrites_a_demo_run_and_refuses_anything_else(tmp_path: pathlib.Path) -> None:
+    """replace=True deletes an earlier demo run first; a non-demo run or other files are kept."""
+    out = tmp_path / "demo"
+    run_demo(out, iterations=2, seed=1)
+    (out / "report.html").write_text("<!doctype html>")  # what `rlio report` adds to a run
+    run_demo(out, iterations=1, seed=1, replace=True, layout="nested")
+    assert not (out / "report.html").exists()
+    assert [m["step"] for m in read_jsonl(out / "metrics.jsonl")] == [0]
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "metrics.jsonl").write_text('{"step": 0}\n')
+    (real / "config.json").write_text('{"model_name": "mine"}')
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("x")
+    for target in (real, other):
+        before = sorted(p.name for p in target.iterdir())
+        with pytest.raises(FileExistsError, match="not a demo run"):
+            run_demo(target, iterations=1, replace=True)
+        assert sorted(p.name for p in target.iterdir()) == before
+
+
+def test_cli_demo_force_runs_twice_in_a_row(tmp_path: pathlib.Path) -> None:
+    """`rlio demo OUT --force` succeeds twice in a row; without --force the second run exits 2."""
+    out = str(tmp_path / "demo")
+    for _ in range(2):
+        made = run_cli("demo", out, "--iterations", "2", "--force")
+        assert made.returncode == 0, made.stderr
+    again = run_cli("demo", out, "--iterations", "2")
+    assert again.returncode == 2 and "--force" in again.stderr
+    assert again.stderr.count("\n") == 1
