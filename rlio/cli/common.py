@@ -52,8 +52,10 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         help_text = action.help or ""
-        if (
-            action.default not in (None, False, argparse.SUPPRESS, [])
+        default = action.default
+        if (  # by identity: a default of 0 is shown, although 0 == False
+            not any(default is v for v in (None, False, argparse.SUPPRESS))
+            and default != []
             and "%(default)" not in help_text
             and action.option_strings
         ):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rlio.cli.common import EXIT_OK, add_command, fail
+from rlio.cli.common import EXIT_OK, EXIT_UNREADABLE, add_command, fail
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -19,6 +19,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             ("rlio demo out/nested --layout nested --iterations 30 --seed 7",
              "a longer nested run; the same seed writes the same records"),
             ("rlio demo out/demo --force", "replace the demo run written there before"),
+        ),
+        exit_codes=(
+            (EXIT_OK, "the run was written"),
+            (EXIT_UNREADABLE, "OUT holds other files (or an earlier run, without --force), or "
+             "the command was misused"),
         ),
     )
     p.add_argument("out", metavar="OUT", help="run directory to write (local path or URI); "

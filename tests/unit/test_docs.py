@@ -1,0 +1,77 @@
+"""docs/ stays true: findings.md is current, api.md covers and runs, nothing cites a SPEC."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from factories import run_python
+
+import rlio
+from rlio.findings import CATALOGUE
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+
+
+def test_findings_doc_is_generated_from_the_catalogue() -> None:
+    """docs/findings.md equals what tools/gen_findings_doc.py renders (regenerate it if not)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_findings_doc.py"), "--check"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr + " (run: python tools/gen_findings_doc.py)"
+    text = (DOCS / "findings.md").read_text(encoding="utf-8")
+    assert all(f"| {code} |" in text for code in CATALOGUE)
+
+
+def test_api_doc_names_every_public_name() -> None:
+    """Every name of rlio.__all__ appears in docs/api.md as code."""
+    text = (DOCS / "api.md").read_text(encoding="utf-8")
+    missing = [n for n in rlio.__all__ if f"`{n}" not in text and f"import {n}" not in text
+               and f" {n}," not in text]
+    assert missing == [], f"document these public names in docs/api.md: {missing}"
+
+
+def test_api_doc_examples_run_in_order(tmp_path: Path) -> None:
+    """The python blocks of docs/api.md run as they stand, in order, in an empty folder."""
+    text = (DOCS / "api.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) >= 5
+    program = "import os\nos.chdir(os.environ['DOCS_TMP'])\n" + "\n".join(blocks)
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          env={**os.environ, "DOCS_TMP": str(tmp_path)},
+                          check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_format_doc_keeps_the_section_numbers() -> None:
+    """docs/format.md has sections 1 to 10 in order, so "docs/format.md §N" citations resolve."""
+    text = (DOCS / "format.md").read_text(encoding="utf-8")
+    numbers = [int(n) for n in re.findall(r"^## (\d+)\. ", text, flags=re.M)]
+    assert numbers[:10] == list(range(1, 11))
+
+
+@pytest.mark.parametrize("where", ["README.md", "schemas", "rlio/cli", "docs"])
+def test_no_citation_of_a_spec_outside_the_repository(where: str) -> None:
+    """README, schemas, CLI help and docs cite docs/format.md, never "SPEC §N"."""
+    path = ROOT / where
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()
+                                                  and p.suffix in (".md", ".json", ".py"))
+    cited = [f"{p.relative_to(ROOT)}" for p in files
+             if re.search(r"SPEC(\.md)?\s*(§|section)", p.read_text(encoding="utf-8"))]
+    assert cited == []
+
+
+def test_cli_help_cites_only_docs_format() -> None:
+    """`rlio validate --help` (and every other command's) names docs/format.md, not a SPEC."""
+    proc = run_python("""
+        from rlio.cli.main import build_parser
+        parser = build_parser()
+        sub = next(a for a in parser._actions if a.__class__.__name__ == '_SubParsersAction')
+        print('\\n'.join(p.format_help() for p in sub.choices.values()))
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert "SPEC" not in proc.stdout
