@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Row, interleaved, timed  # noqa: E402
+from harness import Row, interleaved, timed
 
 SIZES = (1_000, 100_000, 1_000_000, 10_000_000)
 QUICK_SIZES = (1_000, 1_000_000)
@@ -49,8 +49,8 @@ while pos > 0:
 
 
 def build_ledger(run: str, lines: int) -> None:
-    """A run whose ``checkpoints.jsonl`` has ``lines`` realistic records (~150 bytes each), every
-    tenth sampler-only, and a short ``metrics.jsonl`` whose last 2,000 lines a restart supersedes."""
+    """A run whose ``checkpoints.jsonl`` has ``lines`` realistic records (~150 bytes each, every
+    tenth sampler-only) and a short ``metrics.jsonl`` a restart mostly supersedes."""
     os.makedirs(run, exist_ok=True)
     rid = "run-8b1e4d7a"
     with open(os.path.join(run, "checkpoints.jsonl"), "w") as f:

@@ -73,24 +73,29 @@ def _backward(storage: Storage, rel: str, size: int) -> Iterator[BackwardLine]:
     return backward_lines(storage, rel, size, max_line=MAX_TAIL_LINE + 1)
 
 
-@dataclass(frozen=True, slots=True)
 class _Skip:
-    """A skipped ledger line as found: lines after the resumable record, offset, kind, reason."""
+    """A skipped ledger line as found: lines after the resumable record, kind, reason.
 
-    after: int
-    kind: SkipKind
-    reason: str
+    The private records here are plain slotted classes: ``@dataclass`` costs about a millisecond
+    a class at import, which ``rlio resume`` (a whole process) pays on every start.
+    """
+
+    __slots__ = ("after", "kind", "reason")
+
+    def __init__(self, after: int, kind: SkipKind, reason: str) -> None:
+        self.after, self.kind, self.reason = after, kind, reason
 
 
-@dataclass(frozen=True, slots=True)
 class _LedgerScan:
-    """What a backward scan of the ledger found (the record is None when none is resumable)."""
+    """What a backward scan of the ledger found (the record is None when none is resumable);
+    ``from_end``: lines after the record (0: the record is the last line)."""
 
-    torn: bool
-    record: dict[str, Any] | None
-    offset: int
-    skips: tuple[_Skip, ...]
-    from_end: int = 0  # lines after the record (0: the record is the last line)
+    __slots__ = ("from_end", "offset", "record", "skips", "torn")
+
+    def __init__(self, torn: bool, record: dict[str, Any] | None, offset: int,
+                 skips: tuple[_Skip, ...], from_end: int = 0) -> None:
+        self.torn, self.record, self.offset = torn, record, offset
+        self.skips, self.from_end = skips, from_end
 
 
 def _classify(seg: BackwardLine, is_last: bool) -> tuple[Any, _Skip | None]:
@@ -138,12 +143,13 @@ def _scan_ledger(storage: Storage, required_key: str, *, last_only: bool = False
     return _LedgerScan(torn, None, 0, ())
 
 
-@dataclass(frozen=True, slots=True)
 class _MetricsCut:
     """The superseded suffix of metrics.jsonl: its start offset and number of complete lines."""
 
-    offset: int
-    lines: int
+    __slots__ = ("lines", "offset")
+
+    def __init__(self, offset: int, lines: int) -> None:
+        self.offset, self.lines = offset, lines
 
 
 def _metrics_cut(storage: Storage, next_batch: int) -> _MetricsCut | None:
