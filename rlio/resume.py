@@ -433,7 +433,7 @@ def resume_document(
             "checkpoint": None, "line": None, "next_batch": None, "next_epoch": None,
             "torn_tail": torn, "superseded": {"metrics_lines": span, "iteration_files": files},
         }
-    span = state.superseded_metrics_lines if lines else None
+    numbered = state.superseded_metrics_lines if lines else None
     return {
         "checkpoint": state.checkpoint,
         "line": state.line if lines else None,
@@ -441,7 +441,7 @@ def resume_document(
         "next_epoch": state.next_epoch,
         "torn_tail": state.torn_tail,
         "superseded": {
-            "metrics_lines": None if span is None else [span[0], span[1]],
+            "metrics_lines": None if numbered is None else [numbered[0], numbered[1]],
             "iteration_files": list(state.superseded_iteration_files),
         },
     }
