@@ -73,23 +73,29 @@ def _backward(storage: Storage, rel: str, size: int) -> Iterator[BackwardLine]:
     return backward_lines(storage, rel, size, max_line=MAX_TAIL_LINE + 1)
 
 
-@dataclass(frozen=True, slots=True)
 class _Skip:
-    """A skipped ledger line as found: lines after the resumable record, offset, kind, reason."""
+    """A skipped ledger line as found: lines after the resumable record, kind, reason.
 
-    after: int
-    kind: SkipKind
-    reason: str
+    The private records here are plain slotted classes: ``@dataclass`` costs about a millisecond
+    a class at import, which ``rlio resume`` (a whole process) pays on every start.
+    """
+
+    __slots__ = ("after", "kind", "reason")
+
+    def __init__(self, after: int, kind: SkipKind, reason: str) -> None:
+        self.after, self.kind, self.reason = after, kind, reason
 
 
-@dataclass(frozen=True, slots=True)
 class _LedgerScan:
-    """What a backward scan of the ledger found (the record is None when none is resumable)."""
+    """What a backward scan of the ledger found (the record is None when none is resumable);
+    ``from_end``: lines after the record (0: the record is the last line)."""
 
-    torn: bool
-    record: dict[str, Any] | None
-    offset: int
-    skips: tuple[_Skip, ...]
+    __slots__ = ("from_end", "offset", "record", "skips", "torn")
+
+    def __init__(self, torn: bool, record: dict[str, Any] | None, offset: int,
+                 skips: tuple[_Skip, ...], from_end: int = 0) -> None:
+        self.torn, self.record, self.offset = torn, record, offset
+        self.skips, self.from_end = skips, from_end
 
 
 def _classify(seg: BackwardLine, is_last: bool) -> tuple[Any, _Skip | None]:
@@ -131,18 +137,19 @@ def _scan_ledger(storage: Storage, required_key: str, *, last_only: bool = False
             found.append((i, skip))
         elif value.get(required_key) is not None:
             skips = tuple(_Skip(i - j, s.kind, s.reason) for j, s in reversed(found))
-            return _LedgerScan(torn, value, seg.start, skips)
+            return _LedgerScan(torn, value, seg.start, skips, i)
         if last_only:
             break
     return _LedgerScan(torn, None, 0, ())
 
 
-@dataclass(frozen=True, slots=True)
 class _MetricsCut:
     """The superseded suffix of metrics.jsonl: its start offset and number of complete lines."""
 
-    offset: int
-    lines: int
+    __slots__ = ("lines", "offset")
+
+    def __init__(self, offset: int, lines: int) -> None:
+        self.offset, self.lines = offset, lines
 
 
 def _metrics_cut(storage: Storage, next_batch: int) -> _MetricsCut | None:
@@ -234,6 +241,7 @@ class ResumeState:
     _storage: Storage = field(repr=False, compare=False)
     _skips: tuple[_Skip, ...] = field(repr=False, compare=False, default=())
     _metrics: _MetricsCut | None = field(repr=False, compare=False, default=None)
+    _from_end: int = field(repr=False, compare=False, default=0)
 
     @cached_property
     def line(self) -> int:
@@ -269,29 +277,60 @@ class ResumeState:
         first = count_newlines(self._storage, layout.METRICS, cut.offset) + 1
         return first, first + cut.lines - 1
 
-    def describe(self) -> str:
-        """A few human-readable lines: the checkpoint, the restart point, what is superseded."""
+    @property
+    def lines_after(self) -> int:
+        """How many ledger lines follow the checkpoint record (0: it is the last line); known
+        from the backward read, so free, unlike ``line``."""
+        return self._from_end
+
+    @property
+    def superseded_metrics_count(self) -> int:
+        """How many complete ``metrics.jsonl`` lines a restart supersedes (free, unlike
+        ``superseded_metrics_lines``)."""
+        return 0 if self._metrics is None else self._metrics.lines
+
+    def describe(self, *, lines: bool = True) -> str:
+        """A few human-readable lines: the checkpoint, the restart point, what is superseded.
+
+        With ``lines`` False no line is numbered from the start of a file (that reads every byte
+        before it): lines are placed from the end, what the backward read already knows.
+        """
         ck = self.checkpoint
         epoch = "" if self.next_epoch is None else f", epoch {self.next_epoch}"
+        where = f"line {self.line}" if lines else _from_end_text(self._from_end)
         out = [
-            f"resume from checkpoint {ck.get('name')!r} ({layout.CHECKPOINTS} line {self.line}): "
+            f"resume from checkpoint {ck.get('name')!r} ({layout.CHECKPOINTS} {where}): "
             f"restart at batch {self.next_batch}{epoch}"
         ]
         for key in ("state_path", "sampler_path"):
             if ck.get(key) is not None:
                 out.append(f"  {key}: {ck[key]}")
-        for s in self.skipped_lines:
-            out.append(f"  skipped {layout.CHECKPOINTS} line {s.line}: {s.reason}")
-        lines = self.superseded_metrics_lines
-        if lines is None:
-            out.append(f"  supersedes no {layout.METRICS} lines")
+        if lines:
+            for s in self.skipped_lines:
+                out.append(f"  skipped {layout.CHECKPOINTS} line {s.line}: {s.reason}")
         else:
-            out.append(f"  supersedes {layout.METRICS} lines {lines[0]}-{lines[1]} "
+            for k in self._skips:
+                out.append(f"  skipped {layout.CHECKPOINTS} "
+                           f"{_from_end_text(self._from_end - k.after)}: {k.reason}")
+        count = self.superseded_metrics_count
+        if count == 0:
+            out.append(f"  supersedes no {layout.METRICS} lines")
+        elif lines:
+            first, last = self.superseded_metrics_lines or (0, 0)
+            out.append(f"  supersedes {layout.METRICS} lines {first}-{last} "
                        f"(step >= {self.next_batch})")
+        else:
+            out.append(f"  supersedes the last {count:,} {layout.METRICS} "
+                       f"line{'' if count == 1 else 's'} (step >= {self.next_batch})")
         n = len(self.superseded_iteration_files)
         out.append(f"  supersedes {n} per-iteration file{'' if n == 1 else 's'} "
                    f"(iteration >= {self.next_batch})")
         return "\n".join(out)
+
+
+def _from_end_text(after: int) -> str:
+    """Where a line is, counted from the end of its file."""
+    return "last line" if after == 0 else f"line {after + 1:,} from the end"
 
 
 def _as_storage(log_path: str | os.PathLike[str] | Storage) -> Storage:
@@ -332,6 +371,7 @@ def _state_from_scan(storage: Storage, scan: _LedgerScan, required_key: str) -> 
         _storage=storage,
         _skips=scan.skips,
         _metrics=_metrics_cut(storage, batch),
+        _from_end=scan.from_end,
     )
 
 
@@ -363,12 +403,17 @@ def read_resume_state(
 
 
 def resume_document(
-    state: ResumeState | None, *, run: str | os.PathLike[str] | Storage | None = None
+    state: ResumeState | None, *, run: str | os.PathLike[str] | Storage | None = None,
+    lines: bool = True,
 ) -> dict[str, Any]:
     """The JSON document of ``rlio resume --format json``.
 
     ``{"checkpoint", "line", "next_batch", "next_epoch", "torn_tail", "superseded":
     {"metrics_lines": [first, last] | null, "iteration_files": [...]}}``.
+
+    ``line`` and ``superseded.metrics_lines`` are numbered from the start of their files, which
+    reads every byte before them; with ``lines`` False (``rlio resume`` without ``--line``) both
+    are null and nothing is read in full: the document keeps its keys.
 
     With no resumable checkpoint (``state`` None) ``checkpoint``, ``line``, ``next_batch`` and
     ``next_epoch`` are null, and, when ``run`` is given, ``torn_tail`` says whether the ledger's
@@ -381,22 +426,22 @@ def resume_document(
         if run is not None:
             storage = _as_storage(run)
             torn = _scan_ledger(storage, "", last_only=True).torn
-            cut = _whole_file_cut(storage)
+            cut = _whole_file_cut(storage) if lines else None
             span = None if cut is None else [1, cut.lines]
             files = _superseded_files(storage, 0)
         return {
             "checkpoint": None, "line": None, "next_batch": None, "next_epoch": None,
             "torn_tail": torn, "superseded": {"metrics_lines": span, "iteration_files": files},
         }
-    lines = state.superseded_metrics_lines
+    numbered = state.superseded_metrics_lines if lines else None
     return {
         "checkpoint": state.checkpoint,
-        "line": state.line,
+        "line": state.line if lines else None,
         "next_batch": state.next_batch,
         "next_epoch": state.next_epoch,
         "torn_tail": state.torn_tail,
         "superseded": {
-            "metrics_lines": None if lines is None else [lines[0], lines[1]],
+            "metrics_lines": None if numbered is None else [numbered[0], numbered[1]],
             "iteration_files": list(state.superseded_iteration_files),
         },
     }

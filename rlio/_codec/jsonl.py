@@ -22,7 +22,6 @@ from typing import Any, Final, Literal
 import orjson
 
 from rlio.errors import RecordError
-from rlio.findings import pointer_of
 
 NonFinite = Literal["null", "token"]
 
@@ -68,20 +67,27 @@ def normalize_value(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__qualname__} is not JSON-serializable")
 
 
+def _pointer(path: list[str | int]) -> str:
+    """``rlio.findings.pointer_of``, imported when a record is refused (readers never need it)."""
+    from rlio.findings import pointer_of
+
+    return pointer_of(path)
+
+
 def _locate_problem(obj: Any, path: list[str | int], depth: int = 0) -> tuple[str, str] | None:
     """Find the first value orjson refuses: returns (pointer, reason) or None."""
     if depth > 512:
-        return pointer_of(path), "value nested deeper than 512 levels"
+        return _pointer(path), "value nested deeper than 512 levels"
     if obj is None or isinstance(obj, (str, bool, float)):
         return None
     if isinstance(obj, int):
         if not INT_MIN <= obj <= INT_MAX:
-            return pointer_of(path), f"integer {obj} does not fit in 64 bits"
+            return _pointer(path), f"integer {obj} does not fit in 64 bits"
         return None
     if isinstance(obj, Mapping):
         for k, v in obj.items():
             if not isinstance(k, str):
-                return pointer_of(path), f"key {k!r} is a {type(k).__name__}, keys must be strings"
+                return _pointer(path), f"key {k!r} is a {type(k).__name__}, keys must be strings"
             found = _locate_problem(v, [*path, k], depth + 1)
             if found:
                 return found
@@ -95,7 +101,7 @@ def _locate_problem(obj: Any, path: list[str | int], depth: int = 0) -> tuple[st
     try:
         replacement = normalize_value(obj)
     except Exception as exc:  # any failure of a user's type is this record's problem
-        return pointer_of(path), str(exc)
+        return _pointer(path), str(exc)
     return _locate_problem(replacement, path, depth + 1)
 
 

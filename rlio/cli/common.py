@@ -9,8 +9,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-import orjson
-
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
 #: The exit codes most commands share, for their ``--help`` epilog.
@@ -44,6 +42,8 @@ def fail(message: str) -> int:
 
 def emit_json(obj: Any, out: TextIO | None = None) -> None:
     """Write ``obj`` as indented JSON and a newline (JSON escapes every control character)."""
+    import orjson  # here, not at import: every command's start pays for the module otherwise
+
     (out or sys.stdout).write(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 

@@ -12,10 +12,11 @@ from rlio.errors import MissingExtraError
 
 #: Subcommand modules in the order ``rlio`` lists them.
 COMMANDS = (validate, resume, report, demo, schema)
+_NAMES = frozenset(m.__name__.rpartition(".")[2] for m in COMMANDS)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``rlio`` parser with every subcommand registered."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``rlio`` parser with every subcommand registered (or just ``only``, when named)."""
     parser = argparse.ArgumentParser(
         prog="rlio",
         description="Write, validate, resume and read RL run directories "
@@ -25,7 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS:
-        module.register(sub)
+        if only is None or module.__name__.rpartition(".")[2] == only:
+            module.register(sub)
     return parser
 
 
@@ -37,7 +39,11 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # A named command registers alone: building every subparser's help costs a whole command's
+    # start (``rlio resume`` is one short process). Anything else gets the full parser.
+    named = argv[0] if argv and argv[0] in _NAMES else None
+    parser = build_parser(named)
     args = parser.parse_args(argv)
     if args.command is None:
         sys.stderr.write(parser.format_help())

@@ -17,6 +17,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         examples=(
             ("rlio resume runs/exp1", "the checkpoint to load and the iteration to start from"),
             ("rlio resume gs://bucket/exp1 --format json", "the same as one JSON document"),
+            ("rlio resume runs/exp1 --line", "also number the lines from the start of the files"),
         ),
     )
     p.add_argument("run", metavar="RUN", help="local path or URI")
@@ -24,6 +25,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="text: one sentence; json: one document")
     p.add_argument("--required-key", default="state_path", metavar="K",
                    help="checkpoint key that makes a record resumable")
+    p.add_argument("--line", action="store_true",
+                   help="number the checkpoint's line (and the superseded metrics lines) from the "
+                        "start of the files: reads every byte before them; without it lines are "
+                        "placed from the end (text) or null (json)")
     p.set_defaults(handler=run)
 
 
@@ -38,13 +43,12 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     except (RunNotFoundError, NotADirectoryError) as exc:
         return fail(f"cannot read run {args.run!r}: {exc.strerror or exc}")
-    doc = resume_document(state, run=args.run)
     if args.format == "json":
-        emit_json(doc)
+        emit_json(resume_document(state, run=args.run, lines=args.line))
     elif state is None:
         sys.stdout.write(
             f"{printable(args.run)}: no resumable checkpoint; start from iteration 0\n"
         )
     else:
-        sys.stdout.write(printable(state.describe()) + "\n")
+        sys.stdout.write(printable(state.describe(lines=args.line)) + "\n")
     return EXIT_OK

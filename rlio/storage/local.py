@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import secrets
 import stat
 from collections.abc import Callable, Iterator
 from typing import BinaryIO, cast
@@ -161,7 +160,7 @@ class LocalStorage(Storage):
         full = self._abs(rel)
         parent = os.path.dirname(full)
         os.makedirs(parent or ".", exist_ok=True)
-        tmp = os.path.join(parent, f".{os.path.basename(full)}{TEMP_INFIX}{secrets.token_hex(4)}")
+        tmp = os.path.join(parent, f".{os.path.basename(full)}{TEMP_INFIX}{os.urandom(4).hex()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         offset = 0
 

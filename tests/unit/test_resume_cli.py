@@ -18,7 +18,7 @@ def test_json_output_is_the_documented_document(
            b'{"name":"000005","batch":5,"sampler_path":"tinker://r/s/5"}\n')
     write(tmp_path, "metrics.jsonl", b"".join(b'{"step": %d}\n' % i for i in range(7)))
     write(tmp_path, "iteration_000004/train_logtree.json", b"{}")
-    code, out, _ = cli(capsys, "resume", str(tmp_path), "--format", "json")
+    code, out, _ = cli(capsys, "resume", str(tmp_path), "--format", "json", "--line")
     assert code == 0
     assert json.loads(out) == {
         "checkpoint": {"name": "000004", "batch": 4, "epoch": 2, "state_path": "tinker://r/w/4",
@@ -26,6 +26,23 @@ def test_json_output_is_the_documented_document(
         "line": 1, "next_batch": 4, "next_epoch": 2, "torn_tail": False,
         "superseded": {"metrics_lines": [5, 7],
                        "iteration_files": ["iteration_000004/train_logtree.json"]},
+    }
+
+
+def test_json_without_line_keeps_the_keys_with_null_line_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --line the document has the same keys, line and metrics_lines null (nothing is
+    counted from the start of a file)."""
+    write(tmp_path, "checkpoints.jsonl",
+           b'{"name":"000004","batch":4,"state_path":"tinker://r/w/4"}\n{"name":"000005"}\n')
+    write(tmp_path, "metrics.jsonl", b"".join(b'{"step": %d}\n' % i for i in range(7)))
+    code, out, _ = cli(capsys, "resume", str(tmp_path), "--format", "json")
+    assert code == 0
+    assert json.loads(out) == {
+        "checkpoint": {"name": "000004", "batch": 4, "state_path": "tinker://r/w/4"},
+        "line": None, "next_batch": 4, "next_epoch": None, "torn_tail": False,
+        "superseded": {"metrics_lines": None, "iteration_files": []},
     }
 
 
@@ -57,12 +74,23 @@ def test_no_checkpoint_exits_zero_with_null_checkpoint(
 def test_text_output_describes_the_state(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The text format names the checkpoint, its line and the restart batch."""
-    write(tmp_path, "checkpoints.jsonl", b'\n{"name":"000003","batch":3,"state_path":"t://w"}\n')
+    """The text format names the checkpoint, its line (from the end, or from the start with
+    --line), the restart batch and how many metrics lines are superseded."""
+    write(tmp_path, "checkpoints.jsonl", b'\n{"name":"000003","batch":3,"state_path":"t://w"}\n'
+                                         b'\n{"name":"x"')
+    write(tmp_path, "metrics.jsonl", b"".join(b'{"step": %d}\n' % i for i in range(5)))
     code, out, _ = cli(capsys, "resume", str(tmp_path))
+    assert code == 0
+    assert out.startswith("resume from checkpoint '000003' (checkpoints.jsonl line 3 from the "
+                          "end): restart at batch 3")
+    assert "skipped checkpoints.jsonl last line: torn last line" in out
+    assert "supersedes the last 2 metrics.jsonl lines (step >= 3)" in out
+    code, out, _ = cli(capsys, "resume", str(tmp_path), "--line")
     assert code == 0
     assert out.startswith("resume from checkpoint '000003' (checkpoints.jsonl line 2): "
                           "restart at batch 3")
+    assert "skipped checkpoints.jsonl line 4: torn last line" in out
+    assert "supersedes metrics.jsonl lines 4-5 (step >= 3)" in out
 
 
 def test_resumable_record_without_batch_exits_2_naming_the_line(

@@ -1,0 +1,122 @@
+"""``rlio report`` on a long ``metrics.jsonl`` against the parse floor, per line, and its memory.
+
+The floor is one ``orjson.loads`` of every line of the file (read in 1 MiB blocks): what any
+report of every metric needs at least. rlio's side is ``render_run_report`` (validation included,
+as ``rlio report`` runs it) and ``read_metrics`` alone (the charts' pass), interleaved with the
+floor in rounds. A last row compares the peak Python heap (tracemalloc) of ``read_metrics`` at the
+full line count with a tenth of it: flat memory is a ratio near 1.
+
+Usage: ``python benchmarks/report_floor.py [--quick]``; ``benchmarks/run_all.py`` prints its rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import sys
+import tempfile
+import tracemalloc
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Row, interleaved, timed
+
+LINES = 1_000_000
+QUICK_LINES = 200_000
+
+
+def build_metrics(run: str, lines: int) -> None:
+    """A cookbook-like run: ``metrics.jsonl`` with ``lines`` 20-key lines and a config."""
+    os.makedirs(run, exist_ok=True)
+    rng = random.Random(7)
+    with open(os.path.join(run, "config.json"), "w") as f:
+        f.write('{"model_name": "bench", "learning_rate": 4e-05}\n')
+    with open(os.path.join(run, "metrics.jsonl"), "w") as f:
+        block = []
+        for i in range(lines):
+            r = [round(rng.random(), 6) for _ in range(12)]
+            block.append(
+                f'{{"step":{i},"progress/batch":{i},"progress/done_frac":{i / lines!r},'
+                f'"optim/lr":4e-05,"optim/entropy":{r[0]},"optim/kl_sample_train_v1":{r[1]},'
+                f'"optim/kl_sample_train_v2":{r[2]},"env/all/reward/total":{r[3]},'
+                f'"time/total":12.5,"time/sample":9.25,"time/train":2.5,"time/train:count":1,'
+                + ",".join(f'"env/all/metric_{k}":{r[4 + k]}' for k in range(8)) + "}\n")
+            if len(block) == 50_000:
+                f.write("".join(block))
+                block = []
+        f.write("".join(block))
+
+
+def _parse_floor(path: str) -> None:
+    import orjson
+
+    loads = orjson.loads
+    rest = b""
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            lines = (rest + block).split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                loads(line)
+
+
+def _peak(fn: object) -> float:
+    tracemalloc.start()
+    try:
+        fn()  # type: ignore[operator]
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def rows(quick: bool) -> list[Row]:
+    """Per-line time of the report and of its metrics pass against the parse floor; memory."""
+    from rlio.report.reading import read_metrics
+    from rlio.report.run_report import DEFAULT_METRICS, render_run_report
+    from rlio.storage.local import LocalStorage
+
+    n = QUICK_LINES if quick else LINES
+    rounds = 3 if quick else 5
+    scratch = tempfile.mkdtemp(prefix="rlio-report-floor-")
+    try:
+        run, small = os.path.join(scratch, "run"), os.path.join(scratch, "small")
+        build_metrics(run, n)
+        build_metrics(small, n // 10)
+        path = os.path.join(run, "metrics.jsonl")
+        storage = LocalStorage(run)
+        med = interleaved({
+            "report": timed(lambda: render_run_report(run)),
+            "metrics": timed(lambda: read_metrics(storage, DEFAULT_METRICS)),
+            "floor": timed(lambda: _parse_floor(path)),
+        }, rounds)
+        per = 1e6 / n
+        out = [
+            Row(f"rlio report (render_run_report), {n:,} metrics lines", med["report"] * per,
+                med["floor"] * per, "us/line", 2.0, "orjson.loads every line"),
+            Row(f"report metrics pass (read_metrics), {n:,} lines", med["metrics"] * per,
+                med["floor"] * per, "us/line", None, "orjson.loads every line"),
+        ]
+        big = _peak(lambda: read_metrics(storage, DEFAULT_METRICS))
+        little = _peak(lambda: read_metrics(LocalStorage(small), DEFAULT_METRICS))
+        out.append(Row(f"read_metrics peak heap, {n:,} vs {n // 10:,} lines", big, little,
+                       "MiB", 1.5, "a tenth of the lines"))
+        return out
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print this module's rows."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args(argv)
+    from run_all import print_table
+
+    print_table(rows(args.quick))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
