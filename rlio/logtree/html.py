@@ -3,7 +3,7 @@
 ``render_tree`` draws the tree of any logtree JSON document of SPEC §7, rlio's or the cookbook's,
 and ``render_page`` wraps it in the page. Rendering is iterative (a tree thousands of levels deep
 renders without recursion) and defensive: tag and attribute names are checked, event handlers and
-script URLs are dropped, and a strict Content-Security-Policy forbids script and every network
+script URLs are dropped, markup strings go through an allow-list sanitizer (nh3), and a strict Content-Security-Policy forbids script and every network
 request, so even raw HTML a producer opted into cannot phone home. Model text is escaped by the
 builder (tree strings) and here (conversation payloads).
 """
@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from rlio.logtree.conversation import is_safe_image_uri, render_conversation
+from rlio.logtree.sanitize import sanitize_fragment
 
 #: The page needs no script and loads nothing: only inline styles and data: images are allowed.
 CSP = (
@@ -93,7 +94,8 @@ def render_tree(root: Any) -> str:
     """HTML of one node and everything below it (iterative, any depth).
 
     The root renders as ``<body>`` (it is one in every producer's tree); strings among children
-    are HTML already (escaped text or raw markup) and pass through unchanged.
+    are HTML already (escaped text or raw markup) and pass through the sanitizer: escaped text
+    comes out unchanged, raw markup keeps only what ``rlio.logtree.sanitize`` allows.
     """
     out: list[str] = []
     if not isinstance(root, Mapping) or root.get("tag") != "body":
@@ -112,7 +114,7 @@ def _render_into(root: Any, out: list[str], *, root_is_body: bool) -> None:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            out.append(item)
+            out.append(item)  # a closing tag this loop pushed
             continue
         if not isinstance(item, Mapping):
             out.append(escape(str(item)))
@@ -128,7 +130,8 @@ def _render_into(root: Any, out: list[str], *, root_is_body: bool) -> None:
         stack.append(f"</{tag}>\n" if tag in _BLOCK_TAGS or tag == "body" else f"</{tag}>")
         children = item.get("children")
         if isinstance(children, list) and children:
-            stack.extend(reversed(children))
+            stack.extend(sanitize_fragment(c) if isinstance(c, str) else c
+                         for c in reversed(children))
 
 
 def render_page(title: str, body_html: str) -> str:
