@@ -232,8 +232,20 @@ class LogTree:
         """The document as UTF-8 JSON, indented by 2 (any depth; orjson when it can)."""
         return dumps_indented(self._doc(path, self.root))
 
-    def to_html(self) -> str:
-        """The complete self-contained page (``<!doctype html>`` ... ``</html>``)."""
+    def to_html(self, *, page: str | None = None) -> str:
+        """The complete self-contained page (``<!doctype html>`` ... ``</html>``).
+
+        ``page``: the run-relative path the page is written to; a name of the naming contract
+        gets the iteration header (links to the report and the neighbouring iterations, groups
+        collapsed). ``rlio report`` later rewrites it with the trajectory table.
+        """
+        if page is not None:
+            from rlio.logtree.iteration_page import render_iteration_page, written_nav
+
+            nav = written_nav(page)
+            if nav is not None:
+                doc = {"root": self.root}
+                return render_iteration_page(doc, nav, None, title=self._title)
         return render_page(self._title, render_tree(self.root))
 
 

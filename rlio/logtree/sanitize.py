@@ -19,7 +19,7 @@ import nh3
 from rlio.logtree.conversation import is_safe_image_uri
 
 _TAGS: Final = frozenset(nh3.ALLOWED_TAGS)
-_ATTRIBUTES: Final = {tag: set(attrs) for tag, attrs in copy.deepcopy(nh3.ALLOWED_ATTRIBUTES).items()}
+_ATTRIBUTES: Final = {tag: set(a) for tag, a in copy.deepcopy(nh3.ALLOWED_ATTRIBUTES).items()}
 _ATTRIBUTES["*"] = {"class", "title", "lang", "dir"}
 _ATTRIBUTES["details"] = {"open"}
 _URL_SCHEMES: Final = {"http", "https", "mailto", "data"}
