@@ -19,7 +19,7 @@ def test_prompt_key_hashes_system_and_first_user_message() -> None:
     canonical = json.dumps([{"content": "S", "role": "system"}, {"content": "Q", "role": "user"}],
                            separators=(",", ":"), sort_keys=True, ensure_ascii=False)
     assert prompt_key(msgs) == hashlib.sha256(canonical.encode()).hexdigest()[:16]
-    assert prompt_key(msgs[:2] + [{"role": "assistant", "content": "B"}]) == prompt_key(msgs)
+    assert prompt_key([*msgs[:2], {"role": "assistant", "content": "B"}]) == prompt_key(msgs)
     assert prompt_key([{"role": "system", "content": "S"}]) is None
 
 
