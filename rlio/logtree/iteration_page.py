@@ -264,14 +264,17 @@ def _group_summaries(found: Transcripts, trajs: Sequence[Trajectory]) -> None:
 
 
 def render_iteration_page(doc: Mapping[str, Any] | None, nav: Nav,
-                          trajs: Sequence[Trajectory] | None, *, title: str) -> str:
+                          trajs: Sequence[Trajectory] | None, *, title: str,
+                          found: Transcripts | None = None) -> str:
     """The whole page of one iteration: nav, trajectory table, then the tree (groups collapsed).
 
     ``doc`` is the logtree JSON document (SPEC §7); None draws the header alone (a run that only
-    kept the producer's HTML page, linked as ``nav.original``).
+    kept the producer's HTML page, linked as ``nav.original``). ``found``: the tree's
+    transcripts when the caller already looked them up.
     """
     root = doc.get("root") if isinstance(doc, Mapping) else None
-    found = find_transcripts(root) if root is not None else Transcripts()
+    if found is None:
+        found = find_transcripts(root) if root is not None else Transcripts()
     _group_summaries(found, trajs or ())
     prelude = (f'<header class="it-header">{nav_html(nav)}'
                f"{table_html(trajs, set(found.messages))}</header>\n")

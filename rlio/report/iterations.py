@@ -170,6 +170,7 @@ def iterate(storage: Storage, places: dict[tuple[str, int], Placement], report_n
                 nav = Nav(nav.report, nav.prev, nav.next, nav.splits, nav.original,
                           "This run kept no logtree JSON for this iteration: its transcripts "
                           "are on the producer's page.")
-            write(p.location, render_iteration_page(doc, nav, trajs or [], title=title).encode())
+            page = render_iteration_page(doc, nav, trajs or [], title=title, found=found)
+            write(p.location, page.encode())
         messages = found.messages if found is not None else {}
         yield IterationData(p, trajs, messages, set(messages))
