@@ -31,6 +31,7 @@ import orjson
 from rlio._codec.jsonl import normalize_value
 from rlio.logtree.conversation import normalize_messages
 from rlio.logtree.html import render_page, render_tree
+from rlio.logtree.sanitize import sanitize_html
 
 __all__ = ["MAX_SECTION_DEPTH", "LogTree"]
 
@@ -147,12 +148,13 @@ class LogTree:
         ]))
 
     def html(self, raw: str) -> None:
-        """Raw HTML, inserted unescaped: the explicit opt-in for markup you trust.
+        """Raw HTML, sanitized against an allow-list (``rlio.logtree.sanitize``) and inserted.
 
-        Never pass model output here. The page's Content-Security-Policy still blocks script and
-        network requests, but layout-breaking markup is yours to avoid.
+        Formatting markup survives; ``meta``, ``base``, ``form``, ``iframe``, ``script``,
+        ``style``, event handlers and every URL that would load something (other than a
+        ``data:image`` source) are removed, so no markup can navigate the page or phone home.
         """
-        self._append(_node("div", {"class": "lt-html"}, [_require_str(raw, "html")]))
+        self._append(_node("div", {"class": "lt-html"}, [sanitize_html(_require_str(raw, "html"))]))
 
     def table(
         self, obj: Any, *, caption: str | None = None, header: Sequence[Any] | None = None
@@ -230,8 +232,20 @@ class LogTree:
         """The document as UTF-8 JSON, indented by 2 (any depth; orjson when it can)."""
         return dumps_indented(self._doc(path, self.root))
 
-    def to_html(self) -> str:
-        """The complete self-contained page (``<!doctype html>`` ... ``</html>``)."""
+    def to_html(self, *, page: str | None = None) -> str:
+        """The complete self-contained page (``<!doctype html>`` ... ``</html>``).
+
+        ``page``: the run-relative path the page is written to; a name of the naming contract
+        gets the iteration header (links to the report and the neighbouring iterations, groups
+        collapsed). ``rlio report`` later rewrites it with the trajectory table.
+        """
+        if page is not None:
+            from rlio.logtree.iteration_page import render_iteration_page, written_nav
+
+            nav = written_nav(page)
+            if nav is not None:
+                doc = {"root": self.root}
+                return render_iteration_page(doc, nav, None, title=self._title)
         return render_page(self._title, render_tree(self.root))
 
 

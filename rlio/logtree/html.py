@@ -3,8 +3,9 @@
 ``render_tree`` draws the tree of any logtree JSON document of SPEC §7, rlio's or the cookbook's,
 and ``render_page`` wraps it in the page. Rendering is iterative (a tree thousands of levels deep
 renders without recursion) and defensive: tag and attribute names are checked, event handlers and
-script URLs are dropped, and a strict Content-Security-Policy forbids script and every network
-request, so even raw HTML a producer opted into cannot phone home. Model text is escaped by the
+script URLs are dropped, markup strings go through an allow-list sanitizer (nh3), and a strict
+Content-Security-Policy forbids script and every network request, so even raw HTML a producer
+opted into cannot phone home. Model text is escaped by the
 builder (tree strings) and here (conversation payloads).
 """
 
@@ -12,12 +13,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from html import escape
 from typing import Any
 
 import orjson
 
 from rlio.logtree.conversation import is_safe_image_uri, render_conversation
+from rlio.logtree.sanitize import sanitize_fragment
 
 #: The page needs no script and loads nothing: only inline styles and data: images are allowed.
 CSP = (
@@ -89,46 +92,82 @@ def _render_data(data: Mapping[str, Any], out: list[str]) -> None:
     )
 
 
-def render_tree(root: Any) -> str:
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """How to draw one node differently: give it an ``id`` (a link target), and/or draw a section
+    as a collapsible ``<details>`` whose summary is its heading plus ``summary`` (HTML)."""
+
+    id: str | None = None
+    collapsible: bool = False
+    summary: str = ""
+    open: bool = False
+
+
+def render_tree(root: Any, *, prelude: str = "", marks: Mapping[int, Mark] | None = None) -> str:
     """HTML of one node and everything below it (iterative, any depth).
 
     The root renders as ``<body>`` (it is one in every producer's tree); strings among children
-    are HTML already (escaped text or raw markup) and pass through unchanged.
+    are HTML already (escaped text or raw markup) and pass through the sanitizer: escaped text
+    comes out unchanged, raw markup keeps only what ``rlio.logtree.sanitize`` allows.
+    ``prelude`` (trusted HTML) goes right after ``<body>``; ``marks`` maps ``id(node)`` to how
+    that node is drawn.
     """
     out: list[str] = []
     if not isinstance(root, Mapping) or root.get("tag") != "body":
-        out.append('<body class="lt-root">\n')
-        _render_into(root, out, root_is_body=False)
+        out.append('<body class="lt-root">\n' + prelude)
+        _render_into(root, out, root_is_body=False, marks=marks or {})
         out.append("</body>\n")
     else:
-        _render_into(root, out, root_is_body=True)
+        _render_into(root, out, root_is_body=True, marks=marks or {}, prelude=prelude)
     return "".join(out)
 
 
-def _render_into(root: Any, out: list[str], *, root_is_body: bool) -> None:
+def _render_into(root: Any, out: list[str], *, root_is_body: bool, marks: Mapping[int, Mark],
+                 prelude: str = "") -> None:
     # Work items: a node to open, or a string to emit as is (a closing tag or an HTML child).
     stack: list[Any] = [root]
     first = root_is_body
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            out.append(item)
+            out.append(item)  # a closing tag this loop pushed, or a sanitized child
             continue
         if not isinstance(item, Mapping):
             out.append(escape(str(item)))
             continue
+        is_root = first
         tag = _safe_tag(item.get("tag"), root=first)
         first = False
-        out.append(f"<{tag}{_attrs_html(item.get('attrs'), tag)}>")
+        mark = marks.get(id(item))
+        attrs = item.get("attrs")
+        children = item.get("children")
+        kids = children if isinstance(children, list) else []
+        if mark is not None and mark.collapsible and kids and isinstance(kids[0], Mapping):
+            opened = " open" if mark.open else ""
+            ident = f' id="{escape(mark.id)}"' if mark.id else ""
+            out.append(f'<details class="lt-section lt-group"{ident}{opened}>'
+                       '<summary class="lt-group-summary">')
+            stack.append("</details>\n")
+            stack.extend(sanitize_fragment(c) if isinstance(c, str) else c
+                         for c in reversed(kids[1:]))
+            stack.append(f"{mark.summary}</summary>\n")
+            stack.append(kids[0])
+            continue
+        if mark is not None and mark.id and isinstance(attrs, Mapping):
+            attrs = {k: v for k, v in attrs.items() if str(k).lower() != "id"}
+        ident = f' id="{escape(mark.id)}"' if mark is not None and mark.id else ""
+        out.append(f"<{tag}{ident}{_attrs_html(attrs, tag)}>")
+        if is_root and prelude:
+            out.append(prelude)
         if tag in _VOID_TAGS:
             continue
         data = item.get("data")
         if isinstance(data, Mapping):
             _render_data(data, out)
         stack.append(f"</{tag}>\n" if tag in _BLOCK_TAGS or tag == "body" else f"</{tag}>")
-        children = item.get("children")
-        if isinstance(children, list) and children:
-            stack.extend(reversed(children))
+        if kids:
+            stack.extend(sanitize_fragment(c) if isinstance(c, str) else c
+                         for c in reversed(kids))
 
 
 def render_page(title: str, body_html: str) -> str:
@@ -228,6 +267,32 @@ letter-spacing:.04em}
 .tool-call-id{color:var(--muted)}
 .tool-call-error{color:var(--exc)}
 .tool-call-args{background:var(--code);padding:.4em;border-radius:4px;margin:.3em 0 .1em}
+.it-header{margin:0 0 1em}
+.it-nav{display:flex;flex-wrap:wrap;gap:.4em .9em;align-items:baseline;padding:.5em .8em;
+background:var(--card);border:1px solid var(--border);border-radius:8px;font-size:.9em}
+.it-nav a{color:var(--accent)}.it-nav .off{color:var(--muted)}
+.nav-splits{display:flex;flex-wrap:wrap;gap:.3em .6em}
+.nav-split.here{font-weight:700}
+.it-note{color:var(--muted);font-size:.85em}
+.it-trajs h2{font-size:1.15em}.it-trajs .count{color:var(--muted);font-weight:400}
+.it-scroll{overflow:auto;max-height:60vh;max-width:100%;border:1px solid var(--border);
+border-radius:8px;background:var(--card)}
+.traj-table{border-collapse:collapse;width:100%;font-size:.85em}
+.traj-table th{position:sticky;top:0;background:var(--th);text-align:left}
+.traj-table th,.traj-table td{padding:.2em .5em;border-bottom:1px solid var(--border);
+white-space:nowrap}
+.traj-table td.num{text-align:right;font-variant-numeric:tabular-nums}
+.traj-table tr.fail{background:var(--exc-bg)}
+.traj-table tr.fail td{color:var(--exc)}
+.fail-mark{color:var(--exc);font-weight:700}
+.it-none{color:var(--muted)}
+.lt-group{margin:1em 0;background:var(--card);border:1px solid var(--border);border-radius:10px;
+padding:.4em 1em;border-left:4px solid var(--accent)}
+.lt-group>summary{cursor:pointer}
+.lt-group>summary>h2,.lt-group>summary>h3{display:inline;margin:0;font-size:1.15em;
+color:var(--accent)}
+.lt-group-stats{color:var(--muted);font-size:.9em}
+:target{outline:2px solid var(--accent);outline-offset:2px}
 @media print{
 :root{--bg:#fff;--card:#fff;--fg:#000;--muted:#444;--border:#bbb;--code:#f4f4f4;
 --think-bg:#fafafa;--zebra:#fafafa}

@@ -14,20 +14,37 @@ import json
 import os
 import posixpath
 from collections.abc import Callable, Sequence
+from typing import Any
 from urllib.parse import quote
 
 from rlio import layout
 from rlio._codec.jsonl import DecodeError, decode
+from rlio.findings import Report
 from rlio.report import page as _page
 from rlio.report import svg as _svg
+from rlio.report.distribution import Box, box, section_rewards, staleness
+from rlio.report.iterations import index_run, iterate, place_pages
+from rlio.report.prompts import (
+    PromptTracker,
+    prompt_location,
+    render_prompt_page,
+    section_prompts,
+)
 from rlio.report.reading import (
     EVAL_REWARD_SUFFIX,
     MetricsScan,
-    find_pages,
     read_checkpoints,
     read_metrics,
     resume_point,
     validation,
+)
+from rlio.report.trajectories import (
+    Extremes,
+    IterationStats,
+    section_extremes,
+    section_iteration_list,
+    split_title,
+    stats_of,
 )
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
@@ -108,9 +125,102 @@ def _read_config(storage: Storage) -> tuple[str, bool] | None:
     return text[:_MAX_CONFIG_CHARS], len(text) > _MAX_CONFIG_CHARS or entry.size > len(data)
 
 
+def _placement(storage: Storage, output: str | None) -> tuple[str, bool]:
+    """(the report's file name, whether it sits at the run's root)."""
+    if output is None:
+        return REPORT_NAME, True
+    inside = _run_relative(storage, output)
+    name = posixpath.basename(output.rstrip("/")) or REPORT_NAME
+    return name, inside is not None and "/" not in inside
+
+
+def _validation(run_s: str, own: str | None, folder: str) -> Any:
+    """The validator's report less what the report itself adds to the run (RL301 on its files)."""
+    report = validation(run_s, own)
+    prefix = folder + "/"
+    kept = [f for f in report.findings
+            if not (f.code == "RL301" and (f.file or "").startswith(prefix))]
+    if len(kept) == len(report.findings):
+        return report
+    # the count of RL301 findings past the cap is the report's own files too
+    kept = [f for f in kept if not (f.code == "RL112" and "RL301" in f.message)]
+    return Report.build(report.run, kept, layout=getattr(report, "layout", None))
+
+
+def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bool,
+            write: Callable[[str, bytes], None] | None) -> str:
+    storage = open_storage(run_s)
+    wanted = [*DEFAULT_METRICS, _KL_V2, *metrics]
+    m = read_metrics(storage, wanted)
+    ckpts = read_checkpoints(storage)
+    resume = resume_point(run_s)
+    idx = index_run(storage)
+    report_name, at_root = _placement(storage, output)
+    folder = posixpath.splitext(report_name)[0] or "report"
+    places = place_pages(storage, idx, report_name=report_name, at_run_root=at_root)
+    run_href = _linker(storage, output)
+    boxes: dict[str, list[Box]] = {}
+    stale: list[tuple[int, int]] = []
+    listing: dict[str, list[IterationStats]] = {}
+    extremes = Extremes()
+    tracker = PromptTracker()
+    for data in iterate(storage, places, report_name, run_href, write):
+        p = data.placement
+        href = quote(p.location)
+        listing.setdefault(p.split, []).append(stats_of(p.iteration, data.trajectories, href))
+        trajs = data.trajectories or []
+        b = box(p.iteration, [r for t in trajs if (r := t.reward) is not None])
+        if b is not None:
+            boxes.setdefault(p.split, []).append(b)
+        s = staleness(trajs) if p.split == "train" else None
+        if s is not None:
+            stale.append((p.iteration, s))
+        extremes.add(trajs, href)
+        tracker.add(p.split, p.iteration, p.location, data.transcripts, data.trajectories)
+    prompt_href: dict[str, str] = {}
+    for track in tracker.pages():
+        loc = prompt_location(folder, track.key)
+        prompt_href[track.key] = quote(loc)
+        if write is not None:
+            write(loc, render_prompt_page(track, loc, report_name).encode())
+    report, v_error = None, None
+    if validate:
+        try:
+            report = _validation(run_s, _run_relative(storage, output), folder)
+        except Exception as exc:  # the page still shows metrics when the validator fails
+            v_error = f"{type(exc).__name__}: {exc}"
+    name = posixpath.basename(storage.root.rstrip("/")) or storage.root
+    x_max = max([m.last_x or 0.0, *(max(c.xs, default=0.0) for c in m.columns.values())])
+    evals = sorted(s for s in idx.splits if s.startswith("eval/"))
+    last = f" (last {m.x_label} {_svg.fmt(m.last_x)})" if m.last_x is not None else ""
+    facts = [
+        ("location", storage.display("")),
+        ("layout", idx.layout or "no per-iteration files"),
+        ("metrics records", f"{m.records:,}{last}"),
+        ("iteration pages", f"{len(idx.splits.get('train', {})):,} training" + (
+            f", evaluators: {', '.join(e.removeprefix('eval/') for e in evals)}" if evals else "")),
+        ("checkpoints", f"{len(ckpts.records):,}"),
+        ("files", f"{idx.files:,}"),
+    ]
+    titles = {s: split_title(s) for s in idx.splits}
+    sections = [
+        _page.section_metrics(m, _chart_keys(m, metrics)),
+        section_rewards(boxes, stale, titles),
+        section_extremes(extremes),
+        section_prompts(tracker, prompt_href),
+        _page.section_checkpoints(ckpts, resume, x_max),
+        _page.section_validation(report, v_error) if validate else "",
+        section_iteration_list(listing, idx.timing, run_href),
+    ]
+    return _page.document(name, facts, _read_config(storage), sections)
+
+
 def render_run_report(run: str | os.PathLike[str], *, metrics: Sequence[str] = (),
                       output: str | None = None, validate: bool = True) -> str:
     """The report page of ``run`` (a local path or URI) as an HTML string.
+
+    Only the page: the iteration and prompt pages it links to are written by
+    ``write_run_report``.
 
     Args:
         run: the run directory.
@@ -122,39 +232,7 @@ def render_run_report(run: str | os.PathLike[str], *, metrics: Sequence[str] = (
     Raises:
         RunNotFoundError: the run does not exist.
     """
-    run_s = os.fspath(run)
-    storage = open_storage(run_s)
-    wanted = [*DEFAULT_METRICS, _KL_V2, *metrics]
-    m = read_metrics(storage, wanted)
-    ckpts = read_checkpoints(storage)
-    resume = resume_point(run_s)
-    pages = find_pages(storage)
-    report, v_error = None, None
-    if validate:
-        try:
-            report = validation(run_s, _run_relative(storage, output))
-        except Exception as exc:  # the page still shows metrics when the validator fails
-            v_error = f"{type(exc).__name__}: {exc}"
-    name = posixpath.basename(storage.root.rstrip("/")) or storage.root
-    x_max = max([m.last_x or 0.0, *(max(c.xs, default=0.0) for c in m.columns.values())])
-    evals = sorted(s for s in pages.splits if s.startswith("eval/"))
-    last = f" (last {m.x_label} {_svg.fmt(m.last_x)})" if m.last_x is not None else ""
-    facts = [
-        ("location", storage.display("")),
-        ("layout", pages.layout or "no per-iteration files"),
-        ("metrics records", f"{m.records:,}{last}"),
-        ("iteration pages", f"{len(pages.splits.get('train', {})):,} training" + (
-            f", evaluators: {', '.join(e.removeprefix('eval/') for e in evals)}" if evals else "")),
-        ("checkpoints", f"{len(ckpts.records):,}"),
-        ("files", f"{pages.files:,}"),
-    ]
-    sections = [
-        _page.section_metrics(m, _chart_keys(m, metrics)),
-        _page.section_checkpoints(ckpts, resume, x_max),
-        _page.section_validation(report, v_error) if validate else "",
-        _page.section_iterations(pages, _linker(storage, output)),
-    ]
-    return _page.document(name, facts, _read_config(storage), sections)
+    return _render(os.fspath(run), metrics, output, validate, None)
 
 
 def write_run_report(run: str | os.PathLike[str], *, output: str | None = None,
@@ -172,15 +250,15 @@ def write_run_report(run: str | os.PathLike[str], *, output: str | None = None,
     if output is not None and _local_output(output) is not None and os.path.isdir(
             output.removeprefix("file://")):
         output = os.path.join(output, REPORT_NAME)
-    page = render_run_report(run_s, metrics=metrics, output=output, validate=validate).encode()
     if output is None:
-        storage = open_storage(run_s)
-        storage.replace(REPORT_NAME, page)
-        return storage.display(REPORT_NAME)
-    local = _local_output(output)
-    if local is not None:
-        parent, base = os.path.split(local)
+        target, base, shown = open_storage(run_s), REPORT_NAME, None
     else:
-        parent, _, base = output.rstrip("/").rpartition("/")
-    open_storage(parent or ".", create=True).replace(base, page)
-    return output
+        local = _local_output(output)
+        if local is not None:
+            parent, base = os.path.split(local)
+        else:
+            parent, _, base = output.rstrip("/").rpartition("/")
+        target, shown = open_storage(parent or ".", create=True), output
+    page = _render(run_s, metrics, output, validate, target.replace).encode()
+    target.replace(base, page)
+    return shown if shown is not None else target.display(REPORT_NAME)

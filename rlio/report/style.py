@@ -77,6 +77,18 @@ font-variant-numeric:tabular-nums}
 .config pre{max-height:360px;overflow:auto;background:var(--card);border:1px solid var(--border);
 border-radius:8px;padding:10px;white-space:pre-wrap}
 footer{margin-top:32px;color:var(--muted);font-size:12px}
+svg .whisker{stroke:var(--muted);stroke-width:1}
+svg .iqr{fill:var(--accent);fill-opacity:.35;stroke:var(--accent);stroke-width:1}
+svg .median{stroke:var(--fg);stroke-width:1.6}
+tr.fail td{color:var(--err)}
+.it-list{display:flex;flex-wrap:wrap;gap:4px;margin-top:8px}
+.it-list a{display:inline-flex;gap:6px;align-items:baseline;padding:1px 7px;text-decoration:none;
+border:1px solid var(--border);border-radius:4px;background:var(--card);font-size:12px;
+font-variant-numeric:tabular-nums}
+.it-list a.has-fail{border-color:var(--err)}
+.it-list .it-detail{color:var(--muted)}
+.it-list a.has-fail .it-detail{color:var(--err)}
+.prompt-list{columns:2 320px;font-size:12.5px}
 @media print{:root{--bg:#fff;--card:#fff;--fg:#000;--muted:#444;--border:#bbb;--grid:#e5e5e5;
 --row:#f4f4f4}body{padding:0}.toc{display:none}.card,figure,tr{break-inside:avoid}
 .scroll{max-height:none;overflow:visible}details>summary{list-style:none}}

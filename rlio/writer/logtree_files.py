@@ -47,4 +47,4 @@ def logtree_block(storage: Storage, title: str, *, html_rel: str,
 def _write_logtree(storage: Storage, tree: LogTree, *, html_rel: str, json_rel: str) -> None:
     """Replace the tree's JSON (its ``path``: the HTML twin's full path or URI), then its HTML."""
     storage.replace(json_rel, tree.to_json_bytes(path=storage.display(html_rel)))
-    storage.replace(html_rel, tree.to_html().encode("utf-8"))
+    storage.replace(html_rel, tree.to_html(page=html_rel).encode("utf-8"))

@@ -24,15 +24,33 @@ def html_pages(run: Path) -> list[Path]:
 
 
 def linked_pages(run: Path) -> list[Path]:
-    """What the report must link: every HTML page and timing chart, and each logtree JSON
-    that has no HTML twin."""
-    out = []
+    """What the report must link: each timing chart, and rlio's page of every iteration that has
+    any per-iteration file. rlio's page is the run's own page when rlio wrote it (generator meta)
+    and it has its JSON twin; otherwise it is ``report/<run-relative page path>``."""
+    out: list[Path] = []
+    groups: dict[tuple[str, int], dict[str, str]] = {}
     for path in sorted(p for p in run.rglob("*") if p.is_file()):
-        rp = layout.parse_path(path.relative_to(run).as_posix())
-        if rp.kind in ("html", "timing_gantt") or (
-                rp.kind == "logtree" and not html_twin(path).exists()):
+        rel = path.relative_to(run).as_posix()
+        rp = layout.parse_path(rel)
+        if rp.kind == "timing_gantt":
             out.append(path)
-    return out
+        elif rp.kind in ("html", "logtree", "rollout_summaries"):
+            assert rp.iteration is not None
+            groups.setdefault((rp.split, rp.iteration), {})[rp.kind] = rel
+    for files in groups.values():
+        html = files.get("html")
+        if html is not None and "logtree" in files and is_rlio_page(run / html):
+            out.append(run / html)
+            continue
+        any_rel = html or next(iter(files.values()))
+        canon = html or layout.twin_path(layout.parse_path(any_rel), "html")
+        out.append(run / "report" / canon)
+    return sorted(out)
+
+
+def is_rlio_page(path: Path) -> bool:
+    """Whether an HTML page names rlio as its generator."""
+    return b'<meta name="generator" content="rlio' in path.read_bytes()[:2048]
 
 
 def html_twin(logtree: Path) -> Path:

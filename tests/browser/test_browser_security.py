@@ -156,9 +156,10 @@ def test_hostile_report_renders_payloads_as_text(
               ".forEach(d => d.open = true)")
     _assert_inert(page, f"Run report: run {PAYLOADS[2]}", min_copies=5)
     assert page.evaluate("document.querySelectorAll('#validation tbody tr').length") == 2
-    # the hostile-named evaluator page is a plain link that opens the file, nothing more
+    # the hostile-named evaluator page (not rlio's) gets rlio's page beside the report: a plain
+    # link that opens it, nothing more
     hrefs = page.evaluate("Array.from(document.querySelectorAll('#iterations a')).map(a => a.href)")
-    hostile = file_url(run / f"eval_{PAYLOADS[2]}_iteration_000000.html")
+    hostile = file_url(run / "report" / f"eval_{PAYLOADS[2]}_iteration_000000.html")
     assert hostile in hrefs
     _click_payload_text(page)
     assert page.evaluate("typeof window.__pwned") == "undefined"

@@ -38,12 +38,13 @@ def charts(page: str) -> dict[str, tuple[int, int]]:
 def links(page: str) -> list[str]:
     """The hrefs of the iteration links, decoded."""
     section = page[page.index('<section id="iterations">'):]
-    return [unquote(unescape(h)) for h in re.findall(r'<a href="([^"]*)">', section)]
+    return [unquote(unescape(h)) for h in re.findall(r"<a\b[^>]*\bhref=\"([^\"]*)\"", section)]
 
 
 @pytest.mark.parametrize("run_layout", ["flat", "nested"])
 def test_charts_and_links_for_both_layouts(tmp_path: Path, run_layout: layout.Layout) -> None:
-    """Default charts have one point per step; every page of both splits is linked."""
+    """Default charts have one point per step; every page of both splits is linked, as rlio's
+    page beside the report (the cookbook's own pages carry no rlio header)."""
     run = cookbook_run(tmp_path / "run", 12, layout_name=run_layout)
     page = render_run_report(run, validate=False)
     assert charts(page) == {
@@ -51,7 +52,7 @@ def test_charts_and_links_for_both_layouts(tmp_path: Path, run_layout: layout.La
         "optim/kl_sample_train_v1": (12, 12), "optim/entropy": (12, 12),
         "test/env/all/reward/total": (3, 3),
     }
-    expected = sorted(layout.iteration_path(run_layout, i, "html", label=label)
+    expected = sorted("report/" + layout.iteration_path(run_layout, i, "html", label=label)
                       for i in range(12) for label in [None, "test"]
                       if label is None or i % 5 == 0)
     assert sorted(links(page)) == expected
@@ -181,7 +182,8 @@ def test_run_text_is_escaped(tmp_path: Path) -> None:
     assert "<script" not in page and "<img" not in page and "onerror=alert" not in page.replace(
         "onerror=alert(1)&gt;", "")
     assert page.count("&lt;script&gt;window.__pwned=1&lt;/script&gt;") >= 4
-    assert 'href="eval_%3Cimg%20src%3Dx%20onerror%3Dalert%281%29%3E_iteration_000000.html"' in page
+    assert ('href="report/eval_%3Cimg%20src%3Dx%20onerror%3Dalert%281%29%3E_iteration_000000.html"'
+            in page)
 
 
 def _fake_validator(monkeypatch: pytest.MonkeyPatch, run_fn: Any) -> None:
@@ -228,7 +230,7 @@ def test_write_defaults_to_report_inside_the_run(tmp_path: Path) -> None:
     assert where == str(run / "report.html")
     assert sorted(os.listdir(run))[:1] == ["config.json"]  # no temporary file left behind
     page = (run / "report.html").read_text()
-    assert links(page)[0] == "iteration_000000/train.html"
+    assert links(page)[0] == "report/iteration_000000/train.html"
     assert all((run / href).is_file() for href in links(page))
 
 
@@ -293,8 +295,10 @@ def test_a_run_behind_a_uri_is_read_through_storage() -> None:
     assert "iteration_000002/train.html" in links(page)
     elsewhere = "memory://rlio-report-test/pages/r.html"
     assert write_run_report(run, output=elsewhere, validate=False) == elsewhere
-    page = open_storage("memory://rlio-report-test/pages").read_bytes("r.html").decode()
-    assert f"{run}/iteration_000000/train.html" in links(page)
+    pages = open_storage("memory://rlio-report-test/pages")
+    page = pages.read_bytes("r.html").decode()
+    assert "r/iteration_000000/train.html" in links(page)  # rlio's pages beside the report
+    assert pages.stat("r/iteration_000000/train.html") is not None
 
 
 def test_the_page_does_not_report_itself_as_an_unknown_file(

@@ -1,0 +1,312 @@
+"""An iteration's page: navigation, the trajectory table, then the logtree with groups collapsed.
+
+The page is still one self-contained document (no script, no network, the strict CSP of
+``rlio.logtree.html``). The table comes from the iteration's rollout summaries (SPEC §6), one row a
+trajectory; a failing trajectory (reward <= 0 or NaN, or never done) carries the class ``fail`` and
+a visible marker. Rows link to the trajectory's transcript where the tree logged one: the k-th
+top-level section whose heading starts with "Group" is group k (the cookbook logs the first
+``num_groups_to_log`` groups in order), and inside it a section headed ``Trajectory <i> ...`` is
+trajectory i (else the i-th conversation is). The first conversation of a trajectory gets the
+anchor ``traj-<group>-<traj>``.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any
+
+from rlio import layout
+from rlio.logtree.html import Mark, render_page, render_tree
+
+_TRAJ_HEADING = re.compile(r"\s*trajectory\s+(\d+)\b", re.IGNORECASE)
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_TAGS = re.compile(r"<[^>]*>")
+
+
+@dataclass(frozen=True, slots=True)
+class Trajectory:
+    """One rollout summary line, as the pages show it."""
+
+    split: str
+    iteration: int
+    group: int
+    traj: int
+    total_reward: float | None
+    final_reward: float | None
+    steps: int
+    turns: int
+    ob_tokens: int
+    ac_tokens: int
+    done: bool
+    sampling_client_step: int | None = None
+
+    @property
+    def reward(self) -> float | None:
+        """The outcome: ``final_reward`` when it is a number, else ``total_reward``."""
+        return self.final_reward if self.final_reward is not None else self.total_reward
+
+    @property
+    def failing(self) -> bool:
+        """Reward <= 0 or NaN (either reward), or the episode never finished."""
+        for r in (self.total_reward, self.final_reward):
+            if r is not None and math.isnan(r):
+                return True
+        r = self.reward
+        return (r is not None and r <= 0) or not self.done
+
+    @property
+    def anchor(self) -> str:
+        """The id of this trajectory's transcript on its iteration page."""
+        return f"traj-{self.group}-{self.traj}"
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if type(v) in (int, float) else None
+
+
+def _int(v: Any) -> int:
+    return v if type(v) is int and v >= 0 else 0
+
+
+def trajectory(rec: Mapping[str, Any], split: str, iteration: int) -> Trajectory:
+    """The row of one rollout summary record (tolerant: odd values show as empty or 0)."""
+    steps = rec.get("steps")
+    steps = [s for s in steps if isinstance(s, Mapping)] if isinstance(steps, list) else []
+    tm = rec.get("trajectory_metrics")
+    turns = tm.get("turns") if isinstance(tm, Mapping) else None
+    done = bool(steps) and steps[-1].get("episode_done") is True
+    scs = rec.get("sampling_client_step")
+    return Trajectory(
+        split=split, iteration=iteration, group=_int(rec.get("group_idx")),
+        traj=_int(rec.get("traj_idx")), total_reward=_num(rec.get("total_reward")),
+        final_reward=_num(rec.get("final_reward")), steps=len(steps),
+        turns=turns if type(turns) is int else len(steps),
+        ob_tokens=sum(_int(s.get("ob_len")) for s in steps) + _int(rec.get("final_ob_len")),
+        ac_tokens=sum(_int(s.get("ac_len")) for s in steps), done=done,
+        sampling_client_step=scs if type(scs) is int else None,
+    )
+
+
+def fmt(v: float | None) -> str:
+    """A reward as shown: four significant digits, NaN and empty spelled out."""
+    if v is None:
+        return "—"
+    if math.isnan(v):
+        return "NaN"
+    return f"{v:.4g}"
+
+
+# --- the tree: groups, transcripts, prompts --------------------------------------------------
+
+
+@dataclass
+class Transcripts:
+    """What the tree logged per trajectory: {(group, traj): messages}, and the group sections."""
+
+    messages: dict[tuple[int, int], list[Mapping[str, Any]]] = field(default_factory=dict)
+    marks: dict[int, Mark] = field(default_factory=dict)
+    groups: list[Mapping[str, Any]] = field(default_factory=list)
+
+
+def _heading_text(node: Mapping[str, Any]) -> str:
+    kids = node.get("children")
+    if not isinstance(kids, list) or not kids or not isinstance(kids[0], Mapping):
+        return ""
+    head = kids[0]
+    if head.get("tag") not in _HEADINGS:
+        return ""
+    parts = head.get("children")
+    text = "".join(p for p in parts if isinstance(p, str)) if isinstance(parts, list) else ""
+    return _TAGS.sub("", text).strip()
+
+
+def _is_section(node: Any) -> bool:
+    return isinstance(node, Mapping) and node.get("tag") in ("section", "div", "details")
+
+
+def find_transcripts(root: Any) -> Transcripts:
+    """The group sections and each trajectory's conversation messages (iterative walk)."""
+    found = Transcripts()
+    kids = root.get("children") if isinstance(root, Mapping) else None
+    for node in kids if isinstance(kids, list) else []:
+        if _is_section(node) and _heading_text(node).lower().startswith("group"):
+            found.groups.append(node)
+    for g, section in enumerate(found.groups):
+        found.marks[id(section)] = Mark(id=f"group-{g}", collapsible=True)
+        ordinal = 0
+        # (node, trajectory index this subtree belongs to, or None)
+        stack: list[tuple[Any, int | None]] = [(section, None)]
+        while stack:
+            node, traj = stack.pop()
+            if not isinstance(node, Mapping):
+                continue
+            data = node.get("data")
+            if isinstance(data, Mapping) and data.get("type") == "conversation":
+                t = traj if traj is not None else ordinal
+                ordinal += traj is None
+                msgs = data.get("messages")
+                key = (g, t)
+                if key not in found.messages:
+                    found.marks[id(node)] = Mark(id=f"traj-{g}-{t}")
+                    found.messages[key] = []
+                if isinstance(msgs, list):
+                    found.messages[key].extend(m for m in msgs if isinstance(m, Mapping))
+                continue
+            if node is not section and _is_section(node):
+                m = _TRAJ_HEADING.match(_heading_text(node))
+                if m:
+                    traj = int(m.group(1))
+            children = node.get("children")
+            if isinstance(children, list):
+                stack.extend((c, traj) for c in reversed(children))
+    return found
+
+
+# --- the header ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Nav:
+    """The page's links, already relative to the page: (label, href) pairs; None where absent."""
+
+    report: str | None
+    prev: tuple[str, str] | None = None
+    next: tuple[str, str] | None = None
+    splits: Sequence[tuple[str, str | None]] = ()  # (split, href or None for this page)
+    original: str | None = None  # the producer's own page, when this one is rlio's copy
+    note: str = ""
+
+
+def nav_html(nav: Nav) -> str:
+    """The navigation bar (every label escaped; hrefs are relative paths made by rlio)."""
+    parts = ['<nav class="it-nav" aria-label="iterations">']
+    if nav.report is not None:
+        parts.append(f'<a class="nav-report" href="{escape(nav.report)}">Run report</a>')
+    for cls, link, arrow in (("nav-prev", nav.prev, "← "), ("nav-next", nav.next, "")):
+        if link is not None:
+            label = f"{arrow}{link[0]}" if arrow else f"{link[0]} →"
+            parts.append(f'<a class="{cls}" href="{escape(link[1])}">{escape(label)}</a>')
+        else:
+            parts.append(f'<span class="{cls} off">{"← first" if arrow else "last →"}</span>')
+    if nav.splits:
+        parts.append('<span class="nav-splits">')
+        for split, href in nav.splits:
+            if href is None:
+                parts.append(f'<span class="nav-split here">{escape(split)}</span>')
+            else:
+                parts.append(f'<a class="nav-split" href="{escape(href)}">{escape(split)}</a>')
+        parts.append("</span>")
+    if nav.original is not None:
+        parts.append(f'<a class="nav-original" href="{escape(nav.original)}">producer page</a>')
+    parts.append("</nav>")
+    if nav.note:
+        parts.append(f'<p class="it-note">{escape(nav.note)}</p>')
+    return "".join(parts)
+
+
+def table_html(trajs: Sequence[Trajectory] | None, linked: set[tuple[int, int]]) -> str:
+    """The trajectory table: one row a rollout summary line, failing rows marked.
+
+    None: the page is written before the iteration's rollout summaries (a writer's logtree
+    block); ``rlio report`` rewrites it with the table.
+    """
+    if trajs is None:
+        return ('<section class="it-trajs" id="trajectories"><p class="it-note">Written before '
+                "this iteration's rollout summaries: <code>rlio report</code> adds the trajectory "
+                "table and the full navigation.</p></section>")
+    fails = sum(t.failing for t in trajs)
+    out = [f'<section class="it-trajs" id="trajectories"><h2>Trajectories <span class="count">'
+           f"({len(trajs):,}, {fails:,} failing)</span></h2>"]
+    if not trajs:
+        out.append('<p class="it-note">No rollout summaries for this iteration.</p></section>')
+        return "".join(out)
+    out.append('<div class="it-scroll"><table class="traj-table"><thead><tr><th>group</th>'
+               "<th>traj</th><th>total reward</th><th>final reward</th><th>steps</th>"
+               "<th>turns</th><th>ob tokens</th><th>ac tokens</th><th>done</th><th>transcript"
+               "</th></tr></thead><tbody>")
+    for t in trajs:
+        cls = ' class="fail"' if t.failing else ""
+        mark = '<span class="fail-mark" title="failing trajectory">✗</span> ' if t.failing else ""
+        link = (f'<a href="#{t.anchor}">view</a>' if (t.group, t.traj) in linked
+                else '<span class="it-none">not logged</span>')
+        out.append(
+            f'<tr{cls} data-group="{t.group}" data-traj="{t.traj}"><td>{mark}{t.group}</td>'
+            f'<td>{t.traj}</td><td class="num">{fmt(t.total_reward)}</td>'
+            f'<td class="num">{fmt(t.final_reward)}</td><td class="num">{t.steps}</td>'
+            f'<td class="num">{t.turns}</td><td class="num">{t.ob_tokens:,}</td>'
+            f'<td class="num">{t.ac_tokens:,}</td><td>{"yes" if t.done else "no"}</td>'
+            f"<td>{link}</td></tr>")
+    out.append("</tbody></table></div></section>")
+    return "".join(out)
+
+
+def _group_summaries(found: Transcripts, trajs: Sequence[Trajectory]) -> None:
+    """Each collapsed group's summary line: its trajectory count, failures and mean reward."""
+    by_group: dict[int, list[Trajectory]] = {}
+    for t in trajs:
+        by_group.setdefault(t.group, []).append(t)
+    for g, section in enumerate(found.groups):
+        rows = by_group.get(g, [])
+        rewards = [r for t in rows if (r := t.reward) is not None and not math.isnan(r)]
+        text = f" group {g}"
+        if rows:
+            mean = sum(rewards) / len(rewards) if rewards else None
+            fails = sum(t.failing for t in rows)
+            text += f" · {len(rows)} trajectories · mean reward {fmt(mean)}"
+            text += f' · <span class="fail-mark">{fails} failing</span>' if fails else ""
+        found.marks[id(section)] = Mark(id=f"group-{g}", collapsible=True,
+                                        summary=f'<span class="lt-group-stats">{text}</span>')
+
+
+def render_iteration_page(doc: Mapping[str, Any] | None, nav: Nav,
+                          trajs: Sequence[Trajectory] | None, *, title: str,
+                          found: Transcripts | None = None) -> str:
+    """The whole page of one iteration: nav, trajectory table, then the tree (groups collapsed).
+
+    ``doc`` is the logtree JSON document (SPEC §7); None draws the header alone (a run that only
+    kept the producer's HTML page, linked as ``nav.original``). ``found``: the tree's
+    transcripts when the caller already looked them up.
+    """
+    root = doc.get("root") if isinstance(doc, Mapping) else None
+    if found is None:
+        found = find_transcripts(root) if root is not None else Transcripts()
+    _group_summaries(found, trajs or ())
+    prelude = (f'<header class="it-header">{nav_html(nav)}'
+               f"{table_html(trajs, set(found.messages))}</header>\n")
+    if root is None:
+        body = (f'<body class="lt-root">\n{prelude}<h1 class="lt-title">{escape(title)}</h1>'
+                "</body>\n")
+    else:
+        body = render_tree(root, prelude=prelude, marks=found.marks)
+    return render_page(title, body)
+
+
+def _rel(target: str, page: str) -> str:
+    return posixpath.relpath(target, posixpath.dirname(page) or ".")
+
+
+def written_nav(page: str) -> Nav | None:
+    """The links a page can carry when a writer writes it (run-relative ``page``), or None for a
+    path outside the naming contract.
+
+    Only what the naming contract predicts: the report, the previous and next training
+    iteration, and (from an evaluator's page) the training page of the same iteration.
+    """
+    rp = layout.parse_path(page)
+    if rp.iteration is None or rp.layout is None or rp.problem is not None or rp.kind != "html":
+        return None
+    it, lay = rp.iteration, rp.layout
+    train = rp.label is None
+    prev = (f"iteration {it - 1}", _rel(layout.iteration_path(lay, it - 1, "html"), page)) \
+        if train and it > 0 else None
+    nxt = (f"iteration {it + 1}", _rel(layout.iteration_path(lay, it + 1, "html"), page)) \
+        if train else None
+    splits: list[tuple[str, str | None]] = [(rp.split, None)]
+    if not train:
+        splits.insert(0, ("train", _rel(layout.iteration_path(lay, it, "html"), page)))
+    return Nav(report=_rel(layout.REPORT, page), prev=prev, next=nxt, splits=splits)

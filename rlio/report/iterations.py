@@ -1,0 +1,176 @@
+"""The report's iteration pages: which exist, where rlio's page of each goes, and writing them.
+
+Where a page goes (docs/notes/pages.md): when the report is the run's own ``report.html``, a page
+rlio wrote (its head names rlio as generator) and that has its JSON twin is rewritten in place,
+with the full navigation and the trajectory table. Every other iteration (a page another producer
+wrote, such as the cookbook's, or one with only a JSON twin or only rollout summaries) gets rlio's
+page at ``<report stem>/<run-relative page path>`` beside the report (``report/`` for
+``report.html``), linking to the producer's page. Every link between these pages is relative, so
+the folder can be moved or served as it is.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, unquote
+
+from rlio import layout
+from rlio.logtree.iteration_page import Nav, Trajectory, find_transcripts, render_iteration_page
+from rlio.report.rollouts import read_logtree, read_trajectories, written_by_rlio
+from rlio.storage.base import Storage
+
+
+@dataclass
+class Sources:
+    """The run files of one (split, iteration)."""
+
+    html: str | None = None
+    logtree: str | None = None
+    rollouts: str | None = None
+
+
+@dataclass
+class RunIndex:
+    """Per-iteration files by split, timing pages, and how many files the run holds."""
+
+    splits: dict[str, dict[int, Sources]] = field(default_factory=dict)
+    timing: dict[int, str] = field(default_factory=dict)
+    layout: str | None = None
+    files: int = 0
+
+
+def index_run(storage: Storage) -> RunIndex:
+    """One walk of the run: every per-iteration file, classified by the naming contract."""
+    idx = RunIndex()
+    paths = []
+    for entry in storage.walk():
+        if entry.kind != "file":
+            continue
+        idx.files += 1
+        rp = layout.parse_path(entry.path)
+        if rp.iteration is None:
+            continue
+        paths.append(entry.path)
+        if rp.kind == "timing_gantt":
+            idx.timing[rp.iteration] = entry.path
+            continue
+        src = idx.splits.setdefault(rp.split, {}).setdefault(rp.iteration, Sources())
+        if rp.kind == "html":
+            src.html = entry.path
+        elif rp.kind == "logtree":
+            src.logtree = entry.path
+        elif rp.kind == "rollout_summaries":
+            src.rollouts = entry.path
+    idx.layout = layout.detect_layout(paths)
+    return idx
+
+
+def split_order(split: str) -> tuple[bool, str]:
+    """Training first, then evaluators by name."""
+    return split != "train", split
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where rlio's page of one iteration is, relative to the report's folder."""
+
+    split: str
+    iteration: int
+    location: str
+    in_place: bool
+    sources: Sources
+
+
+def _canonical(split: str, iteration: int, src: Sources, run_layout: str | None) -> str:
+    if src.html is not None:
+        return src.html
+    base = src.logtree or src.rollouts
+    if base is not None:
+        return layout.twin_path(layout.parse_path(base), "html")
+    lay: layout.Layout = "nested" if run_layout == "nested" else "flat"
+    label = None if split == "train" else split.removeprefix("eval/")
+    return layout.iteration_path(lay, iteration, "html", label=label)
+
+
+def place_pages(storage: Storage, idx: RunIndex, *, report_name: str,
+                at_run_root: bool) -> dict[tuple[str, int], Placement]:
+    """Where each iteration's page goes (see the module docstring)."""
+    folder = posixpath.splitext(posixpath.basename(report_name))[0] or "report"
+    out: dict[tuple[str, int], Placement] = {}
+    for split, its in idx.splits.items():
+        for it, src in its.items():
+            in_place = (at_run_root and src.html is not None and src.logtree is not None
+                        and written_by_rlio(storage, src.html))
+            canon = _canonical(split, it, src, idx.layout)
+            loc = canon if in_place else f"{folder}/{canon}"
+            out[(split, it)] = Placement(split, it, loc, in_place, src)
+    return out
+
+
+def _rel(target: str, page: str) -> str:
+    return quote(posixpath.relpath(target, posixpath.dirname(page) or "."))
+
+
+def page_nav(p: Placement, places: dict[tuple[str, int], Placement], report_name: str,
+             run_href: Callable[[str], str]) -> Nav:
+    """Links from ``p``: report, previous/next page of the same split, the other splits of this
+    iteration, and the producer's own page when rlio's is a copy beside the report."""
+    same = sorted(it for (s, it) in places if s == p.split)
+    i = same.index(p.iteration)
+    prev = places[(p.split, same[i - 1])] if i > 0 else None
+    nxt = places[(p.split, same[i + 1])] if i + 1 < len(same) else None
+    splits: list[tuple[str, str | None]] = []
+    for (s, it), other in sorted(places.items(), key=lambda kv: split_order(kv[0][0])):
+        if it == p.iteration:
+            splits.append((s, None if s == p.split else _rel(other.location, p.location)))
+    original = None
+    if not p.in_place and p.sources.html is not None:
+        href = run_href(p.sources.html)
+        original = href if "://" in href else quote(posixpath.relpath(
+            posixpath.normpath(unquote(href)), posixpath.dirname(p.location) or "."))
+    return Nav(
+        report=_rel(report_name, p.location),
+        prev=None if prev is None else (f"iteration {prev.iteration}",
+                                        _rel(prev.location, p.location)),
+        next=None if nxt is None else (f"iteration {nxt.iteration}",
+                                       _rel(nxt.location, p.location)),
+        splits=splits, original=original,
+    )
+
+
+@dataclass
+class IterationData:
+    """What one iteration contributes to the report besides its page."""
+
+    placement: Placement
+    trajectories: list[Trajectory] | None
+    transcripts: dict[tuple[int, int], list[Any]]
+    logged: set[tuple[int, int]]
+
+
+def iterate(storage: Storage, places: dict[tuple[str, int], Placement], report_name: str,
+            run_href: Callable[[str], str],
+            write: Callable[[str, bytes], None] | None) -> Iterator[IterationData]:
+    """Read every iteration once; with ``write``, render and write its page as it goes."""
+    for key in sorted(places, key=lambda k: (split_order(k[0]), k[1])):
+        p = places[key]
+        split, it = key
+        trajs = read_trajectories(storage, p.sources.rollouts, split, it)
+        doc = read_logtree(storage, p.sources.logtree)
+        found = find_transcripts(doc.get("root")) if doc is not None else None
+        if write is not None:
+            title = doc.get("title") if doc is not None else None
+            if not isinstance(title, str):
+                title = f"{split} iteration {it}"
+            nav = page_nav(p, places, report_name, run_href)
+            if doc is None and p.sources.html is not None:
+                nav = Nav(nav.report, nav.prev, nav.next, nav.splits, nav.original,
+                          "This run kept no logtree JSON for this iteration: its transcripts "
+                          "are on the producer's page.")
+            page = render_iteration_page(doc, nav, trajs or [], title=title, found=found)
+            write(p.location, page.encode())
+        messages = found.messages if found is not None else {}
+        yield IterationData(p, trajs, messages, set(messages))

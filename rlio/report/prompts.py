@@ -1,0 +1,238 @@
+"""The same prompt across training: a key per prompt, a page per tracked prompt, the biggest movers.
+
+The prompt key (docs/notes/pages.md) is the first 16 hex digits of the SHA-256 of the canonical
+JSON of the conversation's system messages and its first user message, in order, each reduced to
+``{"content", "role"}`` (keys sorted, no whitespace, UTF-8). Two trajectories whose transcripts
+start the same way share a key whatever iteration, group or split logged them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+
+from rlio.logtree.html import render_page
+from rlio.logtree.iteration_page import Trajectory, fmt
+
+#: At most this many prompt pages are written (prompts seen in the most iterations first).
+MAX_PROMPT_PAGES = 2000
+#: The report lists this many prompts whose mean reward changed most.
+TOP_MOVERS = 20
+_MAX_RESPONSE = 4000
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content
+                         if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+    return ""
+
+
+def prompt_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
+    """The system messages and the first user message, as the key hashes them; None without a
+    user message."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        role = m.get("role")
+        if role == "system":
+            out.append({"content": m.get("content"), "role": role})
+        elif role == "user":
+            out.append({"content": m.get("content"), "role": role})
+            return out
+    return None
+
+
+def prompt_key(messages: Sequence[Mapping[str, Any]]) -> str | None:
+    """The prompt key of a conversation (see the module docstring), or None without a user
+    message."""
+    prompt = prompt_messages(messages)
+    if prompt is None:
+        return None
+    try:
+        canonical = orjson.dumps(prompt, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return None
+    return hashlib.sha256(canonical).hexdigest()[:16]
+
+
+def response_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """What the policy answered: the assistant messages' text, joined (cut to a few KB)."""
+    text = "\n\n".join(_content_text(m.get("content")) for m in messages
+                       if m.get("role") == "assistant")
+    return text if len(text) <= _MAX_RESPONSE else text[:_MAX_RESPONSE] + " …"
+
+
+@dataclass
+class Sample:
+    """One trajectory of a tracked prompt."""
+
+    split: str
+    iteration: int
+    group: int
+    traj: int
+    reward: float | None
+    failing: bool
+    response: str
+    page: str  # location of its iteration page, relative to the report's folder
+
+
+@dataclass
+class Track:
+    """Every logged trajectory of one prompt."""
+
+    key: str
+    prompt: list[dict[str, Any]]
+    samples: list[Sample] = field(default_factory=list)
+
+    def iterations(self) -> list[tuple[str, int]]:
+        """(split, iteration) pairs in which the prompt was logged, in order."""
+        return sorted({(s.split, s.iteration) for s in self.samples},
+                      key=lambda k: (k[0] != "train", k[0], k[1]))
+
+    def mean_by_iteration(self) -> list[tuple[str, int, float]]:
+        """Mean finite reward per (split, iteration) where it has one."""
+        out = []
+        for split, it in self.iterations():
+            rs = [s.reward for s in self.samples if s.split == split and s.iteration == it
+                  and s.reward is not None and math.isfinite(s.reward)]
+            if rs:
+                out.append((split, it, sum(rs) / len(rs)))
+        return out
+
+    def change(self) -> float | None:
+        """Mean reward at the last iteration logged minus at the first, within one split."""
+        means = self.mean_by_iteration()
+        if not means:
+            return None
+        split = means[0][0]
+        same = [m for m in means if m[0] == split]
+        return same[-1][2] - same[0][2] if len(same) >= 2 else None
+
+    def label(self) -> str:
+        """The first line of the user message, cut short (for links)."""
+        user = next((m for m in reversed(self.prompt) if m.get("role") == "user"), None)
+        text = _content_text(user.get("content")) if user else ""
+        line = text.strip().splitlines()[0] if text.strip() else self.key
+        return line if len(line) <= 90 else line[:90] + "…"
+
+
+class PromptTracker:
+    """Collects trajectories by prompt key while the report reads the iterations."""
+
+    def __init__(self) -> None:
+        self.tracks: dict[str, Track] = {}
+
+    def add(self, split: str, iteration: int, page: str,
+            transcripts: Mapping[tuple[int, int], Sequence[Mapping[str, Any]]],
+            trajectories: Sequence[Trajectory] | None) -> None:
+        """Every transcript of one iteration, joined to its rollout summary row by (group, traj)."""
+        rows = {(t.group, t.traj): t for t in trajectories or ()}
+        for (g, t), messages in transcripts.items():
+            key = prompt_key(messages)
+            if key is None:
+                continue
+            track = self.tracks.get(key)
+            if track is None:
+                track = self.tracks[key] = Track(key, prompt_messages(messages) or [])
+            row = rows.get((g, t))
+            track.samples.append(Sample(split, iteration, g, t,
+                                        None if row is None else row.reward,
+                                        False if row is None else row.failing,
+                                        response_text(messages), page))
+
+    def pages(self) -> list[Track]:
+        """The tracks that get a page: seen in the most iterations first, capped."""
+        ranked = sorted(self.tracks.values(), key=lambda tr: (-len(tr.iterations()), tr.key))
+        return ranked[:MAX_PROMPT_PAGES]
+
+    def movers(self) -> list[tuple[Track, float]]:
+        """Tracks whose mean reward changed most between the first and last iteration logged."""
+        scored = [(tr, c) for tr in self.pages() if (c := tr.change()) is not None]
+        scored.sort(key=lambda tc: (-abs(tc[1]), tc[0].key))
+        return scored[:TOP_MOVERS]
+
+
+def prompt_location(folder: str, key: str) -> str:
+    """Where a prompt's page goes, relative to the report's folder."""
+    return f"{folder}/prompts/{key}.html"
+
+
+def render_prompt_page(track: Track, location: str, report_name: str) -> str:
+    """One prompt's page: the prompt once, then iteration by iteration the responses and rewards."""
+    base = posixpath.dirname(location)
+    title = f"Prompt {track.key}"
+    out = ['<body class="lt-root">\n<header class="it-header"><nav class="it-nav">'
+           f'<a class="nav-report" href="{quote(posixpath.relpath(report_name, base))}#prompts">'
+           "Run report</a></nav></header>",
+           f'<h1 class="lt-title">{escape(title)}</h1>',
+           '<p class="lt-subtitle">Key: SHA-256 of the canonical JSON of the system messages and '
+           "the first user message (first 16 hex digits).</p>",
+           '<section class="lt-section"><h2>Prompt</h2>']
+    for m in track.prompt:
+        out.append(f'<div class="msg" data-role="{escape(str(m.get("role")))}"><div '
+                   f'class="msg-head"><span class="msg-role">{escape(str(m.get("role")))}</span>'
+                   f'</div><div class="msg-text">{escape(_content_text(m.get("content")))}'
+                   "</div></div>")
+    out.append("</section>")
+    means = {(s, i): m for s, i, m in track.mean_by_iteration()}
+    for split, it in track.iterations():
+        mean = means.get((split, it))
+        out.append(f'<section class="lt-section prompt-it" data-split="{escape(split)}" '
+                   f'data-iteration="{it}"><h2>{escape(split)} iteration {it} '
+                   f'<span class="lt-group-stats">mean reward {fmt(mean)}</span></h2>')
+        for s in track.samples:
+            if s.split != split or s.iteration != it:
+                continue
+            href = quote(posixpath.relpath(s.page, base)) + f"#traj-{s.group}-{s.traj}"
+            cls = " fail" if s.failing else ""
+            mark = '<span class="fail-mark">✗ failing</span> ' if s.failing else ""
+            out.append(f'<div class="msg prompt-sample{cls}" data-role="assistant"><div '
+                       f'class="msg-head">{mark}<span class="msg-role">group {s.group} traj '
+                       f"{s.traj}</span><span>reward {fmt(s.reward)}</span>"
+                       f'<a href="{href}">transcript</a></div>'
+                       f'<div class="msg-text">{escape(s.response) or "<em>(no response)</em>"}'
+                       "</div></div>")
+        out.append("</section>")
+    out.append("</body>\n")
+    return render_page(title, "".join(out))
+
+
+def section_prompts(tracker: PromptTracker, href: dict[str, str]) -> str:
+    """The report's list of the prompts whose reward changed most, and how many are tracked."""
+    pages = tracker.pages()
+    out = ['<section id="prompts"><h2>Prompts across training</h2>']
+    if not pages:
+        out.append('<p class="note">No logtree conversation in this run: no prompt to track.'
+                   "</p></section>")
+        return "".join(out)
+    out.append(f'<p class="note">{len(tracker.tracks):,} distinct prompt(s) in the logtrees; '
+               f"{len(pages):,} with a page.</p>")
+    movers = tracker.movers()
+    if movers:
+        out.append('<div class="scroll"><table class="movers"><thead><tr><th>prompt</th>'
+                   "<th>split</th><th>iterations</th><th>first → last mean reward</th>"
+                   "<th>change</th></tr></thead><tbody>")
+        for tr, change in movers:
+            means = tr.mean_by_iteration()
+            same = [m for m in means if m[0] == means[0][0]]
+            out.append(f'<tr><td><a href="{escape(href[tr.key])}">{escape(tr.label())}</a></td>'
+                       f"<td>{escape(same[0][0])}</td><td>{len(same)}</td>"
+                       f"<td>{fmt(same[0][2])} → {fmt(same[-1][2])}</td>"
+                       f"<td>{'+' if change > 0 else ''}{fmt(change)}</td></tr>")
+        out.append("</tbody></table></div>")
+    out.append('<details><summary>All tracked prompts</summary><ul class="prompt-list">')
+    out.extend(f'<li><a href="{escape(href[tr.key])}">{escape(tr.label())}</a> '
+               f'<span class="count">({len(tr.iterations())} iteration(s))</span></li>'
+               for tr in pages)
+    out.append("</ul></details></section>")
+    return "".join(out)
