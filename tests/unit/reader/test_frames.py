@@ -1,4 +1,4 @@
-"""metrics_frame and rollouts_frame: every key a column, NaN for gaps, both backends, clear extras."""
+"""metrics_frame and rollouts_frame: every key a column, NaN gaps, both backends, named extras."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""open_run on runs written by hand as the cookbook writes them: layouts, NaN, torn tails, sidecars."""
+"""open_run on runs written as the cookbook writes them: layouts, NaN, torn tails, sidecars."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def _snapshot(root: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("layout_name", ["flat", "nested"])
 def test_both_layouts_read_the_same_records(tmp_path: Path, layout_name: layout.Layout) -> None:
-    """A cookbook run reads the same metrics, rollouts and logtrees in the flat and nested layout."""
+    """A cookbook run reads the same metrics, rollouts and logtrees in either layout."""
     run = open_run(cookbook_run(tmp_path / "run", 3, layout_name=layout_name))
     assert run.layout == layout_name
     assert [m.get("step") for m in run.metrics()] == [0, 1, 2, 3]
