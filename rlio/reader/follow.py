@@ -5,14 +5,15 @@ compared with the offset read so far and only the bytes in between are read. Onl
 with a newline are decoded; the bytes after the last newline (a line being written, or a crash's
 torn tail) wait for the next look and are never yielded half. When the file shrinks (a resume
 moved superseded lines or a torn tail aside), reading goes on from the last line boundary at or
-before the new end, so the re-logged lines are yielded as they come.
+before the new end whose line is still the one read there (each line's hash is kept), so the
+re-logged lines are yielded as they come. The same check of the last line read runs whenever the
+size changed, which also catches a rewind the writer has already grown past.
 """
 
 from __future__ import annotations
 
 import time
 from array import array
-from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -24,6 +25,8 @@ __all__ = ["follow_jsonl"]
 
 #: Bytes read at most per request.
 _CHUNK = 4 << 20
+#: The hash kept for a piece of an over-long line, which is never compared.
+_UNCHECKED = 0
 
 
 def follow_jsonl(
@@ -44,22 +47,28 @@ def follow_jsonl(
     if poll < 0:
         raise ValueError(f"poll must be >= 0 seconds, got {poll}")
     offset = -1 if not from_start else 0  # -1: start at the end once the file is seen
-    boundaries = array("q", [0])  # offsets where yielded lines start, ascending
+    boundaries = array("q", [0])  # offsets where read lines start, ascending
+    hashes = array("q")  # hashes[i]: hash of the line from boundaries[i] to boundaries[i + 1]
     pending = b""  # bytes read past the last newline (an unfinished line)
     last_new = clock()
+    last_size = -1
     while True:
         entry = storage.stat(rel)
         size = entry.size if entry is not None and entry.kind == "file" else 0
         if offset < 0:
             offset = size if entry is not None else 0
             boundaries[0] = offset
+        if size != last_size and hashes:
+            keep = _still_there(storage, rel, boundaries, hashes, size)
+            if keep < len(hashes):  # rewound: go on from the last line still in place
+                offset = boundaries[keep]
+                del boundaries[keep + 1:]
+                del hashes[keep:]
+                pending = b""
+        last_size = size
         read_to = offset + len(pending)
-        if size < read_to:  # rewound: continue from the last boundary still inside the file
-            keep = bisect_right(boundaries, size)
-            offset = boundaries[max(keep - 1, 0)]
-            del boundaries[keep:]
-            pending = b""
-            read_to = offset
+        if size < read_to:  # the unfinished line was cut away
+            pending, read_to = b"", offset
         got = False
         while read_to < size:
             data = storage.read_range(rel, read_to, min(size, read_to + _CHUNK))
@@ -69,17 +78,35 @@ def follow_jsonl(
             pending += data
             *lines, pending = pending.split(b"\n")
             for line in lines:
-                boundaries.append(offset + len(line) + 1)
                 offset += len(line) + 1
+                boundaries.append(offset)
+                hashes.append(hash(line))
                 value = decode_line(line if len(line) < MAX_LINE else None)
                 if value is not None:
                     got = True
                     yield value
             if len(pending) >= MAX_LINE:  # an over-long line: pass it over unread
                 offset += len(pending)
+                boundaries.append(offset)
+                hashes.append(_UNCHECKED)  # a piece of a line: taken as still in place
                 pending = b""
         if got:
             last_new = clock()
         elif idle_timeout is not None and clock() - last_new >= idle_timeout:
             return
         sleep(poll)
+
+
+def _still_there(storage: Storage, rel: str, boundaries: array[int], hashes: array[int],
+                 size: int) -> int:
+    """How many of the lines read are still in place (the last one checked first, then back)."""
+    k = len(hashes)
+    while k > 0 and boundaries[k] > size:
+        k -= 1
+    while k > 0:
+        start, end = boundaries[k - 1], boundaries[k]
+        expected = hashes[k - 1]
+        if expected == _UNCHECKED or hash(storage.read_range(rel, start, end)[:-1]) == expected:
+            return k
+        k -= 1
+    return 0
