@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the comparison of ``args.run_a`` and ``args.run_b``."""
     from rlio.reader import open_run
-    from rlio.reader.summary import render_diff
+    from rlio.reader.summary import diff_lines
 
     runs = []
     for location in (args.run_a, args.run_b):
@@ -41,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             return fail(f"cannot read run {location!r}: {exc.strerror or exc}")
     try:
-        text = render_diff(runs[0], runs[1], args.metric)
+        lines = diff_lines(runs[0], runs[1], args.metric)
     except OSError as exc:
         return fail(f"cannot read runs: {exc}")
-    sys.stdout.write("".join(printable(line) + "\n" for line in text.splitlines()))
+    sys.stdout.write("".join(printable(line) + "\n" for line in lines))
     return EXIT_OK

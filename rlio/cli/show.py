@@ -30,11 +30,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the summary of ``args.run``."""
     from rlio.reader import open_run
-    from rlio.reader.summary import render_show
+    from rlio.reader.summary import show_lines
 
     try:
-        text = render_show(open_run(args.run), validate=args.validate)
+        lines = show_lines(open_run(args.run), validate=args.validate)
     except OSError as exc:
         return fail(f"cannot read run {args.run!r}: {exc.strerror or exc}")
-    sys.stdout.write("".join(printable(line) + "\n" for line in text.splitlines()))
+    sys.stdout.write("".join(printable(line) + "\n" for line in lines))
     return EXIT_OK

@@ -15,7 +15,10 @@ from rlio.reader.run import Run
 from rlio.reader.source import LineStats
 from rlio.rules import TRAINING_KEYS
 
-__all__ = ["REWARD_KEY", "config_diff", "render_diff", "render_show", "sparkline", "step_series"]
+__all__ = [
+    "REWARD_KEY", "config_diff", "diff_lines", "render_diff", "render_show", "show_lines",
+    "sparkline", "step_series",
+]
 
 REWARD_KEY: Final = "env/all/reward/total"
 _BARS: Final = "▁▂▃▄▅▆▇█"
@@ -104,6 +107,12 @@ def _resume_line(run: Run) -> str:
 def render_show(run: Run, *, validate: bool = True) -> str:
     """The terminal summary of one run: layout, iterations, metrics, trend, checkpoints, resume
     point and (with ``validate``) the validator's verdict."""
+    return "\n".join(show_lines(run, validate=validate))
+
+
+def show_lines(run: Run, *, validate: bool = True) -> list[str]:
+    """``render_show``'s lines; a line may hold any character a run holds (a key with a newline),
+    so a terminal printer escapes each line."""
     stats = LineStats()
     keys: dict[str, None] = {}
     last_train: Mapping[str, Any] | None = None
@@ -160,7 +169,7 @@ def render_show(run: Run, *, validate: bool = True) -> str:
                          f"last {fmt(ys[-1])}")
         else:
             lines.append("  no finite value")
-    return "\n".join(lines)
+    return lines
 
 
 def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
@@ -222,6 +231,11 @@ def _table(rows: list[list[str]]) -> list[str]:
 def render_diff(a: Run, b: Run, metrics: Sequence[str] = ()) -> str:
     """Config differences by key path, then each metric's last, min and max over the steps both
     runs logged (the default metrics: numeric keys both have, the reward first)."""
+    return "\n".join(diff_lines(a, b, metrics))
+
+
+def diff_lines(a: Run, b: Run, metrics: Sequence[str] = ()) -> list[str]:
+    """``render_diff``'s lines (escape each for a terminal, as for ``show_lines``)."""
     lines = [f"A  {a.location}", f"B  {b.location}", ""]
     diffs = config_diff(a.config() or {}, b.config() or {})
     lines.append(f"config: {len(diffs)} difference(s)")
@@ -246,7 +260,7 @@ def render_diff(a: Run, b: Run, metrics: Sequence[str] = ()) -> str:
         rows.append([k, f"{len(common)} ({common[0]}-{common[-1]})", fmt(ya[-1]), fmt(yb[-1]),
                      *_min_max(ya, yb)])
     lines += _table(rows) if keys else ["  no metric both runs logged"]
-    return "\n".join(lines)
+    return lines
 
 
 def _min_max(ya: list[float], yb: list[float]) -> list[str]:
