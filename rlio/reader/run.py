@@ -198,10 +198,10 @@ class Run:
         """
         if iteration is None:
             wanted: Iterable[int] = [it.index for it in self.iterations()]
-        elif isinstance(iteration, int):
+        elif isinstance(iteration, Iterable):
+            wanted = [layout.iteration_number(i) for i in iteration]
+        else:  # an int, or any integer type (numpy)
             wanted = [layout.iteration_number(iteration)]
-        else:
-            wanted = iteration
         for i in wanted:
             rel = self.path_of(i, "rollout_summaries", evaluator=evaluator)
             if rel is not None:

@@ -128,6 +128,8 @@ def test_rollouts_accept_an_evaluator_name_or_label(tmp_path: Path) -> None:
     assert [r["split"] for r in run.rollouts(4, evaluator="gsm8k/main")] == ["eval/gsm8k_main"]
     assert [r["split"] for r in run.rollouts([4], evaluator="gsm8k_main")] == ["eval/gsm8k_main"]
     assert run.path_of(4, "rollout_summaries") is None
+    with pytest.raises(ValueError, match="iteration must be"):
+        list(run.rollouts(-1))
 
 
 def test_open_run_refuses_what_is_not_a_run(tmp_path: Path) -> None:
