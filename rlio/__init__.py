@@ -12,19 +12,30 @@ from typing import TYPE_CHECKING, Any
 from rlio._version import __version__
 
 _EXPORTS: dict[str, str] = {
+    "CheckpointRecord": "rlio.reader",
+    "Conversation": "rlio.reader",
+    "ConversationMessage": "rlio.reader",
     "Finding": "rlio.findings",
+    "IterationInfo": "rlio.reader",
     "LabelCollisionError": "rlio.errors",
     "LogTree": "rlio.logtree",
+    "LogtreeDocument": "rlio.reader",
+    "LogtreeNode": "rlio.reader",
+    "MetricsRecord": "rlio.reader",
     "MissingExtraError": "rlio.errors",
     "RecordError": "rlio.errors",
     "Report": "rlio.findings",
     "ResumeError": "rlio.errors",
     "ResumeState": "rlio.resume",
     "RlioError": "rlio.errors",
+    "RolloutStep": "rlio.reader",
+    "RolloutSummary": "rlio.reader",
+    "Run": "rlio.reader",
     "RunNotFoundError": "rlio.errors",
     "RunWriter": "rlio.writer",
     "Severity": "rlio.findings",
     "UnsafeStorageError": "rlio.errors",
+    "open_run": "rlio.reader",
     "read_resume_state": "rlio.resume",
     "validate_run": "rlio.validate",
 }
@@ -43,6 +54,19 @@ if TYPE_CHECKING:
     )
     from rlio.findings import Finding, Report, Severity
     from rlio.logtree.builder import LogTree
+    from rlio.reader import (
+        CheckpointRecord,
+        Conversation,
+        ConversationMessage,
+        IterationInfo,
+        LogtreeDocument,
+        LogtreeNode,
+        MetricsRecord,
+        RolloutStep,
+        RolloutSummary,
+        Run,
+        open_run,
+    )
     from rlio.resume import ResumeState, read_resume_state
     from rlio.validate.engine import validate_run
     from rlio.writer.run_writer import RunWriter

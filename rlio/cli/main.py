@@ -6,12 +6,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from rlio.cli import demo, report, resume, schema, validate
+from rlio.cli import demo, diff, export, report, resume, schema, show, validate
 from rlio.cli.common import EXIT_OK, EXIT_UNREADABLE, fail
 from rlio.errors import MissingExtraError
 
 #: Subcommand modules in the order ``rlio`` lists them.
-COMMANDS = (validate, resume, report, demo, schema)
+COMMANDS = (validate, resume, report, show, diff, export, demo, schema)
 _NAMES = frozenset(m.__name__.rpartition(".")[2] for m in COMMANDS)
 
 

@@ -1,0 +1,120 @@
+"""Typed shapes of the records a run holds (docs/format.md §3-§7), for users' type checkers.
+
+At run time every record is a plain ``dict`` exactly as decoded from its file (``NaN`` tokens
+become ``float("nan")``); these ``TypedDict``s only tell a type checker which keys to expect.
+Keys a producer adds beyond the contract stay in the dict (a metrics line holds any number of
+metric keys: ``MetricsRecord`` lists the well-known ones).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, Required, TypedDict
+
+__all__ = [
+    "CheckpointRecord",
+    "ConversationMessage",
+    "LogtreeDocument",
+    "LogtreeNode",
+    "MetricsRecord",
+    "RolloutStep",
+    "RolloutSummary",
+    "TimingSpansRecord",
+]
+
+Scalar = float | int | str | bool | None
+
+#: One line of ``metrics.jsonl`` (§3): ``step`` first when present, then scalar metrics.
+MetricsRecord = TypedDict(
+    "MetricsRecord",
+    {
+        "step": int,
+        "progress/batch": int,
+        "progress/done_frac": float,
+        "training_client/step": int,
+        "optim/lr": float,
+        "optim/entropy": float,
+        "optim/kl_sample_train_v1": float,
+        "optim/kl_sample_train_v2": float,
+        "env/all/reward/total": float,
+    },
+    total=False,
+)
+
+
+class CheckpointRecord(TypedDict, total=False):
+    """One line of ``checkpoints.jsonl`` (§5); absent keys are omitted, extra keys kept."""
+
+    name: Required[str]
+    batch: int
+    epoch: int
+    final: bool
+    state_path: str
+    sampler_path: str
+    rolling: bool
+
+
+class RolloutStep(TypedDict):
+    """One step of a trajectory (§6)."""
+
+    step_idx: int
+    ob_len: int
+    ac_len: int
+    reward: float | None
+    episode_done: bool
+    metrics: dict[str, Scalar]
+    logs: dict[str, Scalar]
+
+
+class RolloutSummary(TypedDict):
+    """One line of a ``*_rollout_summaries.jsonl`` file: one trajectory (§6)."""
+
+    schema_version: int
+    split: str
+    iteration: int
+    group_idx: int
+    traj_idx: int
+    tags: list[str]
+    sampling_client_step: int | None
+    total_reward: float | None
+    final_reward: float | None
+    trajectory_metrics: dict[str, Scalar]
+    steps: list[RolloutStep]
+    final_ob_len: int
+
+
+class LogtreeNode(TypedDict):
+    """A node of a logtree document (§7): children are strings (HTML text) or nodes."""
+
+    tag: str
+    attrs: dict[str, str]
+    children: list[str | LogtreeNode]
+    data: NotRequired[dict[str, Any]]
+
+
+class LogtreeDocument(TypedDict):
+    """A ``*_logtree.json`` document (§7)."""
+
+    title: str
+    started_at: str
+    path: str | None
+    root: LogtreeNode
+
+
+class ConversationMessage(TypedDict, total=False):
+    """A message of a ``conversation`` data node (§7); ``content`` is a string or parts."""
+
+    role: Required[str]
+    content: Required[str | list[dict[str, Any]]]
+    tool_calls: list[dict[str, Any]]
+    unparsed_tool_calls: list[dict[str, Any]]
+    trainable: bool
+    tool_call_id: str
+    name: str
+
+
+class TimingSpansRecord(TypedDict):
+    """One line of ``timing_spans.jsonl`` (§8)."""
+
+    step: int
+    spans: list[dict[str, Any]]
+

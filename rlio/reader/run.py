@@ -1,0 +1,250 @@
+"""``open_run`` and ``Run``: a typed, lazy, read-only view of one run directory.
+
+Everything is read through ``rlio.storage`` (local folder or URI) with the validator's own line
+readers and decoder (``rlio.reader.source``), in both layouts, so ``NaN`` tokens, torn tails,
+blank or damaged lines and resume sidecars mean what docs/format.md says. A ``Run`` never writes
+and never repairs: a torn line stays on disk and is skipped, ``metrics.jsonl.superseded``,
+``.torn`` and ``metrics.jsonl.pre_resume_*`` are never read as metrics. Large files are streamed
+(``iter_metrics``, ``rollouts``): memory does not grow with their size.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from rlio import layout
+from rlio.errors import RunNotFoundError
+from rlio.layout import Artifact
+from rlio.reader.conversations import Conversation, iter_conversations
+from rlio.reader.records import (
+    CheckpointRecord,
+    LogtreeDocument,
+    MetricsRecord,
+    RolloutSummary,
+    TimingSpansRecord,
+)
+from rlio.reader.source import LineStats, iter_records, read_document
+from rlio.resume import ResumeState, read_resume_state
+from rlio.storage.base import Storage
+from rlio.storage.opener import open_storage
+
+if TYPE_CHECKING:
+    from rlio.reader.frames import Backend
+
+__all__ = ["IterationInfo", "Run", "open_run"]
+
+_ITERATION_KINDS = frozenset({"html", "logtree", "rollout_summaries", "timing_gantt"})
+_LAYOUTS: tuple[layout.Layout, ...] = ("flat", "nested")
+
+
+@dataclass(frozen=True, slots=True)
+class IterationInfo:
+    """What one iteration left on disk.
+
+    Attributes:
+        index: the 0-based iteration (training batch index).
+        evaluators: the evaluator labels with a file in this iteration, sorted.
+        files: run-relative paths of the iteration's files (pages, logtrees, rollout
+            summaries, timing charts; both layouts), sorted.
+    """
+
+    index: int
+    evaluators: tuple[str, ...]
+    files: tuple[str, ...]
+
+
+def open_run(location: str | os.PathLike[str] | Storage) -> Run:
+    """Open the run at ``location`` (a local folder, ``gs://bucket/run``, ``memory://...``) to read.
+
+    Raises:
+        RunNotFoundError: the location does not exist, or holds neither ``metrics.jsonl`` nor
+            ``config.json`` (docs/format.md §8: what counts as a run).
+    """
+    storage = location if isinstance(location, Storage) else open_storage(location)
+    shown = storage.root if isinstance(location, Storage) else os.fspath(location)
+    if not any(storage.stat(marker) is not None for marker in layout.RUN_MARKERS):
+        raise RunNotFoundError(
+            errno.ENOENT, f"no run here: neither {' nor '.join(layout.RUN_MARKERS)} found", shown
+        )
+    return Run(storage, shown)
+
+
+def _label(evaluator: str | None) -> str | None:
+    return None if evaluator is None else layout.sanitize_label(evaluator)
+
+
+class Run:
+    """One run directory, read lazily. Build it with ``open_run``.
+
+    Every method reads the files anew, so a run that is still being written shows what is on
+    disk at the call (``follow_metrics`` tails ``metrics.jsonl`` as it grows).
+    """
+
+    def __init__(self, storage: Storage, location: str) -> None:
+        self._storage = storage
+        self.location = location
+        self._layout: layout.Layout | Literal["mixed"] | None = None
+
+    def __repr__(self) -> str:
+        return f"Run({self.location!r})"
+
+    @property
+    def storage(self) -> Storage:
+        """The storage backend the run is read through."""
+        return self._storage
+
+    @property
+    def name(self) -> str:
+        """The run's folder name (the last part of its path or URI)."""
+        return self.location.rstrip("/").rsplit("/", 1)[-1] or self.location
+
+    # -- top-level files -------------------------------------------------------------------
+
+    @property
+    def layout(self) -> layout.Layout | Literal["mixed"] | None:
+        """``"flat"``, ``"nested"``, ``"mixed"`` (both: a warning) or None (no iteration yet)."""
+        if self._layout is None:
+            self._layout = layout.detect_layout(e.path for e in self._files())
+        return self._layout
+
+    def config(self) -> dict[str, Any] | None:
+        """``config.json`` as a dict (``NaN`` tokens as floats), or None when absent or invalid."""
+        value = read_document(self._storage, layout.CONFIG)
+        return value if isinstance(value, dict) else None
+
+    def iter_metrics(self, stats: LineStats | None = None) -> Iterator[MetricsRecord]:
+        """The records of ``metrics.jsonl`` in file order, streamed (torn tail skipped)."""
+        return cast(Iterator[MetricsRecord], iter_records(self._storage, layout.METRICS, stats))
+
+    def metrics(self) -> list[MetricsRecord]:
+        """Every record of ``metrics.jsonl`` in file order (torn tail and bad lines skipped)."""
+        return list(self.iter_metrics())
+
+    def metrics_frame(self, backend: Backend = "pandas") -> Any:
+        """``metrics.jsonl`` as a DataFrame: one row per record, one column per key ever seen.
+
+        Columns come from every record, not from a prefix: a key first logged at line 30,000 is
+        a column. Gaps and nulls in numeric columns are float NaN. ``backend`` is ``"pandas"``
+        (``pip install 'rlio[pandas]'``) or ``"polars"`` (``'rlio[polars]'``).
+        """
+        from rlio.reader.frames import build_frame, metrics_table
+
+        return build_frame(metrics_table(self.iter_metrics()), backend)
+
+    def checkpoints(self) -> list[CheckpointRecord]:
+        """Every record of ``checkpoints.jsonl`` in file order (torn tail and bad lines skipped)."""
+        return cast(list[CheckpointRecord],
+                    list(iter_records(self._storage, layout.CHECKPOINTS)))
+
+    def timing_spans(self) -> list[TimingSpansRecord]:
+        """Every record of ``timing_spans.jsonl`` in file order."""
+        return cast(list[TimingSpansRecord],
+                    list(iter_records(self._storage, layout.TIMING_SPANS)))
+
+    def resume_state(self, *, required_key: str = "state_path") -> ResumeState | None:
+        """Where a resume would restart: exactly ``rlio.read_resume_state`` of this run."""
+        return read_resume_state(self._storage, required_key=required_key)
+
+    # -- per-iteration files ---------------------------------------------------------------
+
+    def _files(self) -> Iterator[Any]:
+        return (e for e in self._storage.walk() if e.kind == "file")
+
+    def iterations(self) -> list[IterationInfo]:
+        """The iterations that have files, in order, with their evaluators and files."""
+        found: dict[int, tuple[set[str], list[str]]] = {}
+        paths = []
+        for entry in self._files():
+            rp = layout.parse_path(entry.path)
+            if rp.kind not in _ITERATION_KINDS or rp.iteration is None:
+                continue
+            paths.append(entry.path)
+            labels, files = found.setdefault(rp.iteration, (set(), []))
+            files.append(entry.path)
+            if rp.label is not None:
+                labels.add(rp.label)
+        self._layout = layout.detect_layout(paths)
+        return [IterationInfo(i, tuple(sorted(found[i][0])), tuple(sorted(found[i][1])))
+                for i in sorted(found)]
+
+    def path_of(self, iteration: int, artifact: Artifact, *,
+                evaluator: str | None = None) -> str | None:
+        """The run-relative path of one per-iteration file in whichever layout holds it, or None.
+
+        ``evaluator`` is the evaluator's name or label (``"test"``); None means the training
+        rollouts.
+        """
+        label = _label(evaluator)
+        order = _LAYOUTS if self._layout != "nested" else _LAYOUTS[::-1]
+        for lay in order:
+            rel = layout.iteration_path(lay, iteration, artifact, label=label)
+            entry = self._storage.stat(rel)
+            if entry is not None and entry.kind == "file":
+                return rel
+        return None
+
+    def rollouts(self, iteration: int | Iterable[int] | None = None, *,
+                 evaluator: str | None = None) -> Iterator[RolloutSummary]:
+        """Rollout summaries (one dict per trajectory), streamed line by line.
+
+        Args:
+            iteration: one iteration, several, or None for every iteration in order.
+            evaluator: an evaluator's name or label for its rollouts (``"test"``); None for the
+                training rollouts.
+        """
+        if iteration is None:
+            wanted: Iterable[int] = [it.index for it in self.iterations()]
+        elif isinstance(iteration, Iterable):
+            wanted = [layout.iteration_number(i) for i in iteration]
+        else:  # an int, or any integer type (numpy)
+            wanted = [layout.iteration_number(iteration)]
+        for i in wanted:
+            rel = self.path_of(i, "rollout_summaries", evaluator=evaluator)
+            if rel is not None:
+                yield from cast(Iterator[RolloutSummary], iter_records(self._storage, rel))
+
+    def rollouts_frame(self, evaluator: str | None = None,
+                       iterations: Iterable[int] | None = None, steps: bool = False,
+                       *, backend: Backend = "pandas") -> Any:
+        """Rollout summaries as a DataFrame: one row per trajectory, or per step (``steps``).
+
+        Trajectory rows hold the summary's scalar keys, ``n_steps`` and ``trajectory_metrics/<k>``
+        columns; step rows hold ``iteration``, ``split``, ``group_idx``, ``traj_idx``, the step's
+        keys and ``metrics/<k>``, ``logs/<k>`` columns.
+        """
+        from rlio.reader.frames import build_frame, rollouts_table
+
+        records = self.rollouts(iterations, evaluator=evaluator)
+        return build_frame(rollouts_table(records, steps=steps), backend)
+
+    def logtree(self, iteration: int, *, evaluator: str | None = None) -> LogtreeDocument | None:
+        """The logtree document of an iteration (training, or ``evaluator``'s), or None."""
+        rel = self.path_of(iteration, "logtree", evaluator=evaluator)
+        if rel is None:
+            return None
+        value = read_document(self._storage, rel)
+        return cast(LogtreeDocument, value) if isinstance(value, dict) else None
+
+    def conversations(self, iteration: int, *,
+                      evaluator: str | None = None) -> Iterator[Conversation]:
+        """The conversations logged in an iteration's logtree, in document order."""
+        return iter_conversations(self.logtree(iteration, evaluator=evaluator))
+
+    def follow_metrics(self, *, poll: float = 1.0, idle_timeout: float | None = None,
+                       from_start: bool = True) -> Iterator[MetricsRecord]:
+        """Yield ``metrics.jsonl`` records as a live run appends them (see ``rlio.reader.follow``).
+
+        Args:
+            poll: seconds between looks at the file once its end is reached.
+            idle_timeout: stop after this many seconds without a new record (None: never).
+            from_start: yield the records already there first; else only new ones.
+        """
+        from rlio.reader.follow import follow_jsonl
+
+        return cast(Iterator[MetricsRecord], follow_jsonl(
+            self._storage, layout.METRICS, poll=poll, idle_timeout=idle_timeout,
+            from_start=from_start))

@@ -1,0 +1,111 @@
+"""metrics_frame and rollouts_frame: every key a column, NaN gaps, both backends, named extras."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from factories import cookbook_run, jsonl, metrics_line, run_python, write
+
+from rlio import layout
+from rlio.reader import open_run
+
+LATE = 30_000
+
+
+@pytest.fixture(scope="module")
+def late_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run whose key ``late/metric`` first appears at line 30,000 and a string key at the end."""
+    root = tmp_path_factory.mktemp("late")
+    lines = [metrics_line(s) for s in range(LATE + 10)]
+    lines[LATE - 1]["late/metric"] = 2.5
+    lines[-1]["late/text"] = "done"
+    write(root, layout.METRICS, jsonl(lines))
+    return root
+
+
+def test_pandas_frame_has_a_key_first_seen_at_line_30000(late_run: Path) -> None:
+    """The pandas frame holds a column for a key first logged at line 30,000, NaN elsewhere."""
+    frame = open_run(late_run).metrics_frame()
+    assert len(frame) == LATE + 10
+    assert frame["late/metric"].iloc[LATE - 1] == 2.5
+    assert frame["late/metric"].isna().sum() == LATE + 9
+    assert math.isnan(frame["late/metric"].iloc[0])
+    assert frame["late/text"].iloc[-1] == "done"
+    assert str(frame["step"].dtype) == "int64"
+
+
+def test_polars_frame_has_a_key_first_seen_at_line_30000(late_run: Path) -> None:
+    """The polars frame holds the late key too, as Float64 with NaN (not null) for gaps."""
+    import polars as pl
+
+    frame = open_run(late_run).metrics_frame(backend="polars")
+    assert frame.height == LATE + 10
+    col = frame["late/metric"]
+    assert col.dtype == pl.Float64
+    assert col[LATE - 1] == 2.5 and col.is_nan().sum() == LATE + 9 and col.null_count() == 0
+    assert frame["late/text"][-1] == "done"
+
+
+def test_frames_read_nan_tokens_that_polars_refuses(tmp_path: Path) -> None:
+    """NaN tokens, ints with gaps and mixed-type keys build frames in both backends."""
+    root = tmp_path / "run"
+    write(root, layout.METRICS, '{"step": 0, "a": NaN, "m": 1}\n{"step": 1, "b": 3, "m": "x"}\n'
+                                '{"step": 2, "a": null, "f": true}\n')
+    for backend in ("pandas", "polars"):
+        frame = open_run(root).metrics_frame(backend=backend)
+        assert list(frame.columns) == ["step", "a", "m", "b", "f"]
+        assert len(frame) == 3
+    pdf = open_run(root).metrics_frame()
+    assert pdf["a"].isna().all() and pdf["b"].iloc[1] == 3.0 and math.isnan(pdf["b"].iloc[0])
+    assert list(pdf["m"]) == [1, "x", pdf["m"].iloc[2]] and math.isnan(pdf["m"].iloc[2])
+    pl_frame = open_run(root).metrics_frame(backend="polars")
+    assert pl_frame["m"].to_list() == ["1", "x", None]
+
+
+def test_rollouts_frame_has_one_row_per_trajectory_or_step(tmp_path: Path) -> None:
+    """rollouts_frame: a row per trajectory (flattened metrics), or per step with steps=True."""
+    run = open_run(cookbook_run(tmp_path / "run", 3))
+    traj = run.rollouts_frame()
+    assert len(traj) == 12
+    assert {"iteration", "split", "group_idx", "traj_idx", "n_steps", "total_reward",
+            "trajectory_metrics/num_turns", "trajectory_metrics/kl"} <= set(traj.columns)
+    assert "steps" not in traj.columns
+    steps = run.rollouts_frame(iterations=[1], steps=True, backend="polars")
+    assert steps.height == 12
+    assert {"step_idx", "reward", "metrics/format", "logs/answer"} <= set(steps.columns)
+    assert set(steps["iteration"].to_list()) == {1}
+    assert len(run.rollouts_frame(evaluator="test")) == 0
+
+
+def test_unknown_backend_is_a_value_error(tmp_path: Path) -> None:
+    """A backend other than pandas or polars is refused, naming the choices."""
+    with pytest.raises(ValueError, match="'pandas' or 'polars'"):
+        open_run(cookbook_run(tmp_path / "run", 1)).metrics_frame(backend="arrow")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("module", "call", "extra"), [
+    ("pandas", "run.metrics_frame()", "pandas"),
+    ("polars", "run.metrics_frame(backend='polars')", "polars"),
+    ("pyarrow", "export_parquet([run], out)", "parquet"),
+])
+def test_a_missing_extra_names_its_pip_install(tmp_path: Path, module: str, call: str,
+                                               extra: str) -> None:
+    """Without the library installed, the error is an ImportError naming pip install 'rlio[x]'."""
+    root = cookbook_run(tmp_path / "run", 1)
+    proc = run_python(f"""
+        import sys
+        sys.modules[{module!r}] = None  # what an environment without the package does on import
+        from rlio.errors import RlioError
+        from rlio.reader import open_run
+        from rlio.reader.export import export_parquet
+        run, out = open_run({str(root)!r}), {str(tmp_path / "out")!r}
+        try:
+            {call}
+        except ImportError as exc:
+            assert isinstance(exc, RlioError)
+            print(exc)
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert f"pip install 'rlio[{extra}]'" in proc.stdout
