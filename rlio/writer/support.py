@@ -10,8 +10,8 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
-from rlio._schema.loader import load_schema
 from rlio.errors import UnsafeStorageError
+from rlio.schema import error_schema
 from rlio.storage.base import Storage
 
 _GIT_TIMEOUT = 30.0
@@ -63,7 +63,7 @@ def metrics_step_check() -> Callable[[Any], bool] | None:
     """
     from rlio._schema.blocks import compile_key_check
 
-    return compile_key_check(load_schema("metrics-line"), "step")
+    return compile_key_check(error_schema("metrics-line"), "step")
 
 
 def refuse_symlinks(storage: Storage, rel: str) -> None:
