@@ -34,3 +34,7 @@ class UnsafeStorageError(RlioError, OSError):
 
 class RunNotFoundError(RlioError, FileNotFoundError):
     """The run directory or URI does not exist or cannot be listed."""
+
+
+class RunExistsError(RlioError):
+    """A run that already holds records was opened for a fresh start (without ``resume=True``)."""

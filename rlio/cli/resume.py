@@ -34,11 +34,11 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         state = read_resume_state(args.run, required_key=args.required_key)
+        doc = resume_document(state, run=args.run)  # a missing run: RunNotFoundError here
     except ResumeError as exc:
         return fail(str(exc))
     except (RunNotFoundError, NotADirectoryError) as exc:
         return fail(f"cannot read run {args.run!r}: {exc.strerror or exc}")
-    doc = resume_document(state, run=args.run)
     if args.format == "json":
         emit_json(doc)
     elif state is None:

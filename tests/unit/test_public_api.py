@@ -13,6 +13,7 @@ PUBLIC = [
     "ResumeError",
     "ResumeState",
     "RlioError",
+    "RunExistsError",
     "RunNotFoundError",
     "RunWriter",
     "Severity",
