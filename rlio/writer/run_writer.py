@@ -117,6 +117,7 @@ class RunWriter(TimingVerbs):
         self._labels: dict[str, str] = {}  # label -> the evaluator name that claimed it
         self._counts = {L.CHECKPOINTS: 0, L.TIMING_SPANS: 0}
         self._timer = SpanTimer()
+        self._spans = self._timer.spans  # truthy while timer() spans wait for log_metrics
         self._closed = False
         # The log_metrics hot path (see there): the metrics file's line_appender, the line
         # count, the checks of the metrics and of ``step`` (None when unchecked), and whether it
@@ -317,7 +318,7 @@ class RunWriter(TimingVerbs):
         # ``metrics_step_check``), encoded in one orjson call and the step spliced in front, so
         # the dict is never copied; then the appender's line_appender (local: one os.write).
         # Anything unusual takes the general path.
-        if self._timer.pending:  # spans measured by timer() since the last call
+        if self._spans:  # spans measured by timer() since the last call
             self._log_with_spans(metrics, step)
             return
         if (type(step) is int and type(metrics) is dict and self._hot

@@ -44,12 +44,9 @@ class SpanTimer:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._spans: list[dict[str, Any]] = []
-
-    @property
-    def pending(self) -> bool:
-        """Whether spans wait for the next ``log_metrics``."""
-        return bool(self._spans)
+        #: The pending spans; the list object never changes, so a hot path may hold it and test
+        #: its truth for "spans wait for the next ``log_metrics``".
+        self.spans: list[dict[str, Any]] = []
 
     @contextlib.contextmanager
     def measure(self, name: str) -> Iterator[None]:
@@ -68,18 +65,19 @@ class SpanTimer:
             span = {"name": name, "duration": duration, "wall_start": wall_start,
                     "wall_end": wall_start + duration}
             with self._lock:
-                self._spans.append(span)
+                self.spans.append(span)
 
     def take(self) -> list[dict[str, Any]]:
         """The pending spans, in the order their blocks ended; none remain pending."""
         with self._lock:
-            spans, self._spans = self._spans, []
+            spans = self.spans[:]
+            self.spans.clear()
         return spans
 
     def put_back(self, spans: list[dict[str, Any]]) -> None:
         """Return ``spans`` (taken, then not written) in front of any measured since."""
         with self._lock:
-            self._spans[:0] = spans
+            self.spans[:0] = spans
 
 
 def span_metrics(metrics: Mapping[str, Any], spans: list[dict[str, Any]]) -> dict[str, Any]:
