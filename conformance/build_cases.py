@@ -536,6 +536,38 @@ def _rewound() -> Case:
 
 
 @case
+def _cookbook_pre_resume() -> Case:
+    files = metrics_only([0, 1, 2, 3])
+    files["checkpoints.jsonl"] = jsonl([ckpt("000002", 2)])
+    files["metrics.jsonl.pre_resume_000002"] = jsonl(metrics_line(s, 4) for s in range(4))
+    return Case("cookbook_pre_resume_sidecar", "The cookbook 0.6.1 rewinds metrics.jsonl on "
+                "resume itself and keeps the original as metrics.jsonl.pre_resume_NNNNNN: a known "
+                "sidecar (info), not an unknown file.", "§1, §5", files,
+                [F("RL305", "info", "metrics.jsonl.pre_resume_000002")],
+                forbidden=["RL301", "RL302", "RL408"])
+
+
+@case
+def _cookbook_html_only() -> Case:
+    files = metrics_only([0, 1, 2])
+    for n in range(3):
+        add_iteration(files, "flat", n, logtree=False, summaries_=False)
+        add_iteration(files, "flat", n, "test", logtree=False, summaries_=False)
+    return Case("cookbook_html_only", "A run of a release that wrote HTML reports only (cookbook "
+                "0.1.0): one run-level info, not a warning per page.", "§7, §9", files,
+                [F("RL413", "info", "")], forbidden=["RL411"])
+
+
+@case
+def _final_summary_row() -> Case:
+    files = metrics_only([0, 1, 2])
+    files["metrics.jsonl"] += jsonl([{"step": 3, "cost/total_usd": 1.25, "tokens/total": 4096}])
+    return Case("final_summary_row", "A step-stamped cost/token summary row after the last "
+                "iteration is explained (info) as a final summary row.", "§3, §9", files,
+                [F("RL407", "info", "metrics.jsonl", 4, "/step")], forbidden=["RL408"])
+
+
+@case
 def _metrics_jump() -> Case:
     return Case("metrics_unexplained_jump", "Metrics step goes 0, 1, 4: an unexplained gap "
                 "(warning at the line of step 4).", "§3, §9",
@@ -623,13 +655,17 @@ def _invalid_json_middle() -> Case:
     files["metrics.jsonl"] = raw_lines(
         compact(metrics_line(0, 3)), b'{"step": 1, "progress/batch": 1,',
         compact(metrics_line(2, 3)))
-    files["trace_events.jsonl"] = raw_lines(
-        b"not json", b'{"name":"sample","ph":"X","pid":1,"tid":1,"ts":0,"args":{}}')
-    return Case("invalid_json_mid_file", "A line in the middle of a JSONL file (and the first "
-                "line of another) is not JSON: an error, not a torn line, because lines follow.",
-                "§2", files,
-                [F("RL102", "error", "metrics.jsonl", 2),
-                 F("RL102", "error", "trace_events.jsonl", 1)], forbidden=["RL103"])
+    event = b'{"name":"sample","ph":"X","pid":1,"tid":1,"ts":0,"args":{}}'
+    files["trace_events.jsonl"] = raw_lines(b'{"name":"sample","ph":"X","pi' + event, event)
+    files["checkpoints.jsonl"] = raw_lines(compact(ckpt("000001", 1)), b"not json",
+                                           compact(ckpt("000002", 2)))
+    return Case("invalid_json_mid_file", "An object cut short in the middle of an append-only "
+                "JSONL file (alone, or with the restart's first line glued to it) is crash damage "
+                "readers skip: a warning, not a torn line, because lines follow. Any other "
+                "non-JSON line there is an error.", "§2", files,
+                [F("RL117", "warning", "metrics.jsonl", 2),
+                 F("RL117", "warning", "trace_events.jsonl", 1),
+                 F("RL102", "error", "checkpoints.jsonl", 2)], forbidden=["RL103"])
 
 
 @case
@@ -828,11 +864,12 @@ def _schema_metrics_range() -> Case:
         {"step": 1, "progress/batch": 1, "progress/done_frac": 1.5},
         {"step": 2, "progress/batch": 2, "time/sample:count": 2.5},
     ])
-    return Case("schema_metrics_ranges", "Negative step, negative learning rate, done_frac above "
-                "1 and a non-integer span count.", "§3", files,
+    return Case("schema_metrics_ranges", "Negative step and a non-integer span count (types: "
+                "errors); a negative learning rate and done_frac above 1 (ranges: warnings).",
+                "§3", files,
                 [F("RL201", "error", "metrics.jsonl", 1, "/step"),
-                 F("RL201", "error", "metrics.jsonl", 2, "/optim~1lr"),
-                 F("RL201", "error", "metrics.jsonl", 3, "/progress~1done_frac"),
+                 F("RL205", "warning", "metrics.jsonl", 2, "/optim~1lr"),
+                 F("RL205", "warning", "metrics.jsonl", 3, "/progress~1done_frac"),
                  F("RL201", "error", "metrics.jsonl", 4, "/time~1sample:count")])
 
 
@@ -843,15 +880,15 @@ def _schema_checkpoint() -> Case:
         ckpt("000001", 1),
         {"batch": 2, "state_path": "tinker://run-7f3a/weights/000002"},
         ckpt("", 3),
-        ckpt("000004", 4, state=False, sampler_path="/local/no-scheme"),
+        ckpt("000004", 4, state=False, sampler_path=""),
         {"name": "final", "batch": 4, "final": "yes",
          "state_path": "tinker://run-7f3a/weights/final"},
         {"name": "final", "batch": 4, "epoch": None,
          "state_path": "tinker://run-7f3a/weights/final"},
     ])
     return Case("schema_checkpoint", "Checkpoint records: no name (line 2), an empty name "
-                "(line 3), a sampler_path without a URI scheme (line 4), a non-boolean final "
-                "(line 5), an absent key written as null (line 6).", "§5", files,
+                "(line 3), an empty sampler_path (line 4), a non-boolean final (line 5), an "
+                "absent key written as null (line 6).", "§5", files,
                 [F("RL201", "error", "checkpoints.jsonl", 2, ""),
                  F("RL201", "error", "checkpoints.jsonl", 3, "/name"),
                  F("RL201", "error", "checkpoints.jsonl", 4, "/sampler_path"),
@@ -966,9 +1003,9 @@ def _schema_timing() -> Case:
                                "wall_end": 1.0}]},
         {"step": 2, "durations": {"sample": 1.0}},
     ])
-    return Case("schema_timing_spans", "timing_spans.jsonl: a negative duration (line 2) and a "
-                "record without spans (line 3).", "§8", files,
-                [F("RL201", "error", "timing_spans.jsonl", 2, "/spans/0/duration"),
+    return Case("schema_timing_spans", "timing_spans.jsonl: a negative duration (line 2: a "
+                "range, a warning) and a record without spans (line 3: an error).", "§8", files,
+                [F("RL205", "warning", "timing_spans.jsonl", 2, "/spans/0/duration"),
                  F("RL201", "error", "timing_spans.jsonl", 3, "")])
 
 

@@ -31,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "RolloutStep": "rlio.reader",
     "RolloutSummary": "rlio.reader",
     "Run": "rlio.reader",
+    "RunExistsError": "rlio.errors",
     "RunNotFoundError": "rlio.errors",
     "RunWriter": "rlio.writer",
     "Severity": "rlio.findings",
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
         RecordError,
         ResumeError,
         RlioError,
+        RunExistsError,
         RunNotFoundError,
         UnsafeStorageError,
     )

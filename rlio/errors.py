@@ -41,3 +41,7 @@ class MissingExtraError(RlioError, ImportError):
 
 class RunNotFoundError(RlioError, FileNotFoundError):
     """The run directory or URI does not exist or cannot be listed."""
+
+
+class RunExistsError(RlioError):
+    """A run that already holds records was opened for a fresh start (without ``resume=True``)."""

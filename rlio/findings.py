@@ -64,17 +64,22 @@ CATALOGUE: dict[str, CodeInfo] = {
     "RL114": CodeInfo(E, "line or document too large for the validator to parse (not checked)"),
     "RL115": CodeInfo(I, "very long line (over 1 MiB): valid, but heavy for line-based readers"),
     "RL116": CodeInfo(I, "the run holds no record yet (a required file may be absent)"),
+    "RL117": CodeInfo(W, "damaged line in the middle of an append-only file (a killed append "
+                         "followed by a restart; readers skip it)"),
     # 2xx: schema
     "RL201": CodeInfo(E, "record does not match its schema"),
     "RL202": CodeInfo(W, "keys are not in the documented order"),
     "RL203": CodeInfo(I, "logtree data node of an unknown type (consumers ignore it)"),
     "RL204": CodeInfo(I, "logtree started_at has no UTC offset (naive local time)"),
+    "RL205": CodeInfo(W, "value outside its expected range (a warning-level schema rule; the "
+                         "writer accepts it)"),
     # 3xx: layout and naming
     "RL301": CodeInfo(I, "entry matches no known pattern (not validated)"),
     "RL302": CodeInfo(W, "name looks like a run file but breaks the naming rules"),
     "RL303": CodeInfo(W, "symbolic link (never followed)"),
     "RL304": CodeInfo(W, "run mixes the flat and nested layouts"),
-    "RL305": CodeInfo(I, "sidecar file kept by rlio (torn tail or superseded lines)"),
+    "RL305": CodeInfo(I, "sidecar file: a torn tail or superseded lines kept by rlio, or the "
+                         "cookbook's pre-resume copy of metrics.jsonl"),
     "RL306": CodeInfo(I, "temporary file left by an interrupted atomic write"),
     # 4xx: cross-file
     "RL401": CodeInfo(E, "record iteration differs from the iteration in the file name"),
@@ -83,12 +88,15 @@ CATALOGUE: dict[str, CodeInfo] = {
     "RL404": CodeInfo(E, "step_idx does not run 0..n-1"),
     "RL405": CodeInfo(E, "total_reward differs from the sum of step rewards plus final_reward"),
     "RL406": CodeInfo(W, "steps after episode_done: true"),
-    "RL407": CodeInfo(I, "metrics step drop explained by a resume or an async eval line"),
+    "RL407": CodeInfo(I, "metrics step drop explained by a resume, an async eval line or a final "
+                         "summary row"),
     "RL408": CodeInfo(W, "metrics step order has an unexplained gap, repeat or drop"),
     "RL409": CodeInfo(W, "checkpoint batch is beyond the last metrics step + 1"),
     "RL410": CodeInfo(I, "logtree path does not name its HTML twin"),
     "RL411": CodeInfo(W, "HTML report without its JSON twin"),
     "RL412": CodeInfo(I, "per-iteration files missing for iterations that metrics record"),
+    "RL413": CodeInfo(I, "HTML reports and no logtree JSON at all (a release that wrote HTML "
+                         "only)"),
     # 5xx: resume
     "RL501": CodeInfo(E, "resumable checkpoint record has no batch"),
 }

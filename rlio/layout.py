@@ -5,6 +5,7 @@ Pure functions, no I/O. Every other module asks this one for a file name instead
 
 from __future__ import annotations
 
+import hashlib
 import operator
 import re
 from collections.abc import Iterable
@@ -94,6 +95,18 @@ APPEND_ONLY: Final = frozenset(
 #: a torn last line found on reopen, and lines a resume supersedes.
 TORN_SUFFIX: Final = ".torn"
 SUPERSEDED_SUFFIX: Final = ".superseded"
+#: The cookbook (0.6.1) rewinds ``metrics.jsonl`` on resume itself and keeps the original as
+#: ``metrics.jsonl.pre_resume_NNNNNN``: a known sidecar too.
+_PRE_RESUME = re.compile(re.escape(METRICS) + r"\.pre_resume_[0-9]+")
+
+#: Longest evaluator label; a longer sanitized name is cut and ends in ``-`` plus 8 hex digits
+#: of a hash of the raw name, so two long names never share a label and no file name grows past
+#: what file systems accept (255 bytes).
+MAX_LABEL: Final = 100
+_LABEL_HASH: Final = 8
+#: Largest iteration: a signed 64-bit integer, which every JSON reader keeps exactly and every
+#: file name holds.
+MAX_ITERATION: Final = 2**63 - 1
 
 _ARTIFACTS: Final[tuple[Artifact, ...]] = ("html", "logtree", "rollout_summaries")
 _ARTIFACT_SUFFIX: Final[dict[Artifact, str]] = {a: KINDS[a].name for a in _ARTIFACTS}
@@ -135,6 +148,10 @@ def iteration_number(value: Any) -> int:
         raise ValueError(f"iteration must be an int >= 0, got {value!r}") from None
     if n < 0:
         raise ValueError(f"iteration must be >= 0, got {n}")
+    if n > MAX_ITERATION:
+        got = f"a {len(str(n))}-digit number" if n.bit_length() > 256 else str(n)
+        raise ValueError(f"iteration must be at most 2**63 - 1 (a file name must hold it), "
+                         f"got {got}")
     return n
 
 
@@ -148,14 +165,24 @@ def format_iteration(iteration: int) -> str:
 
 
 def sanitize_label(name: str) -> str:
-    """Map an evaluator name to its label (SPEC §1): ``"test set (v2)"`` -> ``"test_set_v2"``."""
-    label = _LABEL_OUTSIDE.sub("_", str(name)).strip("._")
-    return label or "unnamed"
+    """Map an evaluator name to its label (SPEC §1): ``"test set (v2)"`` -> ``"test_set_v2"``.
+
+    A label longer than ``MAX_LABEL`` characters is cut and ends in ``-`` plus a stable 8-hex
+    hash of the raw name (``MAX_LABEL`` characters in all).
+    """
+    text = str(name)
+    label = _LABEL_OUTSIDE.sub("_", text).strip("._") or "unnamed"
+    if len(label) <= MAX_LABEL:
+        return label
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"),
+                             digest_size=_LABEL_HASH // 2).hexdigest()
+    return f"{label[:MAX_LABEL - _LABEL_HASH - 1]}-{digest}"
 
 
 def is_valid_label(label: str) -> bool:
-    """True when ``label`` is what ``sanitize_label`` produces for itself (a fixed point)."""
-    return bool(_LABEL_OK.fullmatch(label)) and sanitize_label(label) == label
+    """True when ``label`` is a sanitized label: only ``[A-Za-z0-9_.-]``, no leading or trailing
+    ``.`` or ``_``. (Its length is not judged: the cookbook writes long labels uncut.)"""
+    return bool(_LABEL_OK.fullmatch(label)) and label.strip("._") == label
 
 
 def split_name(label: str | None) -> str:
@@ -231,6 +258,8 @@ def parse_path(path: str) -> RunPath:
         return RunPath(path, TOP_LEVEL_KINDS[path])
     base, _, ext = path.rpartition(".")
     if base in TOP_LEVEL_KINDS and "." + ext in (TORN_SUFFIX, SUPERSEDED_SUFFIX):
+        return RunPath(path, "sidecar")
+    if _PRE_RESUME.fullmatch(path):
         return RunPath(path, "sidecar")
     parts = path.split("/")
     if len(parts) == 1:

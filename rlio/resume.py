@@ -33,7 +33,7 @@ from typing import Any, Literal
 from rlio import layout
 from rlio._codec.jsonl import DecodeError, decode
 from rlio._codec.lines import MAX_TAIL_LINE, BackwardLine, backward_lines, count_newlines
-from rlio.errors import ResumeError
+from rlio.errors import ResumeError, RunNotFoundError
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
 from rlio.storage.tail import repair_torn_tail
@@ -381,8 +381,9 @@ def read_resume_state(
     """The restart point of a run: its last checkpoint record with a non-null ``required_key``.
 
     Reads ``checkpoints.jsonl`` from its end (cost independent of the number of records); never
-    writes. Returns None when the run has no resumable checkpoint yet (no ledger, an empty one,
-    or no record with ``required_key``): training starts at iteration 0.
+    writes. Returns None when the run has no resumable checkpoint yet (no run directory at all,
+    no ledger, an empty one, or no record with ``required_key``): training starts at iteration
+    0, as ``RunWriter(log_path, resume=True)`` does.
 
     Args:
         log_path: the run directory or URI (or an open ``Storage``).
@@ -392,9 +393,11 @@ def read_resume_state(
         ResumeError: the resumable record has no integer ``batch`` >= 0 (or a bad ``epoch``):
             the message and ``.line`` name its line; or the ledger is not a regular file, or a
             file cannot be read.
-        RunNotFoundError: the run directory does not exist.
     """
-    storage = _as_storage(log_path)
+    try:
+        storage = _as_storage(log_path)
+    except RunNotFoundError:
+        return None  # a fresh run: nothing was written yet
     try:
         return _state_from_scan(storage, _scan_ledger(storage, required_key), required_key)
     except OSError as exc:  # e.g. permission denied: the run exists but cannot be read

@@ -23,6 +23,17 @@ TRAINING_KEYS: Final = ("progress/batch", "training_client/step", "progress/done
                         "progress", "optim/lr")
 
 
+#: Key prefixes of the step-stamped totals a loop logs at its end (cookbook 0.6.1: cost and token
+#: counts): a line holding only such keys is a summary row, not an eval line.
+SUMMARY_PREFIXES: Final = ("cost/", "tokens/", "usage/", "time/")
+
+
+def is_summary_line(record: dict[str, Any]) -> bool:
+    """Whether a metrics line without training keys holds only summary totals (SPEC §3)."""
+    keys = [k for k in record if k != "step"]
+    return bool(keys) and all(isinstance(k, str) and k.startswith(SUMMARY_PREFIXES) for k in keys)
+
+
 def reward_mismatch(total: Any, final: Any, rewards: Sequence[Any]) -> float | None:
     """The exact sum of ``rewards`` and ``final`` when ``total`` differs from it beyond tolerance.
 
@@ -58,4 +69,25 @@ def step_after_done(dones: Sequence[Any]) -> int | None:
     for position, done in enumerate(dones[:-1]):
         if done is True:
             return position
+    return None
+
+
+#: The key that makes a checkpoint record resumable (SPEC §5; ``sampler_path`` is the other use).
+RESUME_KEY: Final = "state_path"
+
+
+def resume_problem(record: Any, required_key: str = RESUME_KEY) -> str | None:
+    """What a checkpoint record carrying ``required_key`` lacks for a restart (RL501), else None.
+
+    A resumable record (``required_key`` non-null) must carry ``batch``: RL restarts at iteration
+    ``batch``, SL/DPO at ``(epoch, batch)``, so an epoch-only record cannot restart either. The
+    writer refuses such a record at the call; the validator reports it as an error.
+    """
+    if not isinstance(record, dict) or record.get(required_key) is None:
+        return None
+    if "batch" not in record:
+        if "epoch" in record:
+            return (f"has {required_key} and epoch but no batch: a restart needs batch "
+                    "(SL/DPO restart at (epoch, batch))")
+        return f"has {required_key} but no batch: a restart needs the iteration to restart at"
     return None

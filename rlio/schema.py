@@ -2,14 +2,20 @@
 
 A record's validity is decided by a compiled fast check (``is_valid``); python-jsonschema is
 imported only to explain a record that failed (``explain``), so hot paths never pay for it.
+
+Severity (``rlio._schema.severity``): a subschema annotated ``"x-rlio-severity": "warning"`` is
+an expectation. ``fast_check``/``is_valid`` judge the error-level rules only (what the writer
+refuses and the validator reports as an error); ``full_check`` judges every rule (a record it
+accepts gives no finding); ``explain(..., level="full")`` explains a warning.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
+from rlio._schema import severity
 from rlio._schema.bundle import BUNDLE_ID, bundle_schema
 from rlio._schema.loader import (
     KIND_SCHEMA,
@@ -19,13 +25,38 @@ from rlio._schema.loader import (
     schema_dir,
 )
 
-__all__ = ["BUNDLE_ID", "KIND_SCHEMA", "SCHEMA_NAMES", "bundle_schema", "explain", "fast_check",
-           "is_valid", "load_schema", "schema_bytes", "schema_dir"]
+__all__ = ["BUNDLE_ID", "KIND_SCHEMA", "SCHEMA_NAMES", "bundle_schema", "error_schema", "explain",
+           "fast_check", "full_check", "is_valid", "load_schema", "schema_bytes", "schema_dir"]
+
+Level = Literal["error", "full"]
+
+
+@functools.cache
+def error_schema(name: str) -> dict[str, Any]:
+    """Schema ``name`` without its warning-level subschemas: its error-level rules (cached)."""
+    doc: dict[str, Any] = severity.error_level(load_schema(name))
+    return doc
+
+
+def _level_schema(name: str, level: Level) -> dict[str, Any]:
+    return error_schema(name) if level == "error" else load_schema(name)
 
 
 @functools.cache
 def fast_check(name: str) -> Callable[[Any], bool]:
-    """A compiled predicate: True exactly when an instance is valid against schema ``name``."""
+    """A compiled predicate: True exactly when an instance passes the error-level rules of
+    schema ``name`` (every rule, for a schema without warning-level parts)."""
+    from rlio._schema.compiler import compile_schema
+
+    return compile_schema(error_schema(name))
+
+
+@functools.cache
+def full_check(name: str) -> Callable[[Any], bool]:
+    """A compiled predicate of every rule of schema ``name``, warning-level ones included (the
+    same function as ``fast_check`` when the schema has none)."""
+    if error_schema(name) is load_schema(name):
+        return fast_check(name)
     from rlio._schema.compiler import compile_schema
 
     return compile_schema(load_schema(name))
@@ -37,25 +68,26 @@ def is_valid(name: str, instance: Any) -> bool:
 
 
 @functools.cache
-def _validator(name: str) -> Any:
+def _validator(name: str, level: Level = "error") -> Any:
     import jsonschema
 
-    schema = load_schema(name)
+    schema = _level_schema(name, level)
     cls = jsonschema.validators.validator_for(schema)
     return cls(schema, format_checker=None)
 
 
-def explain(name: str, instance: Any) -> tuple[str, str] | None:
+def explain(name: str, instance: Any, *, level: Level = "error") -> tuple[str, str] | None:
     """The best error for an invalid instance as ``(json_pointer, message)``; None when valid.
 
-    Uses python-jsonschema's ``best_match``; imported on first use.
+    ``level="full"`` judges warning-level rules too (explains a warning). Uses
+    python-jsonschema's ``best_match``; imported on first use.
     """
     import jsonschema
 
     from rlio.findings import pointer_of
 
     try:
-        error = jsonschema.exceptions.best_match(_validator(name).iter_errors(instance))
+        error = jsonschema.exceptions.best_match(_validator(name, level).iter_errors(instance))
     except RecursionError:
         return "", "record is nested too deeply to explain"
     if error is None:

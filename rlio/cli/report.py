@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from rlio.cli.common import EXIT_OK, add_command, fail
+from rlio.cli.common import EXIT_OK, add_command, fail, printable
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,5 +38,12 @@ def run(args: argparse.Namespace) -> int:
         where = write_run_report(args.run, output=args.output, metrics=args.metric)
     except (RunNotFoundError, NotADirectoryError) as exc:
         return fail(f"cannot read run {args.run!r}: {exc.strerror or exc}")
-    sys.stdout.write(f"wrote {where}\n")
+    except UnicodeError as exc:  # a file name (or the path) that is not UTF-8
+        return fail(f"cannot write a report of run {args.run!r}: a file name in it is not "
+                    f"valid UTF-8 ({exc})")
+    except OSError as exc:  # a run (or output folder) that cannot be written into
+        target = exc.filename or args.output or args.run
+        return fail(f"cannot write the report of run {args.run!r} to {target!r}: "
+                    f"{exc.strerror or exc}; pass -o FILE to write it elsewhere")
+    sys.stdout.write(f"wrote {printable(os.fsencode(where).decode('utf-8', 'backslashreplace'))}\n")
     return EXIT_OK

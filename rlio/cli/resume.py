@@ -39,12 +39,13 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         state = read_resume_state(args.run, required_key=args.required_key)
+        doc = resume_document(state, run=args.run, lines=args.line)  # a missing run raises here
     except ResumeError as exc:
         return fail(str(exc))
     except (RunNotFoundError, NotADirectoryError) as exc:
         return fail(f"cannot read run {args.run!r}: {exc.strerror or exc}")
     if args.format == "json":
-        emit_json(resume_document(state, run=args.run, lines=args.line))
+        emit_json(doc)
     elif state is None:
         sys.stdout.write(
             f"{printable(args.run)}: no resumable checkpoint; start from iteration 0\n"

@@ -180,8 +180,10 @@ class _Validator:
                                        f"where a {rp.kind} file belongs; not read", file=shown)
                 continue
             if rp.kind == "sidecar":
-                self._add("RL305", "sidecar kept by rlio (a torn tail or lines a resume "
-                                   "superseded); not validated", file=shown)
+                self._add("RL305", "the cookbook's copy of metrics.jsonl from before it rewound "
+                                   "on resume; not validated" if ".pre_resume_" in rel else
+                          "sidecar kept by rlio (a torn tail or lines a resume superseded); not "
+                          "validated", file=shown)
             elif rp.kind == "unknown":
                 unknown += 1
                 if unknown <= self.cap:

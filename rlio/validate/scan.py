@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import functools
 import sys
 import threading
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from rlio.findings import (
     Severity,
     finding,
 )
-from rlio.schema import explain, fast_check
+from rlio.schema import Level, explain, fast_check, full_check
 
 #: A JSON document (config, logtree) larger than this is not parsed; RL114.
 MAX_DOCUMENT: Final = 512 << 20
@@ -169,12 +170,12 @@ def verdict(check: Callable[[Any], bool], instance: Any) -> bool:
         return bool(call_deep(check, instance))
 
 
-def explain_one(schema: str, instance: Any) -> tuple[str, str]:
+def explain_one(schema: str, instance: Any, *, level: Level = "error") -> tuple[str, str]:
     """One best ``(pointer, message)`` for an invalid instance (python-jsonschema's best match)."""
     try:
-        found = explain(schema, instance)
+        found = explain(schema, instance, level=level)
         if found is not None and found[1] == _TOO_DEEP_TO_EXPLAIN:
-            found = call_deep(explain, schema, instance)
+            found = call_deep(functools.partial(explain, level=level), schema, instance)
     except RecursionError:
         found = ("", _TOO_DEEP_TO_EXPLAIN)
     except Exception as exc:  # an explainer bug must not hide the verdict
@@ -187,9 +188,15 @@ def explain_one(schema: str, instance: Any) -> tuple[str, str]:
 def judge(
     sink: Sink, schema: str, check: Callable[[Any], bool], instance: Any, line: int | None,
 ) -> bool:
-    """Schema verdict for one record or document; adds one RL201 (best error) when invalid."""
+    """Schema verdict for one record or document: one RL201 (best error) when it breaks an
+    error-level rule (``check``), else one RL205 when it breaks a warning-level one.
+
+    Returns whether it passes the error-level rules.
+    """
     try:
         ok = verdict(check, instance)
+        if ok and check is not full_check(schema) and not verdict(full_check(schema), instance):
+            _expectation(sink, schema, instance, line)
     except RecursionError:
         sink.add("RL106", "nested too deeply to validate", line=line)
         return False
@@ -200,6 +207,16 @@ def judge(
             pointer, message = explain_one(schema, instance)
             sink.add("RL201", message, line=line, pointer=pointer)
     return ok
+
+
+def _expectation(sink: Sink, schema: str, instance: Any, line: int | None) -> None:
+    """One RL205: a value outside a warning-level expectation (the writer accepted it)."""
+    if sink.full("RL205"):
+        sink.add("RL205", "", line=line)
+        return
+    pointer, message = explain_one(schema, instance, level="full")
+    sink.add("RL205", f"{message} (an expectation, not a rule: readers take the value)",
+             line=line, pointer=pointer)
 
 
 @dataclass
@@ -219,6 +236,7 @@ class _Pending:
     code: str
     message: str
     pointer: str = ""
+    damage: bool = False  # looks like a cut append between JSON lines (RL117 if one follows)
 
 
 def scan_jsonl(
@@ -245,7 +263,7 @@ def scan_jsonl(
             valid by construction), called with the line number and the raw line. Without it,
             a file with ``on_record`` checks is read on the exact path only.
     """
-    check = fast_check(schema)
+    check = full_check(schema)  # every rule: a record it accepts gives no finding
     fast = decoder_for(schema) if on_record is None or on_decoded is not None else None
     decode = fast
     misses = since = 0
@@ -254,11 +272,14 @@ def scan_jsonl(
     reader = ForwardLines(stream, max_line=MAX_LINE, limit=limit)
     stats = ScanStats()
     pending: _Pending | None = None
+    after_bad = False  # the line before this one was held back as unparseable
     lineno = records = 0
     for lineno, line, terminated in reader:
         if pending is not None:
-            _flush(sink, pending)
-            pending = None
+            _flush(sink, pending, append_only and pending.damage and _parses(line))
+            after_bad, pending = pending.code != "RL105", None  # a blank line is no damage
+        else:
+            after_bad = False
         if line is None:
             sink.add("RL114", f"line longer than {MAX_LINE >> 20} MiB; not parsed", line=lineno)
             continue
@@ -290,6 +311,7 @@ def scan_jsonl(
         except orjson.JSONDecodeError:
             record, pending = _slow_decode(line, lineno, sink)
             if pending is not None:
+                pending.damage = not after_bad and _looks_cut(line)
                 continue
         records += 1
         try:
@@ -297,14 +319,14 @@ def scan_jsonl(
         except RecursionError:
             ok = False
         if not ok:  # slow path: deep documents, explanation, capping
-            ok = judge(sink, schema, check, record, lineno)
+            ok = judge(sink, schema, fast_check(schema), record, lineno)
         if on_record is not None:
             on_record(record, lineno, ok)
     if pending is not None:
         if at_eof and pending.code != "RL105":
             _torn(sink, pending.line, append_only, pending.message)
         else:
-            _flush(sink, pending)
+            _flush(sink, pending, False)
     stats.lines = lineno
     stats.records = records
     stats.bytes = reader.offset
@@ -319,8 +341,42 @@ def _torn(sink: Sink, line: int, append_only: bool, why: str) -> None:
         sink.add("RL113", f"last line {why}: the file was cut while being written", line=line)
 
 
-def _flush(sink: Sink, p: _Pending) -> None:
-    sink.add(p.code, p.message, line=p.line, pointer=p.pointer)
+def _looks_cut(line: bytes) -> bool:
+    """Whether an unparseable line is what a killed append leaves: an object cut short (it does
+    not end in ``}``), or one cut short with the restart's first whole line glued to it."""
+    text = line.strip()
+    if not text.startswith(b"{"):
+        return False
+    if not text.endswith(b"}"):
+        return True
+    glued = text.rfind(b'{"', 1)
+    return glued > 0 and _parses(text[glued:])
+
+
+def _parses(line: bytes | None) -> bool:
+    """Whether ``line`` is JSON (NaN tokens allowed): asked only after a line that was not."""
+    if line is None:
+        return False
+    try:
+        decode(line)
+    except DecodeError:
+        return False
+    return True
+
+
+def _flush(sink: Sink, p: _Pending, damage: bool) -> None:
+    """Report a held-back line that is not the file's last.
+
+    ``damage``: in an append-only file, an object cut short (alone, or with a whole line glued
+    to it) between JSON lines, which is what a killed append followed by a restart leaves
+    (SPEC §2): crash damage readers skip, RL117 (warning). Other unparseable lines, and runs of
+    them, stay errors (RL102).
+    """
+    if damage and p.code == "RL102":
+        sink.add("RL117", f"{p.message}: crash damage (a killed append, then more lines); "
+                          "readers skip it", line=p.line, pointer=p.pointer)
+    else:
+        sink.add(p.code, p.message, line=p.line, pointer=p.pointer)
 
 
 _KIND_CODE: Final = {"utf8": "RL101", "json": "RL102", "deep": "RL106", "empty": "RL105"}

@@ -39,10 +39,14 @@ from rlio.storage.tail import repair_torn_tail
 from rlio.writer.logtree_files import logtree_block
 from rlio.writer.rollouts import cross_check, ordered_rollout, stream_rollouts
 from rlio.writer.support import (
+    checkpoint_record,
     git_diff,
     metrics_step_check,
+    refuse_fresh_start,
     refuse_symlinks,
+    refuse_unresumable,
 )
+from rlio.writer.timing import SpanTimer, TimingVerbs
 
 if TYPE_CHECKING:
     from rlio.logtree.builder import LogTree
@@ -52,7 +56,7 @@ if TYPE_CHECKING:
 # The writer
 
 
-class RunWriter:
+class RunWriter(TimingVerbs):
     """Writes one run directory (a local path or a URI) in the format of SPEC.md.
 
     Args:
@@ -63,7 +67,9 @@ class RunWriter:
         resume: prepare a restart: metrics lines the restart will log again go to
             ``metrics.jsonl.superseded``; see ``resume_state``. (Torn last lines of
             ``metrics.jsonl`` and ``checkpoints.jsonl`` are moved to ``<file>.torn`` whenever an
-            existing run is opened, resuming or not.)
+            existing run is opened.) Without it, a run that already holds records (a metrics
+            line, a checkpoint, a per-iteration file) raises ``RunExistsError``, unchanged.
+        attach: join a run as a helper writer (no fresh-start check).
         nonfinite: ``"null"`` (default) writes NaN and infinities as ``null``; ``"token"`` writes
             ``NaN``/``Infinity`` like Python's ``json`` (parity with older readers).
         check: check each record against its schema (and rollout summaries against SPEC §9)
@@ -81,6 +87,7 @@ class RunWriter:
         resume: bool = False,
         nonfinite: NonFinite = "null",
         check: bool = True,
+        attach: bool = False,
     ) -> None:
         if layout not in (None, "flat", "nested"):
             raise ValueError(f"layout must be 'flat', 'nested' or None, got {layout!r}")
@@ -96,16 +103,21 @@ class RunWriter:
                 f"run {self.log_path!r} already uses the {found} layout; keeping it instead of "
                 f"the requested {layout!r}", UserWarning, stacklevel=2,
             )
+        if not resume and not attach:
+            refuse_fresh_start(self._storage, has_iteration_files=found is not None)
         self._layout: L.Layout = found or layout or "flat"
         self._lock = threading.Lock()
         self._appenders: dict[str, Appender] = {}
         self._metrics_lock = threading.Lock()
         self._file_locks: dict[str, threading.Lock] = {
             L.METRICS: self._metrics_lock, L.CHECKPOINTS: threading.Lock(),
+            L.TIMING_SPANS: threading.Lock(),
         }
         self._predicates: dict[str, Callable[[Any], bool]] = {}
         self._labels: dict[str, str] = {}  # label -> the evaluator name that claimed it
-        self._counts = {L.CHECKPOINTS: 0}
+        self._counts = {L.CHECKPOINTS: 0, L.TIMING_SPANS: 0}
+        self._timer = SpanTimer()
+        self._spans = self._timer.spans  # truthy while timer() spans wait for log_metrics
         self._closed = False
         # The log_metrics hot path (see there): the metrics file's line_appender, the line
         # count, the checks of the metrics and of ``step`` (None when unchecked), and whether it
@@ -306,6 +318,9 @@ class RunWriter:
         # ``metrics_step_check``), encoded in one orjson call and the step spliced in front, so
         # the dict is never copied; then the appender's line_appender (local: one os.write).
         # Anything unusual takes the general path.
+        if self._spans:  # spans measured by timer() since the last call
+            self._log_with_spans(metrics, step)
+            return
         if (type(step) is int and type(metrics) is dict and self._hot
                 and "step" not in metrics and INT_MIN <= step <= INT_MAX):
             check = self._metrics_check
@@ -365,28 +380,29 @@ class RunWriter:
         batch: int | None = None,
         epoch: int | None = None,
         final: bool | None = None,
-        state_path: str | None = None,
-        sampler_path: str | None = None,
+        state_path: str | os.PathLike[str] | None = None,
+        sampler_path: str | os.PathLike[str] | None = None,
         **extra: Any,
     ) -> None:
         """Append one record to ``checkpoints.jsonl`` durably (fsync, inter-process lock).
 
         Keys are written as name, batch, epoch, final, state_path, sampler_path (those that are
         None are omitted), then ``extra`` in call order (e.g. ``rolling=True``). The final
-        checkpoint is recognised by ``name == "final"``.
+        checkpoint is recognised by ``name == "final"``. ``state_path`` and ``sampler_path``
+        are URIs or local paths (``os.PathLike`` is written as a string).
 
         Raises:
-            RecordError: the record breaks the checkpoint schema; nothing is written.
+            RecordError: the record breaks the checkpoint schema (an empty path, say), or
+                carries ``state_path`` without ``batch`` (resume could not restart from it);
+                nothing is written.
         """
         index = self._counts[L.CHECKPOINTS]
-        record: dict[str, Any] = {"name": name}
-        for key, value in (("batch", batch), ("epoch", epoch), ("final", final),
-                           ("state_path", state_path), ("sampler_path", sampler_path)):
-            if value is not None:
-                record[key] = value
-        record.update(extra)
+        record = checkpoint_record(name, (("batch", batch), ("epoch", epoch), ("final", final),
+                                          ("state_path", state_path),
+                                          ("sampler_path", sampler_path)), extra)
         if self._check:
             record = self._checked("checkpoint-line", record, "checkpoint record", index)
+            refuse_unresumable(record, index)
         self._append(L.CHECKPOINTS, self._encode(record, index), durable=True)
 
     # -- whole files -------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """What the writer does to a run besides encoding records: ``git diff``, refusing symbolic
-links, and the metrics schema's verdict on a ``step`` alone.
+links, refusing a fresh start over an existing run, checkpoint records that resume can restart
+from, and the metrics schema's verdict on a ``step`` alone.
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
-from rlio._schema.loader import load_schema
-from rlio.errors import UnsafeStorageError
+from rlio import layout as L
+from rlio.errors import RecordError, RunExistsError, UnsafeStorageError
+from rlio.rules import resume_problem
+from rlio.schema import error_schema
 from rlio.storage.base import Storage
 
 _GIT_TIMEOUT = 30.0
@@ -63,7 +66,7 @@ def metrics_step_check() -> Callable[[Any], bool] | None:
     """
     from rlio._schema.blocks import compile_key_check
 
-    return compile_key_check(load_schema("metrics-line"), "step")
+    return compile_key_check(error_schema("metrics-line"), "step")
 
 
 def refuse_symlinks(storage: Storage, rel: str) -> None:
@@ -81,3 +84,50 @@ def refuse_symlinks(storage: Storage, rel: str) -> None:
             raise UnsafeStorageError(
                 f"refusing to write through the symbolic link {storage.display(rel)!r}"
             )
+
+
+def refuse_fresh_start(storage: Storage, *, has_iteration_files: bool) -> None:
+    """A writer opened without ``resume=True`` must not append to a run that holds records.
+
+    Records are a metrics line, a checkpoint record or a per-iteration file; an empty
+    ``metrics.jsonl`` (a writer killed right after opening) or a config alone is no record.
+
+    Raises:
+        RunExistsError: naming what the run holds; nothing was changed.
+    """
+    held = [rel for rel in (L.METRICS, L.CHECKPOINTS)
+            if (e := storage.stat(rel)) is not None and e.kind == "file" and e.size > 0]
+    if has_iteration_files:
+        held.append("per-iteration files")
+    if held:
+        raise RunExistsError(
+            f"run {storage.display('')!r} already holds records ({', '.join(held)}); pass "
+            "resume=True to continue it, or pick a new log_path for a fresh run"
+        )
+
+
+def checkpoint_record(name: str, fields: tuple[tuple[str, Any], ...],
+                      extra: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint record in documented key order (None values omitted), then ``extra``.
+
+    ``state_path`` and ``sampler_path`` given as ``os.PathLike`` are written as strings.
+    """
+    record: dict[str, Any] = {"name": name}
+    for key, value in fields:
+        if value is not None:
+            record[key] = os.fspath(value) if isinstance(value, os.PathLike) else value
+    record.update(extra)
+    return record
+
+
+def refuse_unresumable(record: dict[str, Any], index: int) -> None:
+    """A record carrying the resume key must carry what a restart needs (SPEC §5, RL501).
+
+    Raises:
+        RecordError: naming the record and what it lacks; nothing is written.
+    """
+    problem = resume_problem(record)
+    if problem is not None:
+        raise RecordError(f"checkpoint record {index} ({record.get('name')!r}) {problem}; "
+                          "pass batch=<the iteration to restart at>", index=index,
+                          pointer="/batch")

@@ -22,13 +22,13 @@ PINNED = {
     "RL101": "error", "RL102": "error", "RL103": "warning", "RL104": "warning",
     "RL105": "warning", "RL106": "error", "RL107": "error", "RL108": "warning",
     "RL109": "error", "RL110": "warning", "RL111": "error", "RL112": "warning",
-    "RL113": "error", "RL114": "error", "RL115": "info", "RL116": "info",
-    "RL201": "error", "RL202": "warning", "RL203": "info", "RL204": "info",
+    "RL113": "error", "RL114": "error", "RL115": "info", "RL116": "info", "RL117": "warning",
+    "RL201": "error", "RL202": "warning", "RL203": "info", "RL204": "info", "RL205": "warning",
     "RL301": "info", "RL302": "warning", "RL303": "warning", "RL304": "warning",
     "RL305": "info", "RL306": "info",
     "RL401": "error", "RL402": "error", "RL403": "error", "RL404": "error", "RL405": "error",
     "RL406": "warning", "RL407": "info", "RL408": "warning", "RL409": "warning",
-    "RL410": "info", "RL411": "warning", "RL412": "info",
+    "RL410": "info", "RL411": "warning", "RL412": "info", "RL413": "info",
     "RL501": "error",
 }
 

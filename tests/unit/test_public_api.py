@@ -24,6 +24,7 @@ PUBLIC = [
     "RolloutStep",
     "RolloutSummary",
     "Run",
+    "RunExistsError",
     "RunNotFoundError",
     "RunWriter",
     "Severity",

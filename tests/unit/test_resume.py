@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from rlio import layout, resume
-from rlio.errors import ResumeError, RunNotFoundError
+from rlio.errors import ResumeError
 from rlio.resume import ResumeState, read_resume_state, resume_document
 from rlio.storage import LocalStorage, open_storage
 
@@ -46,10 +46,11 @@ def must(state: ResumeState | None) -> ResumeState:
 # -- the restart point -------------------------------------------------------------------------
 
 
-def test_missing_run_raises_run_not_found(tmp_path: Path) -> None:
-    """A run directory that does not exist is RunNotFoundError, not None."""
-    with pytest.raises(RunNotFoundError):
-        read_resume_state(tmp_path / "absent")
+def test_missing_run_is_a_fresh_start(tmp_path: Path) -> None:
+    """A run directory that does not exist is a fresh run (None), as for RunWriter(resume=True),
+    and reading it creates nothing."""
+    assert read_resume_state(tmp_path / "absent") is None
+    assert not (tmp_path / "absent").exists()
 
 
 @pytest.mark.parametrize("content", [None, b"", b"\n\n", line(ck("000001", 1))])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from rlio._schema.loader import load_schema
+from rlio.rules import resume_problem
 from rlio.validate.checks.view import CheckpointFacts
 from rlio.validate.scan import Sink, short
 
@@ -40,10 +41,10 @@ class CheckpointChecks:
         if rec.get(self.required_key) is None:
             return
         batch = rec.get("batch")
-        if "batch" not in rec:
-            self.sink.add("RL501", f"resumable checkpoint {short(rec.get('name'))} has "
-                                   f"{self.required_key} but no batch: the cookbook's resume "
-                                   "crashes on it", line=line)
+        problem = resume_problem(rec, self.required_key)
+        if problem is not None:
+            self.sink.add("RL501", f"resumable checkpoint {short(rec.get('name'))} {problem}; "
+                                   "the cookbook's resume crashes on it", line=line)
         elif type(batch) is int and len(self.facts.resumable) < self._MAX_KEPT:
             self.facts.resumable.append((line, batch))
             self.facts.restart_steps.add(batch)

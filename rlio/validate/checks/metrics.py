@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from rlio.rules import TRAINING_KEYS
+from rlio.rules import TRAINING_KEYS, is_summary_line
 from rlio.validate.checks.view import MetricsFacts, RunView
 from rlio.validate.scan import Sink
 
@@ -27,7 +27,8 @@ class MetricsChecks:
         self.iterations = view.iterations
         self.facts = MetricsFacts()
         self._progress_mode: bool | None = None
-        self._held: list[tuple[int, int]] = []  # (step, line) of lines before the mode is known
+        # (step, line, summary row?) of lines before the mode is known
+        self._held: list[tuple[int, int, bool]] = []
         self._last: int | None = None  # last training step (after drops: where the run went on)
         self._order_reported = False
         self._no_files_reported = False
@@ -47,20 +48,20 @@ class MetricsChecks:
                 self._settle(True)
             self._train_line(s, line)
         elif self._progress_mode is None:
-            self._held.append((s, line))
+            self._held.append((s, line, is_summary_line(rec)))
             if len(self._held) >= self._MAX_HELD:
                 self._settle(False)
         elif self._progress_mode:
-            self._eval_line(s, line)
+            self._eval_line(s, line, is_summary_line(rec))
         else:
             self._train_line(s, line)
 
     def _settle(self, progress_mode: bool) -> None:
         self._progress_mode = progress_mode
         held, self._held = self._held, []
-        for s, line in held:
+        for s, line, summary in held:
             if progress_mode:
-                self._eval_line(s, line)
+                self._eval_line(s, line, summary)
             else:
                 self._train_line(s, line)
 
@@ -81,21 +82,27 @@ class MetricsChecks:
             self.facts.last_train_step = s
         self._files(s, line)
 
-    def _eval_line(self, s: int, line: int) -> None:
+    def _eval_line(self, s: int, line: int, summary: bool = False) -> None:
         last = self._last
+        what = "summary row (cost/token totals only)" if summary else "eval-only line"
         if last is None or s <= last + 1:
             where = "before any training line" if last is None else (
                 "one past the last training step" if s == last + 1 else
                 f"repeating step {s} (last training step {last})")
-            self.sink.add("RL407", f"eval-only line at step {s} {where}: an async eval line",
-                          line=line, pointer="/step")
+            why = "a final cost/summary row" if summary else "an async eval line"
+            self.sink.add("RL407", f"{what} at step {s} {where}: {why}", line=line,
+                          pointer="/step")
         else:
-            self.sink.add("RL408", f"eval-only line at step {s} jumps past the last training step "
+            self.sink.add("RL408", f"{what} at step {s} jumps past the last training step "
                                    f"{last} + 1", line=line, pointer="/step")
 
     def _jump(self, s: int, last: int, line: int) -> None:
         what = ("repeats" if s == last else "drops back from" if s < last else "jumps from")
-        if s in self.restart:
+        if s == last and self._progress_mode is False:  # no training key in the whole file
+            self.sink.add("RL407", f"step {s} repeats: several lines for one step, as an "
+                                   "eval-only run logs one per evaluator", line=line,
+                          pointer="/step")
+        elif s in self.restart:
             self.sink.add("RL407", f"step {s} {what} step {last}: a resume from the checkpoint at "
                                    f"batch {s} logs these iterations again", line=line,
                           pointer="/step")

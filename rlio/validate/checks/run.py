@@ -54,10 +54,18 @@ def mixed_layout(view: RunView) -> Iterator[Finding]:
 
 
 def html_twins(view: RunView) -> Iterator[Finding]:
-    """An HTML report needs its JSON twin (RL411)."""
-    for rel, rp in view.files.items():
-        if rp.kind != "html":
-            continue
+    """An HTML report needs its JSON twin (RL411), once the run has logtree JSON at all.
+
+    A run with HTML reports and no logtree JSON anywhere was written by a release that wrote
+    HTML only (cookbook 0.1.0, its train and eval-only runs alike): one RL413 for the run, not
+    one warning per page.
+    """
+    pages = [(rel, rp) for rel, rp in view.files.items() if rp.kind == "html"]
+    if pages and not any(rp.kind == "logtree" for rp in view.files.values()):
+        yield finding("RL413", f"the run has {len(pages)} HTML report(s) and no logtree JSON at "
+                               "all: written by a release that wrote HTML only (cookbook 0.1.0)")
+        return
+    for rel, rp in pages:
         twin = twin_path(rp, "logtree")
         if twin not in view.files:
             yield finding("RL411", f"HTML report without its JSON twin {twin}",

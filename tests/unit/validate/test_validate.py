@@ -337,13 +337,14 @@ def test_checkpoint_key_order(tmp_path: Path) -> None:
 
 
 def test_torn_and_blank_lines_in_append_only_files(tmp_path: Path) -> None:
-    """A torn last line is RL103 (warning), a blank line RL105, a bad middle line RL102."""
+    """A torn last line is RL103 (warning), a blank line RL105, a bad middle line followed by
+    a JSON line RL117 (crash damage, warning)."""
     run = cookbook_run(tmp_path / "run")
     write(run, "metrics.jsonl", metrics_lines([0, 1]) + "\n" + '{"step": 2, "progr\n'
           + metrics_lines([2]) + '{"step": 3')
     found = findings(run)
     assert ("RL105", "warning", "metrics.jsonl", 3, "") in found
-    assert ("RL102", "error", "metrics.jsonl", 4, "") in found
+    assert ("RL117", "warning", "metrics.jsonl", 4, "") in found
     assert ("RL103", "warning", "metrics.jsonl", 6, "") in found
     write(run, "checkpoints.jsonl", '{"name": "000001", "batch": 1}\n{"name": "0000\n')
     assert ("RL103", "warning", "checkpoints.jsonl", 2, "") in findings(run)

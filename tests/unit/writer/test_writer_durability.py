@@ -15,7 +15,7 @@ import time
 import pytest
 from factories import read_jsonl, run_python, trajectory
 
-from rlio import RecordError, RunWriter
+from rlio import RecordError, RunExistsError, RunWriter
 from rlio.storage import TEMP_INFIX, open_storage
 from rlio.storage.tail import repair_torn_tail
 
@@ -65,8 +65,10 @@ def test_flush_makes_lines_durable_without_closing(tmp_path: pathlib.Path) -> No
 def test_torn_tail_is_moved_to_sidecar_on_reopen(tmp_path: pathlib.Path, rel: str) -> None:
     """An unterminated last line is moved to <file>.torn (kept, never deleted) before appending."""
     good = b'{"step":0,"name":"a"}\n'
+    if rel == "metrics.jsonl":
+        _far_checkpoint(tmp_path)
     (tmp_path / rel).write_bytes(good + b'{"step":1,"na')
-    with RunWriter(tmp_path) as run:
+    with RunWriter(tmp_path, resume=True) as run:
         if rel == "metrics.jsonl":
             run.log_metrics({"name": "b"}, step=1)
         else:
@@ -141,27 +143,37 @@ def test_writer_killed_right_after_opening_leaves_a_not_started_run(
 
 
 def test_reopening_keeps_metrics_and_creates_nothing_else(tmp_path: pathlib.Path) -> None:
-    """Reopening an existing run neither truncates metrics.jsonl nor creates other files."""
+    """Reopening a run with records for a fresh start raises RunExistsError and changes nothing
+    (no truncation, no other file); an empty run may be reopened."""
+    RunWriter(tmp_path).close()
+    RunWriter(tmp_path).close()  # an empty metrics.jsonl is no record
     with RunWriter(tmp_path) as run:
         run.log_metrics({"x": 1}, step=0)
-    RunWriter(tmp_path).close()
+    with pytest.raises(RunExistsError, match="resume=True"):
+        RunWriter(tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["metrics.jsonl"]
     assert read_jsonl(tmp_path / "metrics.jsonl") == [{"step": 0, "x": 1}]
 
 
 def test_repeated_repairs_append_to_the_sidecar(tmp_path: pathlib.Path) -> None:
     """Two crashes' torn tails both stay in the sidecar, in order."""
+    _far_checkpoint(tmp_path)
     (tmp_path / "metrics.jsonl").write_bytes(b'{"step":0}\n{"st')
-    RunWriter(tmp_path).close()  # reopening repairs, even before anything is appended
+    RunWriter(tmp_path, resume=True).close()  # reopening repairs, before anything is appended
     assert (tmp_path / "metrics.jsonl").read_bytes() == b'{"step":0}\n'
-    with RunWriter(tmp_path) as run:
+    with RunWriter(tmp_path, resume=True) as run:
         run.log_metrics({}, step=1)
     with (tmp_path / "metrics.jsonl").open("ab") as f:
         f.write(b'{"ste')
-    with RunWriter(tmp_path) as run:
+    with RunWriter(tmp_path, resume=True) as run:
         run.log_metrics({}, step=2)
     assert (tmp_path / "metrics.jsonl.torn").read_bytes() == b'{"st\n{"ste\n'
     assert [r["step"] for r in read_jsonl(tmp_path / "metrics.jsonl")] == [0, 1, 2]
+
+
+def _far_checkpoint(root: pathlib.Path) -> None:
+    """A ledger whose restart point is past every step: a resume supersedes no metrics line."""
+    (root / "checkpoints.jsonl").write_bytes(b'{"name":"far","batch":1000000,"state_path":"s"}\n')
 
 
 # -- atomic replace ----------------------------------------------------------------------------
@@ -265,7 +277,7 @@ _CHILD = textwrap.dedent("""
     from rlio import RecordError
     from rlio import RunWriter
     run_dir, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    with RunWriter(run_dir) as run:
+    with RunWriter(run_dir, attach=True) as run:  # three writers join one run
         for i in range(n):
             run.record_checkpoint(f"{who}-{i:04d}", batch=i, state_path=f"tinker://{who}/{i}",
                                   pad="p" * (4096 + i))
@@ -318,7 +330,8 @@ def test_sigkill_mid_logging_leaves_whole_lines_and_at_most_a_torn_tail(
     assert steps == list(range(len(steps))) and len(steps) > 50
     n = len(steps)
     assert (b'{"step":%d,"x":%d,"pad":"%s"}\n' % (n, n, b"q" * 2000)).startswith(tail)
-    RunWriter(tmp_path).close()
+    _far_checkpoint(tmp_path)
+    RunWriter(tmp_path, resume=True).close()
     assert (tmp_path / "metrics.jsonl").read_bytes() == whole + b"\n"
     torn = tmp_path / "metrics.jsonl.torn"
     assert (torn.read_bytes() == tail + b"\n") if tail else not torn.exists()
@@ -336,8 +349,9 @@ def test_resume_moves_superseded_metrics_aside(tmp_path: pathlib.Path) -> None:
                 run.record_checkpoint("000003", batch=3, state_path="tinker://r/3")
     with (tmp_path / "metrics.jsonl").open("ab") as f:
         f.write(b'{"step":6,"x"')  # the crash
-    with RunWriter(tmp_path) as plain:
-        assert plain.resume_state is None
+    with pytest.raises(RunExistsError):  # a fresh start over it: refused, nothing changed
+        RunWriter(tmp_path)
+    assert (tmp_path / "metrics.jsonl").read_bytes().endswith(b'{"step":6,"x"')
     with RunWriter(tmp_path, resume=True) as run:
         assert run.resume_state is not None and run.resume_state.next_batch == 3
         run.log_metrics({"x": 3}, step=3)
@@ -369,7 +383,8 @@ def test_writer_on_the_memory_backend() -> None:
     assert state is not None and state.checkpoint["name"] == "final"
     fs = fsspec.filesystem("memory")
     fs.pipe(f"{root}/metrics.jsonl", fs.cat(f"{root}/metrics.jsonl") + b'{"step":4,"x')
-    with pytest.warns(UserWarning, match="nested"), RunWriter(root, layout="flat") as run:
+    with pytest.warns(UserWarning, match="nested"), \
+            RunWriter(root, layout="flat", resume=True) as run:
         assert run.layout == "nested"
         run.log_metrics({"x": 1}, step=4)
     assert fs.cat(f"{root}/metrics.jsonl.torn") == b'{"step":4,"x\n'

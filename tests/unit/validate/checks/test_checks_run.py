@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rlio import layout
+from rlio.findings import Severity
 from rlio.validate.checks.run import (
     checkpoint_beyond_metrics,
     html_twins,
@@ -59,10 +60,15 @@ def test_mixed_layout() -> None:
 
 
 def test_html_twins() -> None:
-    """An HTML report without its logtree JSON is RL411; with it, or a logtree alone, none."""
+    """An HTML report without its logtree JSON is RL411 in a run with logtree JSON; with its
+    twin, or a logtree alone, none; a run with no logtree JSON at all gets one RL413."""
     html = "train_iteration_000000.html"
-    [f] = html_twins(view([html, "metrics.jsonl"]))
+    other = "train_iteration_000001_logtree.json"
+    [f] = html_twins(view([html, other, "metrics.jsonl"]))
     assert (f.code, f.file) == ("RL411", html)
+    [f] = html_twins(view([html, "eval_test_iteration_000000.html", "metrics.jsonl"]))
+    assert (f.code, f.file, f.severity) == ("RL413", "", Severity.INFO)
+    assert "2 HTML report(s)" in f.message
     assert list(html_twins(view([html, "train_iteration_000000_logtree.json"]))) == []
     assert list(html_twins(view(["train_iteration_000000_logtree.json"]))) == []
 

@@ -1,0 +1,235 @@
+"""Writer semantics: what the writer acknowledges validates without error and resumes; what it
+refuses it refuses at the call (checkpoints, paths, fresh starts, labels, iterations, timing)."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any
+
+import pytest
+from factories import errors, read_jsonl
+
+from rlio import RecordError, RunExistsError, RunWriter, read_resume_state, validate_run
+from rlio import layout as L
+from rlio.findings import Severity
+
+# -- item 1: resumable checkpoints ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"state_path": "tinker://r/w/c2"},
+    {"epoch": 1, "state_path": "tinker://r/w/c2"},
+])
+def test_resumable_checkpoint_without_batch_is_refused(tmp_path: pathlib.Path,
+                                                       kwargs: dict[str, Any]) -> None:
+    """A record with state_path but no batch (RL or epoch-only SL) is refused; resume works."""
+    with RunWriter(tmp_path) as run:
+        run.record_checkpoint("c1", batch=1, state_path="tinker://r/w/c1")
+        with pytest.raises(RecordError, match="no batch") as info:
+            run.record_checkpoint("c2", **kwargs)
+    assert info.value.pointer == "/batch"
+    assert [r["name"] for r in read_jsonl(tmp_path / L.CHECKPOINTS)] == ["c1"]
+    state = read_resume_state(tmp_path)
+    assert state is not None and state.next_batch == 1
+    with RunWriter(tmp_path, resume=True) as run:
+        assert run.resume_state is not None
+
+
+def test_checkpoints_without_the_resume_key_need_no_batch(tmp_path: pathlib.Path) -> None:
+    """A sampler-only record, or one without paths, may omit batch; SL writes epoch and batch."""
+    with RunWriter(tmp_path) as run:
+        run.write_config({})
+        run.record_checkpoint("s", sampler_path="tinker://r/sampler_weights/s")
+        run.record_checkpoint("e", epoch=2, batch=7, state_path="tinker://r/w/e")
+    state = read_resume_state(tmp_path)
+    assert state is not None and (state.next_epoch, state.next_batch) == (2, 7)
+    assert errors(tmp_path) == []
+
+
+# -- item 3: state and sampler paths ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["tinker://r/w/1", "gs://b/ckpt/1", "/abs/ckpt", "rel/ckpt",
+                                  pathlib.Path("ckpt") / "p"])
+def test_state_paths_accept_uris_local_paths_and_pathlike(tmp_path: pathlib.Path,
+                                                          path: Any) -> None:
+    """URIs, absolute and relative paths and os.PathLike (written as a string) are accepted."""
+    with RunWriter(tmp_path) as run:
+        run.write_config({})
+        run.record_checkpoint("c", batch=1, state_path=path, sampler_path=path)
+    [rec] = read_jsonl(tmp_path / L.CHECKPOINTS)
+    assert rec["state_path"] == rec["sampler_path"] == str(path)
+    assert errors(tmp_path) == []
+    state = read_resume_state(tmp_path)
+    assert state is not None and state.checkpoint["state_path"] == str(path)
+
+
+def test_empty_state_path_is_refused(tmp_path: pathlib.Path) -> None:
+    """Only the empty string is refused, naming the key."""
+    with RunWriter(tmp_path) as run, pytest.raises(RecordError) as info:
+        run.record_checkpoint("c", batch=1, sampler_path="")
+    assert info.value.pointer == "/sampler_path"
+
+
+# -- item 2: ranges are warnings ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("metrics", [
+    {"progress/done_frac": 1.6}, {"progress/done_frac": -0.1}, {"optim/lr": -1e-5},
+    {"time/sample": -0.5}, {"time/sample:count": -1},
+])
+def test_out_of_range_metrics_are_written_and_warned(tmp_path: pathlib.Path,
+                                                     metrics: dict[str, Any]) -> None:
+    """A range expectation broken is written (no exception) and reported as RL205, not an
+    error."""
+    with RunWriter(tmp_path) as run:
+        run.write_config({"lr": 1})
+        run.log_metrics(metrics, step=0)
+    assert read_jsonl(tmp_path / L.METRICS) == [{"step": 0, **metrics}]
+    report = validate_run(tmp_path)
+    assert report.ok
+    [warn] = [f for f in report.findings if f.code == "RL205"]
+    assert warn.severity is Severity.WARNING and warn.line == 1
+    assert warn.pointer == "/" + next(iter(metrics)).replace("/", "~1")
+
+
+# -- item 4: fresh starts and reopened runs -------------------------------------------------------
+
+
+def test_read_resume_state_on_a_missing_path_is_none(tmp_path: pathlib.Path) -> None:
+    """A path that does not exist is a fresh run, as RunWriter(path, resume=True) sees it."""
+    assert read_resume_state(tmp_path / "nope") is None
+    with RunWriter(tmp_path / "nope", resume=True) as run:
+        assert run.resume_state is None
+
+
+@pytest.mark.parametrize("what", ["metrics", "checkpoint", "iteration"])
+def test_reopening_a_run_with_records_needs_resume(tmp_path: pathlib.Path, what: str) -> None:
+    """A fresh start over a run holding records raises RunExistsError and changes nothing."""
+    with RunWriter(tmp_path) as run:
+        if what == "metrics":
+            run.log_metrics({"x": 1}, step=0)
+        elif what == "checkpoint":
+            run.record_checkpoint("c", batch=0)
+        else:
+            run.write_rollout_summaries(0, [])
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(RunExistsError, match="resume=True") as info:
+        RunWriter(tmp_path)
+    assert "new log_path" in str(info.value)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    RunWriter(tmp_path, attach=True).close()  # a helper joining the run is not a fresh start
+    RunWriter(tmp_path, resume=True).close()
+
+
+def test_a_config_alone_is_no_record(tmp_path: pathlib.Path) -> None:
+    """A run killed after write_config (an empty metrics file) may be started again."""
+    with RunWriter(tmp_path) as run:
+        run.write_config({"lr": 1})
+    with RunWriter(tmp_path) as run:
+        run.log_metrics({"x": 1}, step=0)
+
+
+# -- item 5: names the file system would refuse ---------------------------------------------------
+
+
+def test_long_evaluator_names_are_capped_with_a_stable_hash(tmp_path: pathlib.Path) -> None:
+    """Labels are capped at 100 characters; two long names with one prefix never collide, and
+    the runs validate."""
+    a, b = "x" * 300 + "a", "x" * 300 + "b"
+    la, lb = L.sanitize_label(a), L.sanitize_label(b)
+    assert len(la) == len(lb) == L.MAX_LABEL and la != lb
+    assert la == L.sanitize_label(a) and L.is_valid_label(la)
+    assert L.sanitize_label("y" * 100) == "y" * 100
+    with RunWriter(tmp_path) as run:
+        run.write_config({})
+        for name in (a, b):
+            run.write_rollout_summaries(0, [], evaluator=name)
+            with run.logtree(0, title="t", evaluator=name):
+                pass
+    assert errors(tmp_path) == []
+
+
+@pytest.mark.parametrize("iteration", [2**63, 10**300])
+def test_iterations_past_64_bits_are_refused(tmp_path: pathlib.Path, iteration: int) -> None:
+    """An iteration no file name or JSON reader holds raises ValueError; nothing is written."""
+    with RunWriter(tmp_path) as run:
+        with pytest.raises(ValueError, match="at most 2"):
+            run.write_rollout_summaries(iteration, [])
+        with pytest.raises(ValueError, match="at most 2"), run.logtree(iteration, title="t"):
+            pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == [L.METRICS]
+    assert L.format_iteration(2**63 - 1) == str(2**63 - 1)
+
+
+# -- item 8: timing spans -------------------------------------------------------------------------
+
+
+def test_log_timing_spans_writes_the_spec_shape(tmp_path: pathlib.Path) -> None:
+    """log_timing_spans writes {"step", "spans": [{name, duration, wall_start, wall_end, ...}]}."""
+    with RunWriter(tmp_path) as run:
+        run.write_config({})
+        run.log_metrics({"x": 1}, step=0)
+        run.log_timing_spans(0, [{"wall_end": 2.0, "name": "sample", "duration": 1.0,
+                                  "wall_start": 1.0, "attributes": {"k": 1}}])
+        with pytest.raises(RecordError):
+            run.log_timing_spans(1, [{"name": "sample"}])
+        with pytest.raises(TypeError):
+            run.log_timing_spans(1, "sample")  # type: ignore[arg-type]
+    line = (tmp_path / L.TIMING_SPANS).read_bytes()
+    assert line == (b'{"step":0,"spans":[{"name":"sample","duration":1.0,"wall_start":1.0,'
+                    b'"wall_end":2.0,"attributes":{"k":1}}]}\n')
+    assert errors(tmp_path) == []
+
+
+def test_timer_spans_go_with_the_next_log_metrics(tmp_path: pathlib.Path) -> None:
+    """Spans measured since the last log_metrics are one timing line for its step and
+    time/<name> metrics summed per name; the next step starts empty."""
+    with RunWriter(tmp_path) as run:
+        run.write_config({})
+        with run.timer("sample"):
+            pass
+        with run.timer("sample"):
+            pass
+        with run.timer("train"):
+            pass
+        run.log_metrics({"progress/batch": 0}, step=0)
+        run.log_metrics({"progress/batch": 1}, step=1)
+    spans = read_jsonl(tmp_path / L.TIMING_SPANS)
+    assert len(spans) == 1 and spans[0]["step"] == 0
+    assert [s["name"] for s in spans[0]["spans"]] == ["sample", "sample", "train"]
+    for s in spans[0]["spans"]:
+        assert list(s) == ["name", "duration", "wall_start", "wall_end"]
+        assert s["duration"] >= 0 and s["wall_end"] >= s["wall_start"]
+    m0, m1 = read_jsonl(tmp_path / L.METRICS)
+    assert list(m0) == ["step", "progress/batch", "time/sample", "time/train"]
+    total = sum(s["duration"] for s in spans[0]["spans"] if s["name"] == "sample")
+    assert m0["time/sample"] == pytest.approx(total)
+    assert "time/sample" not in m1
+    assert errors(tmp_path) == []
+
+
+def test_timer_spans_survive_a_refused_log_metrics(tmp_path: pathlib.Path) -> None:
+    """A refused log_metrics writes no timing line; its spans go with the next accepted one."""
+    with RunWriter(tmp_path) as run:
+        with run.timer("sample"):
+            pass
+        with pytest.raises(RecordError):
+            run.log_metrics({"bad": [1]}, step=0)
+        assert not (tmp_path / L.TIMING_SPANS).exists()
+        run.log_metrics({"x": 1}, step=0)
+    [line] = (tmp_path / L.TIMING_SPANS).read_text().splitlines()
+    assert json.loads(line)["step"] == 0
+
+
+def test_timer_spans_wait_for_a_line_with_a_step(tmp_path: pathlib.Path) -> None:
+    """A log_metrics without a step keeps the spans pending for the next one with a step."""
+    with RunWriter(tmp_path) as run:
+        with run.timer("sample"):
+            pass
+        run.log_metrics({"x": 1})
+        run.log_metrics({"step": 3, "x": 2})
+    assert [r["step"] for r in read_jsonl(tmp_path / L.TIMING_SPANS)] == [3]
+    m = read_jsonl(tmp_path / L.METRICS)
+    assert "time/sample" not in m[0] and "time/sample" in m[1]
