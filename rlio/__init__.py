@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str] = {
     "ResumeError": "rlio.errors",
     "ResumeState": "rlio.resume",
     "RlioError": "rlio.errors",
+    "RunInUseError": "rlio.errors",
     "RunNotFoundError": "rlio.errors",
     "RunWriter": "rlio.writer",
     "Severity": "rlio.findings",
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
         RecordError,
         ResumeError,
         RlioError,
+        RunInUseError,
         RunNotFoundError,
         UnsafeStorageError,
     )

@@ -13,6 +13,7 @@ PUBLIC = [
     "ResumeError",
     "ResumeState",
     "RlioError",
+    "RunInUseError",
     "RunNotFoundError",
     "RunWriter",
     "Severity",

@@ -36,14 +36,14 @@ def test_metrics_line_is_visible_before_log_metrics_returns(tmp_path: pathlib.Pa
 
 
 def test_metrics_use_one_persistent_handle(tmp_path: pathlib.Path) -> None:
-    """Logging many records opens one file descriptor, not one per record; close releases it."""
+    """Logging many records opens one file descriptor (plus the lease's), not one per record."""
     before = open_fds()
     run = RunWriter(tmp_path)
     run.log_metrics({"x": 0}, step=0)
     during = open_fds()
     for i in range(1, 200):
         run.log_metrics({"x": i}, step=i)
-    assert open_fds() == during == before + 1
+    assert open_fds() == during == before + 2  # metrics.jsonl and the run's lease
     run.close()
     assert open_fds() == before
     assert len(read_jsonl(tmp_path / "metrics.jsonl")) == 200
@@ -118,11 +118,12 @@ def test_repair_of_missing_file_creates_nothing(tmp_path: pathlib.Path) -> None:
 
 
 def test_opening_a_new_run_creates_an_empty_metrics_file(tmp_path: pathlib.Path) -> None:
-    """Opening a new run creates metrics.jsonl empty (and nothing else), before any record."""
+    """Opening a new run creates metrics.jsonl empty (and its lease, gone on close), nothing else."""
     run = RunWriter(tmp_path / "run")
     assert (tmp_path / "run" / "metrics.jsonl").read_bytes() == b""
-    assert [p.name for p in (tmp_path / "run").iterdir()] == ["metrics.jsonl"]
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [".rlio-lease", "metrics.jsonl"]
     run.close()
+    assert [p.name for p in (tmp_path / "run").iterdir()] == ["metrics.jsonl"]
 
 
 def test_writer_killed_right_after_opening_leaves_a_not_started_run(
@@ -265,7 +266,7 @@ _CHILD = textwrap.dedent("""
     from rlio import RecordError
     from rlio import RunWriter
     run_dir, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    with RunWriter(run_dir) as run:
+    with RunWriter(run_dir, attach=True) as run:  # helpers beside the run's writer
         for i in range(n):
             run.record_checkpoint(f"{who}-{i:04d}", batch=i, state_path=f"tinker://{who}/{i}",
                                   pad="p" * (4096 + i))
@@ -273,8 +274,9 @@ _CHILD = textwrap.dedent("""
 
 
 def test_processes_recording_checkpoints_concurrently(tmp_path: pathlib.Path) -> None:
-    """Three processes appending checkpoints at once leave only whole lines, in each's order."""
+    """Three attached processes appending checkpoints at once leave whole lines, in order."""
     n = 40
+    RunWriter(tmp_path).close()  # the run exists; the helpers attach to it
     procs = [subprocess.Popen([sys.executable, "-c", _CHILD, str(tmp_path), f"p{k}", str(n)])
              for k in range(3)]
     for p in procs:
