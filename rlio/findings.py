@@ -87,6 +87,8 @@ CATALOGUE: dict[str, CodeInfo] = {
     "RL410": CodeInfo(I, "logtree path does not name its HTML twin"),
     "RL411": CodeInfo(W, "HTML report without its JSON twin"),
     "RL412": CodeInfo(I, "per-iteration files missing for iterations that metrics record"),
+    "RL413": CodeInfo(W, "logtree JSON and HTML twins come from different writes (write ids "
+                         "differ)"),
     # 5xx: resume
     "RL501": CodeInfo(E, "resumable checkpoint record has no batch"),
 }

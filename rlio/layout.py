@@ -94,6 +94,9 @@ APPEND_ONLY: Final = frozenset(
 #: a torn last line found on reopen, and lines a resume supersedes.
 TORN_SUFFIX: Final = ".torn"
 SUPERSEDED_SUFFIX: Final = ".superseded"
+#: Where logtree twins carry their shared write id: the JSON's first key and the HTML's meta name.
+WRITE_ID_KEY: Final = "write_id"
+WRITE_ID_META: Final = "rlio-write-id"
 
 _ARTIFACTS: Final[tuple[Artifact, ...]] = ("html", "logtree", "rollout_summaries")
 _ARTIFACT_SUFFIX: Final[dict[Artifact, str]] = {a: KINDS[a].name for a in _ARTIFACTS}

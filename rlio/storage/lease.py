@@ -15,6 +15,7 @@ UTC time), stored with the lease so that a refused writer can say who holds the 
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -124,21 +125,16 @@ class LocalLease(Lease):
         except filelock.Timeout:
             raise in_use(os.path.dirname(self._path), _read_holder(self._path)) from None
         self._fallback = lock
-        try:
-            with open(self._path, "wb") as f:
-                f.write(json.dumps(self.holder).encode())
-        except OSError:
-            pass
+        with contextlib.suppress(OSError), open(self._path, "wb") as f:
+            f.write(json.dumps(self.holder).encode())
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
         lock, self._fallback = self._fallback, None
         if fd is None and lock is None:
             return
-        try:
-            os.unlink(self._path)  # while still held: a waiter that opened it looks again
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):  # while still held: a waiter that opened it retries
+            os.unlink(self._path)
         if fd is not None:
             os.close(fd)  # closing releases the flock
         if lock is not None:

@@ -30,13 +30,13 @@ from rlio import layout as L
 from rlio._codec.jsonl import _LINE_OPTS, INT_MAX, INT_MIN, NonFinite, encode_line, normalize_value
 from rlio._codec.normalize import OnUnserializable, checked_slow, config_bytes
 from rlio._schema.rollout_scan import rollout_scan
-from rlio.errors import LabelCollisionError, RecordError, UnsafeStorageError
+from rlio.errors import LabelCollisionError, RecordError
 from rlio.resume import ResumeState, prepare_resume
 from rlio.schema import fast_check
 from rlio.storage.base import Appender, Storage
 from rlio.storage.opener import open_storage
 from rlio.storage.tail import repair_torn_tail
-from rlio.writer.lease import LEASE_SECONDS, join_run, refuse_attached, release, require_lease
+from rlio.writer import lease as run_lease
 from rlio.writer.logtree_files import logtree_block
 from rlio.writer.rollouts import cross_check, ordered_rollout, stream_rollouts
 from rlio.writer.support import (
@@ -88,29 +88,27 @@ class RunWriter:
         nonfinite: NonFinite = "null",
         check: bool = True,
         attach: bool = False,
-        lease_seconds: float = LEASE_SECONDS,
+        lease_seconds: float = run_lease.LEASE_SECONDS,
     ) -> None:
         if layout not in (None, "flat", "nested"):
             raise ValueError(f"layout must be 'flat', 'nested' or None, got {layout!r}")
         if nonfinite not in ("null", "token"):
             raise ValueError(f"nonfinite must be 'null' or 'token', got {nonfinite!r}")
-        if resume and attach:
-            raise ValueError("resume=True rewinds the run: only its lease holder may, not an "
-                             "attached writer (attach=True)")
         self.log_path: str = os.fspath(log_path)
         self._attach = attach
         self._storage = open_storage(self.log_path, create=not attach)
-        self._lease = join_run(self._storage, attach=attach, lease_seconds=lease_seconds)
+        self._lease = run_lease.join_run(self._storage, attach=attach, resume=resume,
+                                         lease_seconds=lease_seconds)
         # (a check that refuses reopening an existing run belongs here; attach bypasses it)
         try:
             self._open(layout, resume=resume, nonfinite=nonfinite, check=check)
         except BaseException:
-            release(self._lease)
+            run_lease.release(self._lease)
             raise
 
     def _open(self, layout: L.Layout | None, *, resume: bool, nonfinite: NonFinite,
               check: bool) -> None:
-        """Everything the constructor does once the run's lease is held (or attached)."""
+        """The rest of the constructor, once the run's lease is held (or attached)."""
         self._nonfinite: NonFinite = nonfinite
         self._check = check
         found = L.detect_layout((e.path for e in self._storage.walk()), first=True)
@@ -145,7 +143,7 @@ class RunWriter:
             for rel in (L.METRICS, L.CHECKPOINTS):  # a crashed run: keep torn tails aside
                 repair_torn_tail(self._storage, rel)  # (leaves symlinks alone)
         self._repaired = {L.METRICS, L.CHECKPOINTS}
-        self._open_metrics()
+        run_lease.open_metrics(self._storage, lambda: self._appender(L.METRICS, repair=False))
 
     # -- properties and lifecycle ------------------------------------------------------------
 
@@ -196,27 +194,12 @@ class RunWriter:
                     finally:
                         app.close()
         finally:
-            release(self._lease)
+            run_lease.release(self._lease)
 
     def _require_open(self) -> None:
         if self._closed:
             raise ValueError(f"RunWriter for {self.log_path!r} is closed")
-        require_lease(self._lease, self.log_path)
-
-    def _open_metrics(self) -> None:
-        """Open ``metrics.jsonl`` for appending, creating it empty in a new run.
-
-        A writer killed right after opening then leaves a run with its required metrics file (a
-        run with no record yet, not a broken one). A symbolic link is left alone: ``log_metrics``
-        refuses it when called.
-        """
-        try:
-            self._appender(L.METRICS, repair=False)  # local: O_APPEND | O_CREAT creates it
-        except UnsafeStorageError:
-            return
-        if not self._storage.is_local and self._storage.stat(L.METRICS) is None:
-            with contextlib.suppress(UnsafeStorageError):  # created meanwhile by another writer
-                self._storage.replace(L.METRICS, b"")  # object stores: create-if-absent
+        run_lease.require_lease(self._lease, self.log_path)
 
     # -- names and paths ---------------------------------------------------------------------
 
@@ -431,7 +414,7 @@ class RunWriter:
                 ``on_unserializable="repr"`` such values are written as their ``repr()``.
         """
         self._require_open()
-        refuse_attached(self._lease, self._attach, f"write_config: {L.CONFIG}", self.log_path)
+        run_lease.refuse_attached(self._attach, f"write_config: {L.CONFIG}", self.log_path)
         data = config_bytes(obj, on_unserializable=on_unserializable, nonfinite=self._nonfinite)
         self._storage.replace(L.CONFIG, data)
 
@@ -444,8 +427,7 @@ class RunWriter:
                 a git repository.
         """
         self._require_open()
-        refuse_attached(self._lease, self._attach, f"write_code_diff: {L.CODE_DIFF}",
-                        self.log_path)
+        run_lease.refuse_attached(self._attach, f"write_code_diff: {L.CODE_DIFF}", self.log_path)
         if text is None:
             data = git_diff()
         elif isinstance(text, bytes):

@@ -118,7 +118,7 @@ def test_repair_of_missing_file_creates_nothing(tmp_path: pathlib.Path) -> None:
 
 
 def test_opening_a_new_run_creates_an_empty_metrics_file(tmp_path: pathlib.Path) -> None:
-    """Opening a new run creates metrics.jsonl empty (and its lease, gone on close), nothing else."""
+    """A new run gets an empty metrics.jsonl (and its lease, gone on close), nothing else."""
     run = RunWriter(tmp_path / "run")
     assert (tmp_path / "run" / "metrics.jsonl").read_bytes() == b""
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [".rlio-lease", "metrics.jsonl"]
