@@ -198,14 +198,15 @@ def test_rollout_summaries_are_replaced_whole(tmp_path: pathlib.Path) -> None:
 
 
 def test_logtree_writes_json_and_html_on_exit(tmp_path: pathlib.Path) -> None:
-    """The logtree block writes the JSON (path = its HTML twin) and a complete escaped HTML."""
+    """The logtree block writes the JSON (path = its HTML twin) and a complete escaped HTML,
+    both carrying one write id (the JSON's first key, a meta tag of the HTML)."""
     with RunWriter(tmp_path, layout="nested") as run, \
             run.logtree(4, title="RL Iteration 4", evaluator="my eval") as lt:
         with lt.section("Group Rollout"):
             lt.conversation([{"role": "assistant", "content": "<script>alert(1)</script>"}])
         assert not (tmp_path / "iteration_000004").exists()  # nothing before the block ends
     doc = json.loads((tmp_path / "iteration_000004" / "eval_my_eval_logtree.json").read_text())
-    assert list(doc) == ["title", "started_at", "path", "root"]
+    assert list(doc) == ["write_id", "title", "started_at", "path", "root"]
     assert doc["title"] == "RL Iteration 4"
     assert doc["path"].endswith("iteration_000004/eval_my_eval.html")
     assert pathlib.Path(doc["path"]).resolve() == \
@@ -213,6 +214,7 @@ def test_logtree_writes_json_and_html_on_exit(tmp_path: pathlib.Path) -> None:
     html = (tmp_path / "iteration_000004" / "eval_my_eval.html").read_text()
     assert html.lower().startswith("<!doctype html>") and html.rstrip().endswith("</html>")
     assert "<script>alert(1)</script>" not in html
+    assert f'<meta name="rlio-write-id" content="{doc["write_id"]}">' in html
 
 
 def test_logtree_is_written_when_the_block_raises(tmp_path: pathlib.Path) -> None:
