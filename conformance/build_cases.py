@@ -1192,6 +1192,18 @@ def _html_only_nested() -> Case:
 
 
 @case
+def _twins_from_two_writes() -> Case:
+    files = base_run("flat", 1, evals=(), extras=False)
+    j, h = it_path("flat", 0, "logtree"), it_path("flat", 0, "html")
+    files[j] = pretty({"write_id": "1111aaaa2222bbbb", **json.loads(files[j])})
+    files[h] = files[h].replace(
+        b"<head>", b'<head><meta name="rlio-write-id" content="3333cccc4444dddd">', 1)
+    return Case("logtree_twins_from_two_writes", "The logtree JSON and its HTML twin carry "
+                "different write ids: a kill between the two replaces left them from two writes "
+                "(warning).", "§7", files, [F("RL414", "warning", h)])
+
+
+@case
 def _html_bad() -> Case:
     files = base_run("flat", 1, evals=("test",), extras=False)
     a, b = it_path("flat", 0, "html"), it_path("flat", 0, "html", "test")

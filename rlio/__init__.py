@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "RolloutSummary": "rlio.reader",
     "Run": "rlio.reader",
     "RunExistsError": "rlio.errors",
+    "RunInUseError": "rlio.errors",
     "RunNotFoundError": "rlio.errors",
     "RunWriter": "rlio.writer",
     "Severity": "rlio.findings",
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
         ResumeError,
         RlioError,
         RunExistsError,
+        RunInUseError,
         RunNotFoundError,
         UnsafeStorageError,
     )

@@ -45,3 +45,26 @@ class RunNotFoundError(RlioError, FileNotFoundError):
 
 class RunExistsError(RlioError):
     """A run that already holds records was opened for a fresh start (without ``resume=True``)."""
+
+
+class RunInUseError(RlioError):
+    """Another live writer holds the run's lease; names the holder (host, pid, since when).
+
+    Helpers that log beside the lease holder on purpose join with ``RunWriter(path,
+    attach=True)`` instead.
+    """
+
+    def __init__(self, message: str, *, host: str | None = None, pid: int | None = None,
+                 since: str | None = None) -> None:
+        super().__init__(message)
+        self.host = host
+        self.pid = pid
+        self.since = since
+
+
+class AppendError(RlioError, OSError):
+    """An append failed (full disk, I/O error, quota, short write); keeps ``errno``, ``filename``.
+
+    The file was cut back to where it stood before the append (or, where that was impossible,
+    the next append starts on a new line), so nothing half-written is left to glue onto.
+    """

@@ -97,6 +97,8 @@ CATALOGUE: dict[str, CodeInfo] = {
     "RL412": CodeInfo(I, "per-iteration files missing for iterations that metrics record"),
     "RL413": CodeInfo(I, "HTML reports and no logtree JSON at all (a release that wrote HTML "
                          "only)"),
+    "RL414": CodeInfo(W, "logtree JSON and HTML twins come from different writes (write ids "
+                         "differ)"),
     # 5xx: resume
     "RL501": CodeInfo(E, "resumable checkpoint record has no batch"),
 }

@@ -107,6 +107,9 @@ _LABEL_HASH: Final = 8
 #: Largest iteration: a signed 64-bit integer, which every JSON reader keeps exactly and every
 #: file name holds.
 MAX_ITERATION: Final = 2**63 - 1
+#: Where logtree twins carry their shared write id: the JSON's first key and the HTML's meta name.
+WRITE_ID_KEY: Final = "write_id"
+WRITE_ID_META: Final = "rlio-write-id"
 
 _ARTIFACTS: Final[tuple[Artifact, ...]] = ("html", "logtree", "rollout_summaries")
 _ARTIFACT_SUFFIX: Final[dict[Artifact, str]] = {a: KINDS[a].name for a in _ARTIFACTS}

@@ -391,18 +391,20 @@ def read_resume_state(
 
     Raises:
         ResumeError: the resumable record has no integer ``batch`` >= 0 (or a bad ``epoch``):
-            the message and ``.line`` name its line; or the ledger is not a regular file, or a
-            file cannot be read.
+            the message and ``.line`` name its line; or the ledger is not a regular file, or the
+            run or a file cannot be read (permission, I/O: only a missing run or ledger means
+            "none").
     """
     try:
         storage = _as_storage(log_path)
+        return _state_from_scan(storage, _scan_ledger(storage, required_key), required_key)
     except RunNotFoundError:
         return None  # a fresh run: nothing was written yet
-    try:
-        return _state_from_scan(storage, _scan_ledger(storage, required_key), required_key)
-    except OSError as exc:  # e.g. permission denied: the run exists but cannot be read
-        where = exc.filename or storage.display(layout.CHECKPOINTS)
-        raise ResumeError(f"{where}: cannot be read: {exc.strerror or exc}") from exc
+    except OSError as exc:  # permission denied, I/O error: "cannot read" is never "absent"
+        where = exc.filename or (log_path.root if isinstance(log_path, Storage)
+                                 else os.fspath(log_path))
+        raise ResumeError(f"{where}: cannot be read: {exc.strerror or exc}; no restart point "
+                          "can be given for this run") from exc
 
 
 def resume_document(

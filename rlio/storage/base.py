@@ -24,16 +24,18 @@ from typing import BinaryIO, Literal, cast
 
 from rlio.errors import UnsafeStorageError
 from rlio.layout import APPEND_ONLY, parse_path
+from rlio.storage.lease import LEASE_SECONDS, InProcessLease, Lease
 
 EntryKind = Literal["file", "dir", "symlink", "other"]
 
 #: Infix of temporary files written next to their target before an atomic rename.
 TEMP_INFIX = ".rlio-tmp-"
 
-#: Run-relative prefixes object-store backends keep for themselves: batch parts waiting to be
-#: composed into a log, lease objects, and the empty marker that makes a new run exist before
-#: its first file is written. ``walk`` never yields them.
-HIDDEN_PREFIXES = (".rlio-parts/", ".rlio-locks/", ".rlio-run")
+#: Run-relative prefixes backends keep for themselves: batch parts waiting to be composed into a
+#: log, lock objects, the empty marker that makes a new run exist before its first file is
+#: written, the run lease (``rlio.storage.lease``) and the intent record of a tail move in
+#: progress (``rlio.storage.intent``). ``walk`` never yields them.
+HIDDEN_PREFIXES = (".rlio-parts/", ".rlio-locks/", ".rlio-run", ".rlio-lease", ".rlio-intent")
 
 
 def is_log(rel: str) -> bool:
@@ -212,14 +214,29 @@ class Storage(ABC):
         a writer did (``read_resume_state`` on a fresh run) finds an empty run, as on disk.
         """
 
-    def sweep_orphans(self) -> int:
-        """Delete batch parts a crashed writer left behind; the number deleted.
+    def sweep_orphans(self, *, older_than: float | None = None) -> int:
+        """Delete what crashed writers left behind; the number of files deleted.
 
-        Only object stores have any (``.rlio-parts/``); ``open_storage(..., create=True)`` calls
+        Object stores: batch parts (``.rlio-parts/``); ``open_storage(..., create=True)`` calls
         this, so a writer that reopens a run cleans up after a crash. Safe while other writers
-        append: a writer whose part is swept before it was composed uploads it again.
+        append: a writer whose part is swept before it was composed uploads it again. A local
+        disk: the temp files of atomic replaces (``.*.rlio-tmp-*``) last modified before
+        ``older_than`` (``time.time()`` seconds; the lease holder passes when it took the
+        lease, so a live attached writer's temp file is spared).
         """
         return 0
+
+    def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
+        """Take the run's lease for one writer (see ``rlio.storage.lease``).
+
+        This default keeps the lease in a table of this process (right for memory://).
+        ``lease_seconds`` is the expiry of a lease that is renewed (object stores); a lock the
+        OS drops when its holder dies needs none.
+
+        Raises:
+            RunInUseError: another writer holds it; names the holder.
+        """
+        return InProcessLease(self.root)
 
 
 class _ReplaceOnClose(io.BytesIO):

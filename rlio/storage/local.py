@@ -1,15 +1,27 @@
-"""Local run directories: plain ``os`` calls, O_APPEND appends, fsync and ``os.replace``."""
+"""Local run directories: plain ``os`` calls, O_APPEND appends, fsync and ``os.replace``.
+
+A failed append (ENOSPC, EIO, EDQUOT, a short write) leaves nothing behind: the bytes it wrote
+are cut off again under the file's lock before ``AppendError`` is raised, or, where another
+writer appended after them, the next append starts on a new line (never glued onto them).
+"""
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import errno
 import os
 import stat
+import time
 from collections.abc import Callable, Iterator
 from typing import BinaryIO, cast
 
-from rlio.storage.base import TEMP_INFIX, Appender, Entry, Storage
+from rlio.errors import AppendError
+from rlio.storage import intent, locking
+from rlio.storage.base import HIDDEN_PREFIXES, TEMP_INFIX, Appender, Entry, Storage
+from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease, LocalLease
+
+#: Where the ``filelock`` fallback keeps its lock files when ``fcntl`` is missing.
+LOCKS_DIR = ".rlio-locks"
 
 
 def _fsync_dir(path: str) -> None:
@@ -34,44 +46,133 @@ def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
             view = view[os.write(fd, view):]
 
 
+class _Failed(Exception):
+    """An append that failed after ``written`` of its bytes reached the file."""
+
+    def __init__(self, written: int, cause: OSError) -> None:
+        super().__init__(written, cause)
+        self.written = written
+        self.cause = cause
+
+
+def _write_counted(fd: int, data: bytes | memoryview, done: int = 0) -> None:
+    """Write ``data[done:]`` to the end; ``_Failed`` says how much of ``data`` got written."""
+    view = memoryview(data)
+    while done < len(view):
+        try:
+            n = os.write(fd, view[done:])
+        except OSError as exc:
+            raise _Failed(done, exc) from exc
+        if n <= 0:
+            raise _Failed(done, OSError(errno.ENOSPC, "short write: no byte was written"))
+        done += n
+
+
+@contextlib.contextmanager
+def _exclusive(fd: int, lock_path: str) -> Iterator[None]:
+    """The file's inter-process lock: ``flock`` on ``fd``, else the ``filelock`` fallback."""
+    if locking.HAVE_FLOCK:
+        locking.flock(fd)
+        try:
+            yield
+        finally:
+            locking.funlock(fd)
+    else:
+        with locking.fallback_lock(lock_path):
+            yield
+
+
 class _LocalAppender(Appender):
     """O_APPEND file descriptor: one ``write`` per call is atomic against other appenders."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, lock_path: str) -> None:
         self._path = path
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                                       0o644)
+        self._lock_path = lock_path
+        self._real: int | None = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT
+                                         | os.O_CLOEXEC, 0o644)
+        # None while closed, or while a failed append's fragment could not be cut off: the
+        # hot path then takes the slow one, which starts the next line on a fresh line.
+        self._fd: int | None = self._real
 
     def _require_fd(self) -> int:
-        if self._fd is None:
+        if self._real is None:
             raise ValueError(f"append to closed file {self._path}")
-        return self._fd
+        return self._real
 
     # Also the ``line_appender`` (not overridden): a closure over the descriptor is no faster,
     # and this refuses a closed handle instead of writing to a descriptor number reused since.
     def append(self, data: bytes) -> None:
         fd = self._fd  # the metrics hot path: one os.write, a loop only after a short write
         if fd is None:
-            raise ValueError(f"append to closed file {self._path}")
-        n = os.write(fd, data)
+            self._append_slow(data)
+            return
+        try:
+            n = os.write(fd, data)
+        except OSError as exc:
+            raise self._error(exc) from None  # nothing was written
         if n != len(data):
-            _write_all(fd, memoryview(data)[n:])
+            try:
+                _write_counted(fd, data, n)
+            except _Failed as failed:
+                raise self._cut_back(fd, failed) from None
+
+    def _append_slow(self, data: bytes) -> None:
+        """Append after a fragment that could not be cut off: on a new line (or refuse)."""
+        fd = self._require_fd()
+        with _exclusive(fd, self._lock_path):
+            size = os.fstat(fd).st_size
+            lead = b"" if size == 0 or os.pread(fd, 1, size - 1) == b"\n" else b"\n"
+            try:
+                _write_counted(fd, lead + data)
+            except _Failed as failed:
+                raise self._cut_back(fd, failed, locked=True) from None
+        self._fd = fd  # the file ends on a complete line again
+
+    def _error(self, exc: OSError) -> AppendError:
+        return AppendError(exc.errno or errno.EIO,
+                           f"append failed ({exc.strerror or exc}); the file was left at its last "
+                           "complete line", self._path)
+
+    def _cut_back(self, fd: int, failed: _Failed, *, locked: bool = False) -> AppendError:
+        """Cut a failed append's bytes off the file again (under its lock); the error to raise."""
+        if failed.written:
+            end = os.lseek(fd, 0, os.SEEK_CUR)  # O_APPEND: just past the bytes this call wrote
+            ctx = contextlib.nullcontext() if locked else _exclusive(fd, self._lock_path)
+            cut = False
+            with ctx, contextlib.suppress(OSError):
+                if os.fstat(fd).st_size == end:  # nobody appended after them: cut them off
+                    os.ftruncate(fd, end - failed.written)
+                    cut = True
+            if not cut:
+                self._fd = None  # the next append starts on a new line
+        return self._error(failed.cause)
 
     def append_durable(self, data: bytes) -> None:
         fd = self._require_fd()
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        with _exclusive(fd, self._lock_path):
+            size = os.fstat(fd).st_size
+            lead = b"" if size == 0 or os.pread(fd, 1, size - 1) == b"\n" else b"\n"
+            try:
+                _write_counted(fd, lead + data)
+                os.fsync(fd)
+            except _Failed as failed:
+                raise self._cut_back(fd, failed, locked=True) from None
+            except OSError as exc:  # the fsync: the bytes may not be durable; take them back
+                try:
+                    os.ftruncate(fd, size)
+                    os.fsync(fd)
+                except OSError:
+                    self._fd = None
+                raise self._error(exc) from None
+            if self._fd is None:
+                self._fd = fd
 
     def flush(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
+        if self._real is not None:
+            os.fsync(self._real)
 
     def close(self) -> None:
-        fd, self._fd = self._fd, None
+        fd, self._real, self._fd = self._real, None, None
         if fd is not None:
             os.close(fd)
 
@@ -89,7 +190,11 @@ class LocalStorage(Storage):
         return os.path.join(self.root, *rel.split("/")) if rel else self.root
 
     def exists(self) -> bool:
-        return os.path.isdir(self.root)
+        """True when the run directory exists; permission and I/O errors raise (never "absent")."""
+        try:
+            return stat.S_ISDIR(os.stat(self.root).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
 
     def create(self) -> None:
         os.makedirs(self.root, exist_ok=True)
@@ -106,16 +211,27 @@ class LocalStorage(Storage):
         return Entry(rel, "other")
 
     def walk(self) -> Iterator[Entry]:
+        """See ``Storage.walk``; rlio's own hidden files are skipped.
+
+        A run directory that cannot be listed (permission, I/O) raises: only a missing one is
+        empty. A subdirectory that cannot be listed is reported and not descended into.
+        """
         stack = [""]
         while stack:
             rel_dir = stack.pop()
             try:
                 it = os.scandir(self._abs(rel_dir))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
             except OSError:
+                if not rel_dir:
+                    raise
                 continue
             with it:
                 for de in sorted(it, key=lambda d: d.name):
                     rel = f"{rel_dir}/{de.name}" if rel_dir else de.name
+                    if not rel_dir and (de.name + "/").startswith(HIDDEN_PREFIXES):
+                        continue
                     try:
                         st = de.stat(follow_symlinks=False)
                     except OSError:
@@ -128,8 +244,8 @@ class LocalStorage(Storage):
         full = self._abs(rel)
         try:
             st = os.lstat(full)
-        except OSError:
-            return None
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # only a missing entry is absent: EACCES or EIO raise
         return self._entry(rel, st, full)
 
     def open_read(self, rel: str) -> BinaryIO:
@@ -185,23 +301,58 @@ class LocalStorage(Storage):
             raise
         _fsync_dir(parent)
 
+    def _lock_path(self, rel: str) -> str:
+        """The ``filelock`` fallback's lock file of ``rel`` (unused where ``flock`` exists)."""
+        return os.path.join(self.root, LOCKS_DIR, *rel.split("/")) + ".lock"
+
     def appender(self, rel: str) -> Appender:
         full = self._abs(rel)
         os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
-        return _LocalAppender(full)
+        return _LocalAppender(full, self._lock_path(rel))
 
     @contextlib.contextmanager
     def lock(self, rel: str) -> Iterator[None]:
         full = self._abs(rel)
         os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
+        if not locking.HAVE_FLOCK:
+            with locking.fallback_lock(self._lock_path(rel)):
+                yield
+            return
         fd = os.open(full, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            locking.flock(fd)
             yield
         finally:
             os.close(fd)  # closing releases the flock
 
+    def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
+        """An exclusive lock on ``<run>/.rlio-lease`` the OS drops when the holder dies."""
+        return LocalLease(self._abs(LEASE_NAME))
+
+    def sweep_orphans(self, *, older_than: float | None = None) -> int:
+        """Undo half-done tail moves (``intent.recover``), then delete the temp files of atomic
+        replaces last modified before ``older_than`` (all without it); the files deleted."""
+        intent.recover(self.root)
+        cutoff = time.time() if older_than is None else older_than
+        n = 0
+        for entry in self.walk():
+            name = entry.path.rsplit("/", 1)[-1]
+            if entry.kind != "file" or not name.startswith(".") or TEMP_INFIX not in name:
+                continue
+            full = self._abs(entry.path)
+            with contextlib.suppress(FileNotFoundError):
+                if os.lstat(full).st_mtime <= cutoff:
+                    os.unlink(full)
+                    n += 1
+        return n
+
     def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
+        """See ``Storage.move_tail``; crash-safe through an intent record (``storage.intent``).
+
+        The intent (file, offset, the sidecar's size before) is made durable before the move
+        and removed after it; a lease holder that finds one undoes the half-done move
+        (``intent.recover``), so the bytes are never left in both files.
+        """
         full = self._abs(rel)
         size = os.path.getsize(full)
         if offset >= size:
@@ -210,8 +361,18 @@ class LocalStorage(Storage):
         side = self._abs(sidecar)
         fd = os.open(side, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
-            _write_all(fd, moved if moved.endswith(b"\n") else moved + b"\n")
-            os.fsync(fd)
+            side_size = os.fstat(fd).st_size
+            record = intent.write(self.root, rel=rel, offset=offset, end=size, sidecar=sidecar,
+                                  sidecar_size=side_size)
+            try:
+                _write_all(fd, moved if moved.endswith(b"\n") else moved + b"\n")
+                os.fsync(fd)
+            except OSError:
+                with contextlib.suppress(OSError):  # a full disk: take the copy back
+                    os.ftruncate(fd, side_size)
+                    os.fsync(fd)
+                    intent.clear(record)
+                raise
         finally:
             os.close(fd)
         os.truncate(full, offset)
@@ -220,6 +381,7 @@ class LocalStorage(Storage):
             os.fsync(fd)
         finally:
             os.close(fd)
+        intent.clear(record)
         return len(moved)
 
     def open(self, rel: str, mode: str = "rb") -> BinaryIO:

@@ -131,6 +131,7 @@ class _Validator:
     def run(self, entries: list[Entry]) -> list[Finding]:
         """Validate every entry of the run, then run the cross-file checks."""
         view = self._classify(entries)
+        view.storage = self.storage
         self.layout = view.layout
         rank = {kind: i for i, kind in enumerate(RUN_ORDER)}
         for rel in sorted(view.files, key=lambda r: (rank.get(view.files[r].kind, len(rank)), r)):

@@ -2,15 +2,19 @@
 
 The JSON is written before its HTML twin, so a crash in between leaves JSON without HTML (an
 info finding), never HTML without its JSON (a warning). Both are written also when the block
-raises, with the exception recorded into the tree first.
+raises, with the exception recorded into the tree first. Both twins of one write carry the same
+random write id (the JSON's first key ``write_id``, the HTML's ``<meta name="rlio-write-id">``),
+so twins from different writes (a kill between the two replaces) are detectable (RL414).
 """
 
 from __future__ import annotations
 
 import contextlib
+import secrets
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from rlio import layout as L
 from rlio.storage.base import Storage
 
 if TYPE_CHECKING:
@@ -45,6 +49,16 @@ def logtree_block(storage: Storage, title: str, *, html_rel: str,
 
 
 def _write_logtree(storage: Storage, tree: LogTree, *, html_rel: str, json_rel: str) -> None:
-    """Replace the tree's JSON (its ``path``: the HTML twin's full path or URI), then its HTML."""
-    storage.replace(json_rel, tree.to_json_bytes(path=storage.display(html_rel)))
-    storage.replace(html_rel, tree.to_html(page=html_rel).encode("utf-8"))
+    """Replace the tree's JSON (its ``path``: the HTML twin's full path or URI), then its HTML.
+
+    Both carry one new write id, first in the JSON object and in the HTML's head.
+    """
+    wid = secrets.token_hex(8)
+    body = tree.to_json_bytes(path=storage.display(html_rel))
+    if body.startswith(b"{"):
+        body = b'{\n  "%s": "%s",%s' % (L.WRITE_ID_KEY.encode(), wid.encode(), body[1:])
+    storage.replace(json_rel, body)
+    meta = f'<head>\n<meta name="{L.WRITE_ID_META}" content="{wid}">\n'
+    page = tree.to_html(page=html_rel).replace("<head>\n", meta, 1)
+    storage.replace(html_rel, page.encode("utf-8"))
+

@@ -30,12 +30,13 @@ from rlio import layout as L
 from rlio._codec.jsonl import _LINE_OPTS, INT_MAX, INT_MIN, NonFinite, encode_line, normalize_value
 from rlio._codec.normalize import OnUnserializable, checked_slow, config_bytes
 from rlio._schema.rollout_scan import rollout_scan
-from rlio.errors import LabelCollisionError, RecordError, UnsafeStorageError
+from rlio.errors import LabelCollisionError, RecordError
 from rlio.resume import ResumeState, prepare_resume
 from rlio.schema import fast_check
 from rlio.storage.base import Appender, Storage
 from rlio.storage.opener import open_storage
 from rlio.storage.tail import repair_torn_tail
+from rlio.writer import lease as run_lease
 from rlio.writer.logtree_files import logtree_block
 from rlio.writer.rollouts import cross_check, ordered_rollout, stream_rollouts
 from rlio.writer.support import (
@@ -74,6 +75,11 @@ class RunWriter(TimingVerbs):
             ``NaN``/``Infinity`` like Python's ``json`` (parity with older readers).
         check: check each record against its schema (and rollout summaries against SPEC §9)
             before writing. Turn off only when the records are known good.
+        attach: join a live run as a helper, without its lease (see ``rlio.writer.lease``).
+        lease_seconds: lease expiry on object stores (renewed every third of it).
+
+    Raises:
+        RunInUseError: another live writer holds the run's lease.
 
     Thread-safe: threads sharing a writer never interleave lines. Use as a context manager, or
     call ``close()``.
@@ -88,22 +94,35 @@ class RunWriter(TimingVerbs):
         nonfinite: NonFinite = "null",
         check: bool = True,
         attach: bool = False,
+        lease_seconds: float = run_lease.LEASE_SECONDS,
     ) -> None:
         if layout not in (None, "flat", "nested"):
             raise ValueError(f"layout must be 'flat', 'nested' or None, got {layout!r}")
         if nonfinite not in ("null", "token"):
             raise ValueError(f"nonfinite must be 'null' or 'token', got {nonfinite!r}")
         self.log_path: str = os.fspath(log_path)
-        self._storage = open_storage(self.log_path, create=True)
+        self._attach = attach
+        self._storage = open_storage(self.log_path, create=not attach)
+        self._lease = run_lease.join_run(self._storage, attach=attach, resume=resume,
+                                         lease_seconds=lease_seconds)
+        try:
+            self._open(layout, resume=resume, nonfinite=nonfinite, check=check)
+        except BaseException:
+            run_lease.release(self._lease)
+            raise
+
+    def _open(self, layout: L.Layout | None, *, resume: bool, nonfinite: NonFinite,
+              check: bool) -> None:
+        """The rest of the constructor, once the run's lease is held (or attached)."""
         self._nonfinite: NonFinite = nonfinite
         self._check = check
         found = L.detect_layout((e.path for e in self._storage.walk()), first=True)
         if found is not None and layout is not None and found != layout:
             warnings.warn(
                 f"run {self.log_path!r} already uses the {found} layout; keeping it instead of "
-                f"the requested {layout!r}", UserWarning, stacklevel=2,
+                f"the requested {layout!r}", UserWarning, stacklevel=3,
             )
-        if not resume and not attach:
+        if not resume and not self._attach:
             refuse_fresh_start(self._storage, has_iteration_files=found is not None)
         self._layout: L.Layout = found or layout or "flat"
         self._lock = threading.Lock()
@@ -130,9 +149,11 @@ class RunWriter(TimingVerbs):
         self.resume_state: ResumeState | None = None
         if resume:
             self.resume_state = prepare_resume(self._storage, required_key="state_path")
-        for rel in (L.METRICS, L.CHECKPOINTS):  # reopening a crashed run: keep torn tails aside
-            repair_torn_tail(self._storage, rel)  # (leaves symlinks alone; appends refuse them)
-        self._open_metrics()
+        if not self._attach:  # the lease holder only: attached writers never repair
+            for rel in (L.METRICS, L.CHECKPOINTS):  # a crashed run: keep torn tails aside
+                repair_torn_tail(self._storage, rel)  # (leaves symlinks alone)
+        self._repaired = {L.METRICS, L.CHECKPOINTS}
+        run_lease.open_metrics(self._storage, lambda: self._appender(L.METRICS, repair=False))
 
     # -- properties and lifecycle ------------------------------------------------------------
 
@@ -175,31 +196,20 @@ class RunWriter(TimingVerbs):
                 return
             self._closed = True
             appenders, self._appenders = self._appenders, {}
-        for rel, app in appenders.items():
-            with self._file_locks[rel]:
-                try:
-                    app.flush()
-                finally:
-                    app.close()
+        try:
+            for rel, app in appenders.items():
+                with self._file_locks[rel]:
+                    try:
+                        app.flush()
+                    finally:
+                        app.close()
+        finally:
+            run_lease.release(self._lease)
 
     def _require_open(self) -> None:
         if self._closed:
             raise ValueError(f"RunWriter for {self.log_path!r} is closed")
-
-    def _open_metrics(self) -> None:
-        """Open ``metrics.jsonl`` for appending, creating it empty in a new run.
-
-        A writer killed right after opening then leaves a run with its required metrics file (a
-        run with no record yet, not a broken one). A symbolic link is left alone: ``log_metrics``
-        refuses it when called.
-        """
-        try:
-            self._appender(L.METRICS, repair=False)  # local: O_APPEND | O_CREAT creates it
-        except UnsafeStorageError:
-            return
-        if not self._storage.is_local and self._storage.stat(L.METRICS) is None:
-            with contextlib.suppress(UnsafeStorageError):  # created meanwhile by another writer
-                self._storage.replace(L.METRICS, b"")  # object stores: create-if-absent
+        run_lease.require_lease(self._lease, self.log_path)
 
     # -- names and paths ---------------------------------------------------------------------
 
@@ -275,8 +285,8 @@ class RunWriter(TimingVerbs):
             app = self._appenders.get(rel)
             if app is None:
                 refuse_symlinks(self._storage, rel)
-                if repair:  # again: another process may have crashed since this writer opened
-                    repair_torn_tail(self._storage, rel)
+                if repair and not self._attach and rel not in self._repaired:
+                    repair_torn_tail(self._storage, rel)  # lease holder: a crash's torn tail
                 app = self._appenders[rel] = self._storage.appender(rel)
                 if rel == L.METRICS:
                     self._arm_metrics(app)
@@ -418,6 +428,7 @@ class RunWriter(TimingVerbs):
                 ``on_unserializable="repr"`` such values are written as their ``repr()``.
         """
         self._require_open()
+        run_lease.refuse_attached(self._attach, f"write_config: {L.CONFIG}", self.log_path)
         data = config_bytes(obj, on_unserializable=on_unserializable, nonfinite=self._nonfinite)
         self._storage.replace(L.CONFIG, data)
 
@@ -430,6 +441,7 @@ class RunWriter(TimingVerbs):
                 a git repository.
         """
         self._require_open()
+        run_lease.refuse_attached(self._attach, f"write_code_diff: {L.CODE_DIFF}", self.log_path)
         if text is None:
             data = git_diff()
         elif isinstance(text, bytes):

@@ -16,7 +16,7 @@ _RECORDER = textwrap.dedent("""
     import sys
     from rlio import RunWriter
     run, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    with RunWriter(run) as w:
+    with RunWriter(run, attach=True) as w:  # helpers beside the run's writer: no lease
         print("ready", flush=True)
         sys.stdin.readline()  # start together
         for i in range(n):
@@ -26,8 +26,9 @@ _RECORDER = textwrap.dedent("""
 
 
 def test_four_processes_times_500_checkpoints(tmp_path: Path) -> None:
-    """4 processes x 500 record_checkpoint calls: all 2,000 records once each, none interleaved."""
+    """4 attached processes x 500 record_checkpoint calls: 2,000 records once each, whole."""
     n, who = 500, ["a", "b", "c", "d"]
+    RunWriter(tmp_path).close()  # the run exists; the recorders attach to it
     procs = [subprocess.Popen([sys.executable, "-c", _RECORDER, str(tmp_path), w, str(n)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE) for w in who]
     for p in procs:

@@ -20,7 +20,7 @@ import sys
 from rlio import RunWriter
 
 uri, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-with RunWriter(uri) as run:
+with RunWriter(uri, attach=True) as run:  # a helper beside the run's writer: no lease
     for i in range(n):
         run.record_checkpoint(f"{i:06d}", writer=tag, seq=i)
 """
@@ -31,7 +31,7 @@ from rlio import RunWriter
 from rlio import read_resume_state
 
 uri = sys.argv[1]
-with RunWriter(uri) as run:
+with RunWriter(uri, lease_seconds=2.0) as run:  # a short lease: the test restarts after a kill
     state = read_resume_state(run.log_path)  # None on a fresh run
     start = state.next_batch if state else 0
     run.write_config({"lr": 1e-4, "seed": 0})
@@ -61,6 +61,9 @@ def _parts(uri: str) -> list[dict[str, Any]]:
 
 
 def _concurrent_checkpoints(uri: str, writers: int, n: int) -> None:
+    from rlio import RunWriter
+
+    RunWriter(uri).close()  # the run exists; the checkpointers attach to it
     procs = [_run(CHECKPOINTER, uri, f"w{k}", str(n)) for k in range(writers)]
     for p in procs:
         _, err = p.communicate(timeout=600)
@@ -78,6 +81,22 @@ def _concurrent_checkpoints(uri: str, writers: int, n: int) -> None:
 def test_four_writer_processes_lose_duplicate_and_tear_nothing(gs_uri: str) -> None:
     """4 processes x 500 record_checkpoint calls on one gs:// ledger: 0 lost, 0 dup, 0 torn."""
     _concurrent_checkpoints(gs_uri, 4, 500)
+
+
+def _reopen_after_expiry(uri: str) -> Any:
+    """``RunWriter(uri, resume=True)`` once the killed writer's 2 s lease has expired."""
+    import time
+
+    from rlio import RunInUseError, RunWriter
+
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return RunWriter(uri, resume=True)
+        except RunInUseError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def _kill_after(proc: subprocess.Popen[str], acks: int) -> int:
@@ -101,6 +120,7 @@ def test_a_killed_writer_keeps_every_acknowledged_checkpoint_and_the_run_resumes
     """SIGKILL a gs:// writer next to a live one; resume, validate and the CLI work from the URI."""
     from rlio import RunWriter, read_resume_state, validate_run
 
+    RunWriter(gs_uri).close()  # the run exists before the side checkpointer attaches to it
     trainer = _run(TRAINER, gs_uri, "100000")
     side = _run(CHECKPOINTER, gs_uri, "side", "25")
     acked = _kill_after(trainer, 6)
@@ -115,7 +135,7 @@ def test_a_killed_writer_keeps_every_acknowledged_checkpoint_and_the_run_resumes
 
     state = read_resume_state(gs_uri)
     assert state is not None and state.next_batch == mine[-1] >= acked
-    with RunWriter(gs_uri, resume=True) as run:  # a new writer reopens the run
+    with _reopen_after_expiry(gs_uri) as run:  # a new writer takes the dead one's lease over
         assert run.resume_state is not None and run.resume_state.next_batch == mine[-1]
         for i in range(state.next_batch, state.next_batch + 3):
             run.log_metrics({"progress/batch": i}, step=i)

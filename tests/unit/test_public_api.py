@@ -25,6 +25,7 @@ PUBLIC = [
     "RolloutSummary",
     "Run",
     "RunExistsError",
+    "RunInUseError",
     "RunNotFoundError",
     "RunWriter",
     "Severity",

@@ -17,6 +17,7 @@ What each operation costs and guarantees:
 - ``move_tail``: the tail reaches the sidecar durably first; the log is then rewritten with
   ``ifGenerationMatch``. If composes landed in between, the rewrite keeps them; if anything else
   changed the log, it is refused and left as it was.
+- ``acquire_lease``: the run's one-writer lease, renewed while held (``rlio.storage.gcs.lease``).
 - ``lock(rel)``: a lease object created with ``ifGenerationMatch=0`` under ``.rlio-locks/``, held
   for short repairs only; a lease older than ``LEASE_SECONDS`` (a crashed holder) is broken.
 """
@@ -48,6 +49,9 @@ from rlio.storage.gcs.api import (
     generation,
 )
 from rlio.storage.gcs.append import GcsAppender
+from rlio.storage.gcs.lease import GcsLease
+from rlio.storage.lease import LEASE_NAME, Lease
+from rlio.storage.lease import LEASE_SECONDS as DEFAULT_LEASE_SECONDS
 
 
 class _RangeReader(io.RawIOBase):
@@ -193,7 +197,7 @@ class GcsStorage(Storage):
         return GcsAppender(self.api, self.key(rel), f"{self.key(PARTS_DIR)}/{rel}",
                            ctype=content_type(rel), display=self.display(rel))
 
-    def sweep_orphans(self) -> int:
+    def sweep_orphans(self, *, older_than: float | None = None) -> int:
         n = 0
         try:
             for obj in list(self.api.list(self.key(PARTS_DIR) + "/")):
@@ -201,6 +205,10 @@ class GcsStorage(Storage):
         except FileNotFoundError:  # no such bucket yet: nothing to sweep
             return 0
         return n
+
+    def acquire_lease(self, *, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> Lease:
+        """The run lease: a renewed object taken with a generation precondition (``gcs.lease``)."""
+        return GcsLease(self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds)
 
     @contextlib.contextmanager
     def lock(self, rel: str) -> Iterator[None]:

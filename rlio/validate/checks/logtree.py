@@ -1,12 +1,17 @@
-"""Checks of logtree documents (SPEC §7) beyond the schema: RL203, RL204, RL410."""
+"""Checks of logtree documents (SPEC §7) beyond the schema: RL203, RL204, RL410; twins: RL414."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
+from rlio import layout
 from rlio._schema.loader import load_schema
+from rlio.findings import Finding, finding
 from rlio.layout import RunPath, twin_path
+from rlio.storage.base import Storage
+from rlio.validate.checks.view import RunView
 from rlio.validate.scan import Sink, short
 
 _OFFSET = re.compile(r"(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)$")
@@ -60,3 +65,42 @@ def logtree_checks(doc: Any, sink: Sink, rp: RunPath) -> None:
         if isinstance(children, list):
             stack.extend((c, f"{ptr}/children/{i}") for i, c in enumerate(children)
                          if isinstance(c, dict))
+
+
+_HTML_ID = re.compile(rb'<meta name="%s" content="([0-9A-Za-z_-]{1,64})"'
+                      % re.escape(layout.WRITE_ID_META.encode()))
+_JSON_ID = re.compile(rb'^\s*\{\s*"%s"\s*:\s*"([0-9A-Za-z_-]{1,64})"'
+                      % re.escape(layout.WRITE_ID_KEY.encode()))
+
+
+def _write_id(storage: Storage, rel: str, pattern: re.Pattern[bytes], n: int) -> bytes | None:
+    """The write id in the first ``n`` bytes of ``rel`` (None when absent or unreadable)."""
+    try:
+        m = pattern.search(storage.read_range(rel, 0, n))
+    except OSError:
+        return None  # the per-file pass reports unreadable files
+    return m.group(1) if m else None
+
+
+def twin_write_ids(view: RunView) -> Iterator[Finding]:
+    """Logtree twins written by rlio carry one write id; different ids: different writes (RL414).
+
+    Reads the JSON's first bytes (rlio writes ``write_id`` first) and the HTML's head; twins
+    where neither carries an id (the cookbook's) are not judged.
+    """
+    if view.storage is None:
+        return
+    for rel, rp in sorted(view.files.items()):
+        if rp.kind != "html":
+            continue
+        twin = twin_path(rp, "logtree")
+        if twin not in view.files:
+            continue
+        page = _write_id(view.storage, rel, _HTML_ID, 4096)
+        doc = _write_id(view.storage, twin, _JSON_ID, 256)
+        if page != doc:
+            shown = [("none" if x is None else x.decode()) for x in (doc, page)]
+            yield finding("RL414", f"{view.display.get(twin, twin)} has write id {shown[0]} but "
+                                   f"its HTML twin has {shown[1]}: the two come from different "
+                                   "writes (a crash between the two replaces)",
+                          file=view.display[rel])

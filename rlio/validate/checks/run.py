@@ -8,6 +8,7 @@ from typing import Final
 from rlio import layout
 from rlio.findings import Finding, finding
 from rlio.layout import twin_path
+from rlio.validate.checks.logtree import twin_write_ids
 from rlio.validate.checks.view import RunView
 
 CrossFileCheck = Callable[[RunView], Iterator[Finding]]
@@ -90,6 +91,7 @@ CROSS_FILE_CHECKS: Final[tuple[CrossFileCheck, ...]] = (
     required_files,
     mixed_layout,
     html_twins,
+    twin_write_ids,
     checkpoint_beyond_metrics,
 )
 

@@ -11,6 +11,7 @@ import functools
 from dataclasses import dataclass, field
 
 from rlio.layout import RunPath
+from rlio.storage.base import Storage
 
 
 @dataclass
@@ -41,6 +42,7 @@ class RunView:
         display: path -> the name findings show (valid UTF-8).
         metrics: facts from metrics.jsonl, if it was read.
         checkpoints: facts from checkpoints.jsonl, if it was read.
+        storage: the run, for cross-file checks that read a few bytes of a file.
     """
 
     layout: str | None
@@ -49,6 +51,7 @@ class RunView:
     display: dict[str, str]
     metrics: MetricsFacts | None = None
     checkpoints: CheckpointFacts | None = None
+    storage: Storage | None = None
 
     @functools.cached_property
     def iterations(self) -> frozenset[int]:

@@ -36,14 +36,14 @@ def test_metrics_line_is_visible_before_log_metrics_returns(tmp_path: pathlib.Pa
 
 
 def test_metrics_use_one_persistent_handle(tmp_path: pathlib.Path) -> None:
-    """Logging many records opens one file descriptor, not one per record; close releases it."""
+    """Logging many records opens one file descriptor (plus the lease's), not one per record."""
     before = open_fds()
     run = RunWriter(tmp_path)
     run.log_metrics({"x": 0}, step=0)
     during = open_fds()
     for i in range(1, 200):
         run.log_metrics({"x": i}, step=i)
-    assert open_fds() == during == before + 1
+    assert open_fds() == during == before + 2  # metrics.jsonl and the run's lease
     run.close()
     assert open_fds() == before
     assert len(read_jsonl(tmp_path / "metrics.jsonl")) == 200
@@ -120,11 +120,12 @@ def test_repair_of_missing_file_creates_nothing(tmp_path: pathlib.Path) -> None:
 
 
 def test_opening_a_new_run_creates_an_empty_metrics_file(tmp_path: pathlib.Path) -> None:
-    """Opening a new run creates metrics.jsonl empty (and nothing else), before any record."""
+    """A new run gets an empty metrics.jsonl (and its lease, gone on close), nothing else."""
     run = RunWriter(tmp_path / "run")
     assert (tmp_path / "run" / "metrics.jsonl").read_bytes() == b""
-    assert [p.name for p in (tmp_path / "run").iterdir()] == ["metrics.jsonl"]
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [".rlio-lease", "metrics.jsonl"]
     run.close()
+    assert [p.name for p in (tmp_path / "run").iterdir()] == ["metrics.jsonl"]
 
 
 def test_writer_killed_right_after_opening_leaves_a_not_started_run(
@@ -209,14 +210,15 @@ def test_rollout_summaries_are_replaced_whole(tmp_path: pathlib.Path) -> None:
 
 
 def test_logtree_writes_json_and_html_on_exit(tmp_path: pathlib.Path) -> None:
-    """The logtree block writes the JSON (path = its HTML twin) and a complete escaped HTML."""
+    """The logtree block writes the JSON (path = its HTML twin) and a complete escaped HTML,
+    both carrying one write id (the JSON's first key, a meta tag of the HTML)."""
     with RunWriter(tmp_path, layout="nested") as run, \
             run.logtree(4, title="RL Iteration 4", evaluator="my eval") as lt:
         with lt.section("Group Rollout"):
             lt.conversation([{"role": "assistant", "content": "<script>alert(1)</script>"}])
         assert not (tmp_path / "iteration_000004").exists()  # nothing before the block ends
     doc = json.loads((tmp_path / "iteration_000004" / "eval_my_eval_logtree.json").read_text())
-    assert list(doc) == ["title", "started_at", "path", "root"]
+    assert list(doc) == ["write_id", "title", "started_at", "path", "root"]
     assert doc["title"] == "RL Iteration 4"
     assert doc["path"].endswith("iteration_000004/eval_my_eval.html")
     assert pathlib.Path(doc["path"]).resolve() == \
@@ -224,6 +226,7 @@ def test_logtree_writes_json_and_html_on_exit(tmp_path: pathlib.Path) -> None:
     html = (tmp_path / "iteration_000004" / "eval_my_eval.html").read_text()
     assert html.lower().startswith("<!doctype html>") and html.rstrip().endswith("</html>")
     assert "<script>alert(1)</script>" not in html
+    assert f'<meta name="rlio-write-id" content="{doc["write_id"]}">' in html
 
 
 def test_logtree_is_written_when_the_block_raises(tmp_path: pathlib.Path) -> None:
@@ -285,8 +288,9 @@ _CHILD = textwrap.dedent("""
 
 
 def test_processes_recording_checkpoints_concurrently(tmp_path: pathlib.Path) -> None:
-    """Three processes appending checkpoints at once leave only whole lines, in each's order."""
+    """Three attached processes appending checkpoints at once leave whole lines, in order."""
     n = 40
+    RunWriter(tmp_path).close()  # the run exists; the helpers attach to it
     procs = [subprocess.Popen([sys.executable, "-c", _CHILD, str(tmp_path), f"p{k}", str(n)])
              for k in range(3)]
     for p in procs:

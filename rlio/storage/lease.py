@@ -1,0 +1,179 @@
+"""The run lease: one writer per run at a time (``RunInUseError`` for a second one).
+
+A ``Lease`` is held for the writer's whole life and released by ``release()`` or by the
+holder's death. Its holder is described by ``{"host", "pid", "since"}`` (``since`` an ISO 8601
+UTC time), stored with the lease so that a refused writer can say who holds the run.
+
+- Local disk (``LocalLease``): an exclusive ``flock`` on ``<run>/.rlio-lease`` (the holder's
+  JSON written into it), held on an open descriptor: the OS releases it when the process dies,
+  so a SIGKILLed writer never blocks its restart. The file is removed on release. Where
+  ``fcntl`` is missing, the ``filelock`` library locks ``<run>/.rlio-lease.lock`` instead.
+- memory:// and any backend without a lease of its own (``InProcessLease``): a table in this
+  process (memory:// runs live in one process).
+- gs:// has its own, renewed lease object (``rlio.storage.gcs.lease``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import socket
+import threading
+import time
+from abc import ABC, abstractmethod
+from typing import Any
+
+from rlio.errors import RunInUseError
+from rlio.storage import locking
+
+#: Run-relative name of the lease (a file on disk, an object on gs://); hidden from ``walk``.
+LEASE_NAME = ".rlio-lease"
+#: Default lease expiry on object stores, in seconds (renewed every third of it).
+LEASE_SECONDS = 60.0
+
+
+def holder_info(since: float | None = None) -> dict[str, Any]:
+    """This process as a lease holder: host, pid and since when (ISO 8601, UTC)."""
+    when = datetime.datetime.fromtimestamp(time.time() if since is None else since,
+                                           datetime.UTC)
+    return {"host": socket.gethostname(), "pid": os.getpid(),
+            "since": when.isoformat(timespec="seconds")}
+
+
+def parse_holder(data: bytes) -> dict[str, Any]:
+    """The holder a lease's bytes name (an empty dict when unreadable)."""
+    try:
+        value = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def in_use(where: str, holder: dict[str, Any]) -> RunInUseError:
+    """The error a second writer gets: who holds ``where`` and how to join it instead."""
+    host, pid, since = holder.get("host"), holder.get("pid"), holder.get("since")
+    who = (f"process {pid} on host {host!r} since {since}" if host or pid
+           else "another writer (its holder record is not written yet)")
+    return RunInUseError(
+        f"run {where} is in use: {who} holds its lease. A run has one writer at a time; a "
+        "helper that logs beside it joins with RunWriter(path, attach=True)",
+        host=host if isinstance(host, str) else None,
+        pid=pid if isinstance(pid, int) else None,
+        since=since if isinstance(since, str) else None,
+    )
+
+
+class Lease(ABC):
+    """A held run lease. ``since`` is when it was taken (``time.time()``)."""
+
+    since: float
+    holder: dict[str, Any]
+
+    @property
+    def lost(self) -> bool:
+        """True once another writer took the lease over (only an expiring lease can be lost)."""
+        return False
+
+    @abstractmethod
+    def release(self) -> None:
+        """Give the lease up. Idempotent."""
+
+
+class LocalLease(Lease):
+    """An exclusive lock on ``<run>/.rlio-lease``, held on an open descriptor (see module)."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._fd: int | None = None
+        self._fallback: Any = None
+        self.since = time.time()
+        self.holder = holder_info(self.since)
+        if locking.HAVE_FLOCK:
+            self._take_flock()
+        else:
+            self._take_fallback()
+
+    def _take_flock(self) -> None:
+        while True:
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            if not locking.flock(fd, blocking=False):
+                os.close(fd)
+                raise in_use(os.path.dirname(self._path), _read_holder(self._path))
+            try:
+                same = os.stat(self._path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)  # the previous holder removed this file as it released it: again
+        self._fd = fd
+        data = json.dumps(self.holder).encode()
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, data, 0)
+        except OSError:
+            pass  # a full disk: the lock still holds, only the holder record is missing
+
+    def _take_fallback(self) -> None:
+        import filelock
+
+        lock = locking.portable_lock(self._path + ".lock", timeout=0)
+        try:
+            lock.acquire()
+        except filelock.Timeout:
+            raise in_use(os.path.dirname(self._path), _read_holder(self._path)) from None
+        self._fallback = lock
+        with contextlib.suppress(OSError), open(self._path, "wb") as f:
+            f.write(json.dumps(self.holder).encode())
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        lock, self._fallback = self._fallback, None
+        if fd is None and lock is None:
+            return
+        with contextlib.suppress(OSError):  # while still held: a waiter that opened it retries
+            os.unlink(self._path)
+        if fd is not None:
+            os.close(fd)  # closing releases the flock
+        if lock is not None:
+            lock.release()
+
+
+def _read_holder(path: str) -> dict[str, Any]:
+    """The holder record of a lease file, waiting briefly for a holder that is writing it."""
+    for _ in range(20):
+        try:
+            with open(path, "rb") as f:
+                holder = parse_holder(f.read())
+        except OSError:
+            holder = {}
+        if holder:
+            return holder
+        time.sleep(0.01)
+    return {}
+
+
+_HELD: dict[str, dict[str, Any]] = {}
+_HELD_LOCK = threading.Lock()
+
+
+class InProcessLease(Lease):
+    """A lease in a table of this process, for backends whose runs live in one process."""
+
+    def __init__(self, where: str) -> None:
+        self._where = where
+        self.since = time.time()
+        self.holder = holder_info(self.since)
+        with _HELD_LOCK:
+            if where in _HELD:
+                raise in_use(where, _HELD[where])
+            _HELD[where] = self.holder
+        self._held = True
+
+    def release(self) -> None:
+        with _HELD_LOCK:
+            if self._held:
+                self._held = False
+                _HELD.pop(self._where, None)
