@@ -40,11 +40,12 @@ from rlio.writer.logtree_files import logtree_block
 from rlio.writer.rollouts import cross_check, ordered_rollout, stream_rollouts
 from rlio.writer.support import (
     git_diff,
-    metrics_step_check,
+    metrics_layouts,
     refuse_symlinks,
 )
 
 if TYPE_CHECKING:
+    from rlio._schema.metrics_check import MetricsCheck
     from rlio.logtree.builder import LogTree
 
 
@@ -108,12 +109,12 @@ class RunWriter:
         self._counts = {L.CHECKPOINTS: 0}
         self._closed = False
         # The log_metrics hot path (see there): the metrics file's line_appender, the line
-        # count, the checks of the metrics and of ``step`` (None when unchecked), and whether it
-        # applies.
+        # count, the compiled layout checks of metrics with their step apart (None when
+        # unchecked) and whether the hot path applies at all.
         self._metrics_line: Callable[[bytes], None] | None = None
         self._n_metrics = 0
-        self._metrics_check: Callable[[Any], bool] | None = None
-        self._step_check: Callable[[Any], bool] | None = None
+        self._metrics_layouts: MetricsCheck | None = None
+        self._layout_get: Callable[[tuple[Any, ...]], Any] | None = None
         self._hot = False
         self.resume_state: ResumeState | None = None
         if resume:
@@ -274,11 +275,13 @@ class RunWriter:
         """Set up the ``log_metrics`` hot path once the metrics file is open."""
         self._metrics_line = app.line_appender()
         if self._check:
-            self._metrics_check = self._predicate("metrics-line")
-            self._step_check = metrics_step_check()
+            self._metrics_layouts = metrics_layouts()
+            if self._metrics_layouts is not None:
+                self._layout_get = self._metrics_layouts.layouts.get
         # The hot path splices ``step`` into the encoded metrics: it needs the strict-JSON
         # encoder and, when checking, a schema that judges ``step`` apart from the other keys.
-        self._hot = self._nonfinite == "null" and (not self._check or self._step_check is not None)
+        self._hot = self._nonfinite == "null" and (
+            not self._check or self._metrics_layouts is not None)
 
     def _append(self, rel: str, line: bytes, *, durable: bool) -> None:
         app = self._appenders.get(rel) or self._appender(rel)
@@ -302,33 +305,33 @@ class RunWriter:
                 conflicts with a ``"step"`` key in ``metrics``; nothing is written.
         """
         # The hot path: a plain dict and an int step, as training loops log them. The metrics
-        # are checked without the step (the schema judges each key alone, see
-        # ``metrics_step_check``), encoded in one orjson call and the step spliced in front, so
-        # the dict is never copied; then the appender's line_appender (local: one os.write).
-        # Anything unusual takes the general path.
-        if (type(step) is int and type(metrics) is dict and self._hot
-                and "step" not in metrics and INT_MIN <= step <= INT_MAX):
-            check = self._metrics_check
+        # are checked with the step apart by the compiled check of their key layout (see
+        # ``rlio._schema.metrics_check``), encoded in one orjson call (numpy scalars natively)
+        # and the step spliced in front, so the dict is never copied; then the appender's
+        # line_appender (local: one os.write). Anything unusual takes the general path.
+        if type(metrics) is dict and type(step) is int and self._hot:
+            body = None
+            get = self._layout_get
             try:
-                if check is None or (self._step_check(step) and check(metrics)):  # type: ignore[misc]
-                    body = orjson.dumps(metrics, default=normalize_value, option=_LINE_OPTS)
+                if get is None:  # unchecked: only what orjson can write
+                    if "step" not in metrics and INT_MIN <= step <= INT_MAX:
+                        body = orjson.dumps(metrics, default=normalize_value, option=_LINE_OPTS)
                 else:
-                    body = None
+                    keys = tuple(metrics)
+                    check = get(keys) or self._metrics_layouts.layout(keys)  # type: ignore[union-attr]
+                    if check is not None and check(metrics, step):
+                        body = orjson.dumps(metrics, None, _LINE_OPTS)
             except Exception:  # a user type the check or the encoder trips on: general path
                 body = None
             if body is not None:
                 # body[0] is its "{": replacing it is one copy (a slice and a concatenation: two)
                 line = body.replace(b"{", b'{"step":%d,' % step, 1) if len(body) > 3 else (
                     b'{"step":%d}\n' % step)
-                lock = self._metrics_lock
-                lock.acquire()
-                try:
+                with self._metrics_lock:
                     if self._closed:
                         self._require_open()
                     self._metrics_line(line)  # type: ignore[misc]  # set: _hot implies it
                     self._n_metrics += 1
-                finally:
-                    lock.release()
                 return
         index = self._n_metrics
         if step is not None:

@@ -8,11 +8,14 @@ import functools
 import os
 import subprocess
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlio._schema.loader import load_schema
 from rlio.errors import UnsafeStorageError
 from rlio.storage.base import Storage
+
+if TYPE_CHECKING:
+    from rlio._schema.metrics_check import MetricsCheck
 
 _GIT_TIMEOUT = 30.0
 
@@ -64,6 +67,15 @@ def metrics_step_check() -> Callable[[Any], bool] | None:
     from rlio._schema.blocks import compile_key_check
 
     return compile_key_check(load_schema("metrics-line"), "step")
+
+
+@functools.cache
+def metrics_layouts() -> MetricsCheck | None:
+    """The compiled per-layout checks of metrics lines with the step apart (one per process, so
+    writers share compiled layouts), or None when the schema does not judge key by key."""
+    from rlio._schema.metrics_check import compile_metrics_check
+
+    return compile_metrics_check(load_schema("metrics-line"), "step")
 
 
 def refuse_symlinks(storage: Storage, rel: str) -> None:
