@@ -45,6 +45,12 @@ def logtree_block(storage: Storage, title: str, *, html_rel: str,
 
 
 def _write_logtree(storage: Storage, tree: LogTree, *, html_rel: str, json_rel: str) -> None:
-    """Replace the tree's JSON (its ``path``: the HTML twin's full path or URI), then its HTML."""
-    storage.replace(json_rel, tree.to_json_bytes(path=storage.display(html_rel)))
-    storage.replace(html_rel, tree.to_html().encode("utf-8"))
+    """Replace the tree's JSON (its ``path``: the HTML twin's full path or URI), then its HTML.
+
+    The JSON is compact (whitespace is not part of the format, SPEC §7); both files go through
+    one ``replace_all``: on a local disk two file syncs and one directory sync.
+    """
+    storage.replace_all([
+        (json_rel, tree.to_json_bytes(path=storage.display(html_rel), compact=True)),
+        (html_rel, tree.to_html().encode("utf-8")),
+    ])
