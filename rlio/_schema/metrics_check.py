@@ -43,6 +43,8 @@ _LAYOUT_KEYS_MAX: Final = 4096
 #: numpy scalar type -> the plain type of its ``.item()`` (bool, int or float), for the types
 #: orjson encodes natively; filled as values are seen (numpy is never imported by rlio).
 _ITEM_TYPE: dict[type, type] = {}
+#: The keys of ``_ITEM_TYPE``, as a set the compiled statements test membership in.
+_NUMPY_TYPES: set[type] = set()
 #: The membership set of type-only keys per plain types accepted: a numpy type joins every set
 #: that accepts the type of its ``.item()``.
 _TYPE_SETS: dict[frozenset[type], set[type]] = {}
@@ -64,6 +66,7 @@ def _item_type(x: Any) -> type | None:
         return None
     with _registry_lock:
         _ITEM_TYPE[t] = plain
+        _NUMPY_TYPES.add(t)
         for accepts, members in _TYPE_SETS.items():
             if plain in accepts:
                 members.add(t)
@@ -183,6 +186,9 @@ class MetricsCheck:
             out.append(f"if {first_test} and type({var}) not in {members} and not "
                        f"{learn}({var}, {members}): return False")
             return out
+        if not step:  # a numpy scalar is judged as its .item() (floats first: the common case)
+            out.append(f"if type({var}) is not float and type({var}) in "
+                       f"{comp.const(_NUMPY_TYPES)}: {var} = {var}.item()")
         if not step and not all(interpret(comp.ctx, sub, None) for sub in subs):
             out.append(f"if type({var}) is float and {var} - {var} != 0: return False")
         for sub in subs:

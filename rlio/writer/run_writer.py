@@ -37,7 +37,13 @@ from rlio.storage.base import Appender, Storage
 from rlio.storage.opener import open_storage
 from rlio.storage.tail import repair_torn_tail
 from rlio.writer.logtree_files import logtree_block
-from rlio.writer.rollouts import cross_check, ordered_rollout, stream_rollouts
+from rlio.writer.rollouts import (
+    cross_check,
+    in_order,
+    ordered_rollout,
+    stream_rollouts,
+    stream_straight,
+)
 from rlio.writer.support import (
     git_diff,
     metrics_layouts,
@@ -435,7 +441,8 @@ class RunWriter:
         ``iteration`` are filled in when absent and must match the call when present; every
         other key is required. With ``check`` on, ``(group_idx, traj_idx)`` must be unique,
         ``step_idx`` must run 0..n-1 and ``total_reward`` must equal the step rewards plus
-        ``final_reward``.
+        ``final_reward``. With ``check`` off, a batch whose records all have their keys in
+        order (and the call's split and iteration) is encoded straight, steps as given.
 
         Raises:
             RecordError: naming the record index and the JSON pointer; the file is unchanged.
@@ -449,7 +456,7 @@ class RunWriter:
             self._write_rollouts(recs, it, split, write)
 
     def _write_rollouts(self, recs: list[Any], it: int, split: str,
-                        write: Callable[[bytearray], None]) -> None:
+                        write: Callable[[bytes | bytearray], None]) -> None:
         """Check, order and encode ``recs`` (see ``stream_rollouts``), streaming to ``write``."""
         scan = rollout_scan() if self._check and self._nonfinite == "null" else None
         if scan is not None and not scan.fixed(it, split):
@@ -468,7 +475,10 @@ class RunWriter:
                 cross_check(out, i, seen)
             return self._encode_line(out, i)
 
-        stream_rollouts(recs, it, split, write, scan=scan, general=general)
+        if check is None and self._nonfinite == "null" and in_order(recs, it, split):
+            stream_straight(recs, write, general)  # unchecked and in order: orjson straight
+        else:
+            stream_rollouts(recs, it, split, write, scan=scan, general=general)
 
     @contextlib.contextmanager
     def logtree(
