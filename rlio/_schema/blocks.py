@@ -16,7 +16,7 @@ from typing import Any, Final
 from rlio._schema.compiler import _Gen, _indent
 from rlio._schema.model import NOOP, Context, interpret
 
-__all__ = ["BlockCompiler", "compile_key_check", "indent"]
+__all__ = ["BlockCompiler", "compile_key_check", "indent", "is_per_key", "per_key_subschemas"]
 
 #: Object keywords whose verdict on an object is the conjunction of verdicts on single keys.
 _PER_KEY: Final = frozenset({"type", "properties", "patternProperties", "additionalProperties"})
@@ -30,9 +30,9 @@ class BlockCompiler:
     it is valid; ``define`` compiles a function that uses them.
     """
 
-    def __init__(self, root: dict[str, Any]) -> None:
+    def __init__(self, root: dict[str, Any], *, gen: type[_Gen] = _Gen) -> None:
         self.ctx = Context(root)
-        self._gen = _Gen(self.ctx)
+        self._gen = gen(self.ctx)
 
     def resolve(self, node: Any) -> Any:
         """``node`` with ``$ref``-only wrappers followed (the schema they point to)."""
@@ -75,6 +75,28 @@ def indent(lines: list[str], levels: int = 1) -> list[str]:
     return _indent(lines, levels)
 
 
+def is_per_key(schema: Any) -> bool:
+    """Whether ``schema`` judges an object as the conjunction of verdicts on its single keys
+    (only ``type: object``, ``properties``, ``patternProperties``, ``additionalProperties``)."""
+    return isinstance(schema, dict) and schema.get("type", "object") == "object" and all(
+        k in _PER_KEY or k in NOOP or k.startswith("x-") for k in schema
+    )
+
+
+def per_key_subschemas(ctx: Context, schema: dict[str, Any], key: Any) -> list[Any]:
+    """The subschemas of a per-key ``schema`` that judge the value at ``key`` (python-jsonschema's
+    rule: ``properties``, every matching ``patternProperties``, else ``additionalProperties``)."""
+    props: dict[str, Any] = schema.get("properties", {})
+    pats: dict[str, Any] = schema.get("patternProperties", {})
+    text = isinstance(key, str)
+    subs = [props[key]] if key in props else []
+    subs += [sub for p, sub in pats.items() if text and ctx.rx[p].search(key)]
+    joined = "|".join(pats)  # jsonschema's additionalProperties rule (see _Keyed.subschemas)
+    if key not in props and not (joined and text and re.search(joined, key)):
+        subs.append(schema.get("additionalProperties", True))
+    return subs
+
+
 def compile_key_check(schema: dict[str, Any], key: str) -> Callable[[Any], bool] | None:
     """A predicate of the value at ``key`` alone, when ``schema`` judges objects key by key.
 
@@ -84,18 +106,10 @@ def compile_key_check(schema: dict[str, Any], key: str) -> Callable[[Any], bool]
     ``step`` apart from the metrics, without copying them into a new dict. None for any other
     schema (a ``required``, a ``$ref`` at the root, a ``minProperties``...).
     """
-    if not isinstance(schema, dict) or schema.get("type", "object") != "object" or any(
-        k not in _PER_KEY and k not in NOOP and not k.startswith("x-") for k in schema
-    ):
+    if not is_per_key(schema):
         return None
     comp = BlockCompiler(schema)
-    props: dict[str, Any] = schema.get("properties", {})
-    pats: dict[str, Any] = schema.get("patternProperties", {})
-    subs = [props[key]] if key in props else []
-    subs += [sub for p, sub in pats.items() if comp.ctx.rx[p].search(key)]
-    joined = "|".join(pats)  # jsonschema's additionalProperties rule (see _Keyed.subschemas)
-    if key not in props and not (joined and re.search(joined, key)):
-        subs.append(schema.get("additionalProperties", True))
+    subs = per_key_subschemas(comp.ctx, schema, key)
     body = [line for sub in subs for line in comp.block(sub, "x", 2)]
     deep = comp.const(lambda x: all(interpret(comp.ctx, sub, x) for sub in subs))
     source = "\n".join(["def _key_check(x):", "    try:", *indent([*body, "return True"], 2),

@@ -228,9 +228,11 @@ class LogTree:
         """The document of SPEC §7 as a fresh dict (``path``: the HTML twin's path, if any)."""
         return self._doc(path, _copy_json(self.root))
 
-    def to_json_bytes(self, *, path: str | None = None) -> bytes:
-        """The document as UTF-8 JSON, indented by 2 (any depth; orjson when it can)."""
-        return dumps_indented(self._doc(path, self.root))
+    def to_json_bytes(self, *, path: str | None = None, compact: bool = False) -> bytes:
+        """The document as UTF-8 JSON, indented by 2 or ``compact`` (any depth; orjson when it
+        can)."""
+        doc = self._doc(path, self.root)
+        return dumps_compact_fast(doc) if compact else dumps_indented(doc)
 
     def to_html(self, *, page: str | None = None) -> str:
         """The complete self-contained page (``<!doctype html>`` ... ``</html>``).
@@ -363,6 +365,16 @@ def dumps_indented(doc: Any) -> bytes:
     """
     try:
         return orjson.dumps(doc, option=orjson.OPT_INDENT_2)
+    except orjson.JSONEncodeError as exc:
+        if "recursion" not in str(exc).lower():
+            raise
+    return dumps_compact(doc)
+
+
+def dumps_compact_fast(doc: Any) -> bytes:
+    """``orjson.dumps(doc)``; a document deeper than orjson writes goes to ``dumps_compact``."""
+    try:
+        return orjson.dumps(doc)
     except orjson.JSONEncodeError as exc:
         if "recursion" not in str(exc).lower():
             raise

@@ -149,6 +149,13 @@ class Storage(ABC):
     def replace(self, rel: str, data: bytes) -> None:
         """Write a whole file atomically: readers see the old or the new bytes, never a mix."""
 
+    def replace_all(self, files: list[tuple[str, bytes]]) -> None:
+        """``replace`` each ``(rel, data)`` in order: a file is replaced only after the ones
+        before it (a crash leaves a prefix of them new). ``LocalStorage`` syncs the directory
+        once for them all."""
+        for rel, data in files:
+            self.replace(rel, data)
+
     @contextlib.contextmanager
     def replacing(self, rel: str) -> Iterator[Callable[[bytes | bytearray], None]]:
         """Replace ``rel`` atomically with the pieces handed to the yielded ``write``.

@@ -28,7 +28,7 @@ import orjson
 
 from rlio import layout as L
 from rlio._codec.jsonl import _LINE_OPTS, INT_MAX, INT_MIN, NonFinite, encode_line, normalize_value
-from rlio._codec.normalize import OnUnserializable, checked_slow, config_bytes
+from rlio._codec.normalize import checked_slow
 from rlio._schema.rollout_scan import rollout_scan
 from rlio.errors import LabelCollisionError, RecordError
 from rlio.resume import ResumeState, prepare_resume
@@ -38,18 +38,25 @@ from rlio.storage.opener import open_storage
 from rlio.storage.tail import repair_torn_tail
 from rlio.writer import lease as run_lease
 from rlio.writer.logtree_files import logtree_block
-from rlio.writer.rollouts import cross_check, ordered_rollout, stream_rollouts
+from rlio.writer.rollouts import (
+    cross_check,
+    in_order,
+    ordered_rollout,
+    stream_rollouts,
+    stream_straight,
+)
 from rlio.writer.support import (
     checkpoint_record,
-    git_diff,
-    metrics_step_check,
+    metrics_layouts,
     refuse_fresh_start,
     refuse_symlinks,
     refuse_unresumable,
 )
 from rlio.writer.timing import SpanTimer, TimingVerbs
+from rlio.writer.whole_files import WholeFileVerbs
 
 if TYPE_CHECKING:
+    from rlio._schema.metrics_check import MetricsCheck
     from rlio.logtree.builder import LogTree
 
 
@@ -57,7 +64,7 @@ if TYPE_CHECKING:
 # The writer
 
 
-class RunWriter(TimingVerbs):
+class RunWriter(TimingVerbs, WholeFileVerbs):
     """Writes one run directory (a local path or a URI) in the format of SPEC.md.
 
     Args:
@@ -139,12 +146,12 @@ class RunWriter(TimingVerbs):
         self._spans = self._timer.spans  # truthy while timer() spans wait for log_metrics
         self._closed = False
         # The log_metrics hot path (see there): the metrics file's line_appender, the line
-        # count, the checks of the metrics and of ``step`` (None when unchecked), and whether it
-        # applies.
+        # count, the compiled layout checks of metrics with their step apart (None when
+        # unchecked) and whether the hot path applies at all.
         self._metrics_line: Callable[[bytes], None] | None = None
         self._n_metrics = 0
-        self._metrics_check: Callable[[Any], bool] | None = None
-        self._step_check: Callable[[Any], bool] | None = None
+        self._metrics_layouts: MetricsCheck | None = None
+        self._layout_get: Callable[[tuple[Any, ...]], Any] | None = None
         self._hot = False
         self.resume_state: ResumeState | None = None
         if resume:
@@ -296,11 +303,13 @@ class RunWriter(TimingVerbs):
         """Set up the ``log_metrics`` hot path once the metrics file is open."""
         self._metrics_line = app.line_appender()
         if self._check:
-            self._metrics_check = self._predicate("metrics-line")
-            self._step_check = metrics_step_check()
+            self._metrics_layouts = metrics_layouts()
+            if self._metrics_layouts is not None:
+                self._layout_get = self._metrics_layouts.layouts.get
         # The hot path splices ``step`` into the encoded metrics: it needs the strict-JSON
         # encoder and, when checking, a schema that judges ``step`` apart from the other keys.
-        self._hot = self._nonfinite == "null" and (not self._check or self._step_check is not None)
+        self._hot = self._nonfinite == "null" and (
+            not self._check or self._metrics_layouts is not None)
 
     def _append(self, rel: str, line: bytes, *, durable: bool) -> None:
         app = self._appenders.get(rel) or self._appender(rel)
@@ -324,36 +333,36 @@ class RunWriter(TimingVerbs):
                 conflicts with a ``"step"`` key in ``metrics``; nothing is written.
         """
         # The hot path: a plain dict and an int step, as training loops log them. The metrics
-        # are checked without the step (the schema judges each key alone, see
-        # ``metrics_step_check``), encoded in one orjson call and the step spliced in front, so
-        # the dict is never copied; then the appender's line_appender (local: one os.write).
-        # Anything unusual takes the general path.
+        # are checked with the step apart by the compiled check of their key layout (see
+        # ``rlio._schema.metrics_check``), encoded in one orjson call (numpy scalars natively)
+        # and the step spliced in front, so the dict is never copied; then the appender's
+        # line_appender (local: one os.write). Anything unusual takes the general path.
         if self._spans:  # spans measured by timer() since the last call
             self._log_with_spans(metrics, step)
             return
-        if (type(step) is int and type(metrics) is dict and self._hot
-                and "step" not in metrics and INT_MIN <= step <= INT_MAX):
-            check = self._metrics_check
+        if type(metrics) is dict and type(step) is int and self._hot:
+            body = None
+            get = self._layout_get
             try:
-                if check is None or (self._step_check(step) and check(metrics)):  # type: ignore[misc]
-                    body = orjson.dumps(metrics, default=normalize_value, option=_LINE_OPTS)
+                if get is None:  # unchecked: only what orjson can write
+                    if "step" not in metrics and INT_MIN <= step <= INT_MAX:
+                        body = orjson.dumps(metrics, default=normalize_value, option=_LINE_OPTS)
                 else:
-                    body = None
+                    keys = tuple(metrics)
+                    check = get(keys) or self._metrics_layouts.layout(keys)  # type: ignore[union-attr]
+                    if check is not None and check(metrics, step):
+                        body = orjson.dumps(metrics, None, _LINE_OPTS)
             except Exception:  # a user type the check or the encoder trips on: general path
                 body = None
             if body is not None:
                 # body[0] is its "{": replacing it is one copy (a slice and a concatenation: two)
                 line = body.replace(b"{", b'{"step":%d,' % step, 1) if len(body) > 3 else (
                     b'{"step":%d}\n' % step)
-                lock = self._metrics_lock
-                lock.acquire()
-                try:
+                with self._metrics_lock:
                     if self._closed:
                         self._require_open()
                     self._metrics_line(line)  # type: ignore[misc]  # set: _hot implies it
                     self._n_metrics += 1
-                finally:
-                    lock.release()
                 return
         index = self._n_metrics
         if step is not None:
@@ -415,40 +424,7 @@ class RunWriter(TimingVerbs):
             refuse_unresumable(record, index)
         self._append(L.CHECKPOINTS, self._encode(record, index), durable=True)
 
-    # -- whole files -------------------------------------------------------------------------
-
-    def write_config(self, obj: Any, *, on_unserializable: OnUnserializable = "error") -> None:
-        """Replace ``config.json`` atomically with ``obj`` serialized (indent 2).
-
-        Accepts dataclasses, pydantic models, enums, paths, mappings and sequences.
-
-        Raises:
-            RecordError: a value has no faithful JSON form (a function, a class, bytes, a
-                non-string key, a reference cycle); names its key path. With
-                ``on_unserializable="repr"`` such values are written as their ``repr()``.
-        """
-        self._require_open()
-        run_lease.refuse_attached(self._attach, f"write_config: {L.CONFIG}", self.log_path)
-        data = config_bytes(obj, on_unserializable=on_unserializable, nonfinite=self._nonfinite)
-        self._storage.replace(L.CONFIG, data)
-
-    def write_code_diff(self, text: str | bytes | None = None) -> None:
-        """Replace ``code.diff`` atomically.
-
-        Args:
-            text: the diff to write; by default ``git diff HEAD`` of the current working
-                directory plus the names of untracked files (see ``git_diff``); empty outside
-                a git repository.
-        """
-        self._require_open()
-        run_lease.refuse_attached(self._attach, f"write_code_diff: {L.CODE_DIFF}", self.log_path)
-        if text is None:
-            data = git_diff()
-        elif isinstance(text, bytes):
-            data = text
-        else:
-            data = text.encode("utf-8", "surrogateescape")
-        self._storage.replace(L.CODE_DIFF, data)
+    # -- per-iteration files ----------------------------------------------------------------
 
     def write_rollout_summaries(
         self, iteration: int, records: Iterable[Mapping[str, Any]], *,
@@ -460,7 +436,8 @@ class RunWriter(TimingVerbs):
         ``iteration`` are filled in when absent and must match the call when present; every
         other key is required. With ``check`` on, ``(group_idx, traj_idx)`` must be unique,
         ``step_idx`` must run 0..n-1 and ``total_reward`` must equal the step rewards plus
-        ``final_reward``.
+        ``final_reward``. With ``check`` off, a batch whose records all have their keys in
+        order (and the call's split and iteration) is encoded straight, steps as given.
 
         Raises:
             RecordError: naming the record index and the JSON pointer; the file is unchanged.
@@ -474,7 +451,7 @@ class RunWriter(TimingVerbs):
             self._write_rollouts(recs, it, split, write)
 
     def _write_rollouts(self, recs: list[Any], it: int, split: str,
-                        write: Callable[[bytearray], None]) -> None:
+                        write: Callable[[bytes | bytearray], None]) -> None:
         """Check, order and encode ``recs`` (see ``stream_rollouts``), streaming to ``write``."""
         scan = rollout_scan() if self._check and self._nonfinite == "null" else None
         if scan is not None and not scan.fixed(it, split):
@@ -493,7 +470,10 @@ class RunWriter(TimingVerbs):
                 cross_check(out, i, seen)
             return self._encode_line(out, i)
 
-        stream_rollouts(recs, it, split, write, scan=scan, general=general)
+        if check is None and self._nonfinite == "null" and in_order(recs, it, split):
+            stream_straight(recs, write, general)  # unchecked and in order: orjson straight
+        else:
+            stream_rollouts(recs, it, split, write, scan=scan, general=general)
 
     @contextlib.contextmanager
     def logtree(

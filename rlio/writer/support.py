@@ -9,13 +9,16 @@ import functools
 import os
 import subprocess
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlio import layout as L
 from rlio.errors import RecordError, RunExistsError, UnsafeStorageError
 from rlio.rules import resume_problem
 from rlio.schema import error_schema
 from rlio.storage.base import Storage
+
+if TYPE_CHECKING:
+    from rlio._schema.metrics_check import MetricsCheck
 
 _GIT_TIMEOUT = 30.0
 
@@ -67,6 +70,15 @@ def metrics_step_check() -> Callable[[Any], bool] | None:
     from rlio._schema.blocks import compile_key_check
 
     return compile_key_check(error_schema("metrics-line"), "step")
+
+
+@functools.cache
+def metrics_layouts() -> MetricsCheck | None:
+    """The compiled per-layout checks of metrics lines with the step apart (one per process, so
+    writers share compiled layouts), or None when the schema does not judge key by key."""
+    from rlio._schema.metrics_check import compile_metrics_check
+
+    return compile_metrics_check(error_schema("metrics-line"), "step")
 
 
 def refuse_symlinks(storage: Storage, rel: str) -> None:

@@ -232,3 +232,12 @@ def test_sweep_orphans_is_a_no_op_when_nothing_crashed(store: Storage) -> None:
     store.replace("config.json", b"{}")
     assert store.sweep_orphans() == 0
     assert [e.path for e in store.walk() if e.kind == "file"] == ["config.json"]
+
+
+def test_replace_all_replaces_each_file_whole(store: Storage) -> None:
+    """replace_all() leaves every file with its new bytes, old ones replaced, parents created."""
+    store.replace("iteration_000002/train_logtree.json", b"old")
+    store.replace_all([("iteration_000002/train_logtree.json", b'{"a":1}'),
+                       ("iteration_000002/train.html", b"<html></html>\n")])
+    assert store.read_bytes("iteration_000002/train_logtree.json") == b'{"a":1}'
+    assert store.read_bytes("iteration_000002/train.html") == b"<html></html>\n"

@@ -1,0 +1,299 @@
+"""The writer's hot paths against their physical floors, interleaved in one process.
+
+Run: ``python benchmarks/writer_floor.py [--quick]``. Rows (rlio's median, the floor's median,
+the ratio and the goal of issue 16):
+
+- ``log_metrics`` checked, per record, against ``os.write(fd, orjson.dumps(line))`` of the same
+  line (step included) on an O_APPEND descriptor in the same folder: 20 floats as a training loop
+  logs them (ranges and counts included; goal 1.3x), the same 20 keys as numpy scalars (float32,
+  float64, int64, bool_; goal 1.5x) and 200 keys (goal 1.5x).
+- ``write_rollout_summaries`` of 4096 trajectories x 4 steps, checked (goal 1.5x) and
+  ``check=False`` (goal 1.15x), against orjson encoding each line, one write to a temp file,
+  fsync, rename and directory fsync.
+- one logtree of 64 conversations written (JSON and HTML twin), against the same document as
+  compact orjson and its HTML page (rendered by rlio in both), each written to a temp file with
+  fsync, both renamed, one directory fsync (goal 1.5x); the JSON's size is reported too.
+
+Each round runs rlio and its floor in turn (``harness.interleaved``), so load hits both alike;
+medians of the rounds. Writes go to a temp folder (``--dir`` to choose the disk).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Row, interleaved
+
+NUMPY_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
+
+
+def metrics_record(i: int, rng: random.Random) -> dict[str, Any]:
+    """20 keys as a training loop logs them: progress, optimizer, env rewards, timings."""
+    rec: dict[str, Any] = {"progress/batch": i, "progress/done_frac": i / 1e6, "optim/lr": 4e-5,
+                           "optim/entropy": rng.random(), "optim/kl_sample_train_v1": rng.random(),
+                           "optim/kl_sample_train_v2": rng.random(),
+                           "env/all/reward/total": rng.random(), "time/total": 12.5,
+                           "time/sample": 9.25, "time/train": 2.5, "time/train:count": 1}
+    for k in range(9):
+        rec[f"env/all/metric_{k}"] = rng.random()
+    return rec
+
+
+def numpy_record(i: int, rng: random.Random) -> dict[str, Any]:
+    """The same 20 keys as numpy scalars: float32, float64, int64 and bool_ (where a boolean
+    is valid)."""
+    import numpy as np
+
+    rec: dict[str, Any] = {}
+    for n, (key, value) in enumerate(metrics_record(i, rng).items()):
+        if type(value) is int:
+            rec[key] = np.int64(value)
+        else:
+            rec[key] = np.float32(value) if n % 2 else np.float64(value)
+    for k in range(3):  # booleans live outside env/ (numbers only there)
+        rec[f"flags/ok_{k}"] = np.bool_(k % 2 == 0)
+        rec.pop(f"env/all/metric_{k}")
+    return rec
+
+
+def wide_record(i: int, rng: random.Random) -> dict[str, Any]:
+    """200 keys: a step counter, a few timings, many env metrics."""
+    rec: dict[str, Any] = {"progress/batch": i, "time/total": 12.5}
+    for k in range(198):
+        rec[f"env/group_{k // 20}/metric_{k}"] = rng.random()
+    return rec
+
+
+def rollout_records(n: int, steps: int, rng: random.Random) -> list[dict[str, Any]]:
+    """One iteration's rollout summaries as a training loop builds them."""
+    out = []
+    for t in range(n):
+        st = [{"step_idx": s, "ob_len": rng.randint(50, 900), "ac_len": rng.randint(5, 400),
+               "reward": round(rng.random(), 3), "episode_done": s == steps - 1,
+               "metrics": {"format_ok": 1.0, "tool_calls": 1}, "logs": {"tool": "calculator"}}
+              for s in range(steps)]
+        final = float(rng.random() < 0.5)
+        out.append({"schema_version": 1, "split": "train", "iteration": 7,
+                    "group_idx": t // 16, "traj_idx": t % 16, "tags": ["math"],
+                    "sampling_client_step": 7,
+                    "total_reward": sum(s["reward"] for s in st) + final,
+                    "final_reward": final,
+                    "trajectory_metrics": {"correct": final, "turns": steps},
+                    "steps": st, "final_ob_len": rng.randint(100, 2000)})
+    return out
+
+
+def conversation(i: int, rng: random.Random) -> list[dict[str, Any]]:
+    """A two-turn conversation with a few hundred characters a message."""
+    words = ["the", "answer", "is", "step", "compute", "sum", "of", "numbers", "check", "done"]
+
+    def text(n: int) -> str:
+        return " ".join(rng.choice(words) for _ in range(n))
+
+    return [{"role": "system", "content": "You are a careful math assistant."},
+            {"role": "user", "content": f"Problem {i}: {text(60)}"},
+            {"role": "assistant", "content": text(120)},
+            {"role": "user", "content": text(30)},
+            {"role": "assistant", "content": f"{text(80)} \\boxed{{{i}}}"}]
+
+
+# --------------------------------------------------------------------------- the variants
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _atomic(folder: str, files: list[tuple[str, bytes]]) -> None:
+    """The floor of an atomic replace: temp files written and fsync'd, renamed, one dir fsync."""
+    temps = []
+    for name, data in files:
+        tmp = os.path.join(folder, f".{name}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        temps.append((tmp, os.path.join(folder, name)))
+    for tmp, final in temps:
+        os.replace(tmp, final)
+    _fsync_dir(folder)
+
+
+def metrics_variants(base: str, records: list[dict[str, Any]]) -> dict[str, Callable[[], float]]:
+    """rlio's checked log_metrics and its floor, each a callable returning seconds a record."""
+    from rlio import RunWriter
+
+    n = len(records)
+    lines = [{"step": i, **r} for i, r in enumerate(records)]
+
+    def rlio() -> float:
+        d = tempfile.mkdtemp(dir=base)
+        with RunWriter(d) as w:
+            w.log_metrics(records[0], step=0)  # a key layout is compiled on its second sight
+            w.log_metrics(records[1], step=1)
+            log = w.log_metrics
+            t0 = time.perf_counter()
+            for i in range(n):
+                log(records[i], step=i)
+            dt = time.perf_counter() - t0
+        shutil.rmtree(d)
+        return dt / n
+
+    def floor() -> float:
+        d = tempfile.mkdtemp(dir=base)
+        fd = os.open(os.path.join(d, "metrics.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                     0o644)
+        dumps, write = orjson.dumps, os.write
+        t0 = time.perf_counter()
+        for line in lines:
+            write(fd, dumps(line, option=NUMPY_OPTS))
+        dt = time.perf_counter() - t0
+        os.close(fd)
+        shutil.rmtree(d)
+        return dt / n
+
+    return {"rlio": rlio, "floor": floor}
+
+
+def rollout_variants(base: str, records: list[dict[str, Any]],
+                     *, check: bool) -> dict[str, Callable[[], float]]:
+    from rlio import RunWriter
+
+    def rlio() -> float:
+        d = tempfile.mkdtemp(dir=base)
+        with RunWriter(d, check=check) as w:
+            t0 = time.perf_counter()
+            w.write_rollout_summaries(7, records)
+            dt = time.perf_counter() - t0
+        shutil.rmtree(d)
+        return dt
+
+    def floor() -> float:
+        d = tempfile.mkdtemp(dir=base)
+        dumps = orjson.dumps
+        t0 = time.perf_counter()
+        data = b"".join([dumps(r, option=NUMPY_OPTS) for r in records])
+        _atomic(d, [("train_iteration_000007_rollout_summaries.jsonl", data)])
+        dt = time.perf_counter() - t0
+        shutil.rmtree(d)
+        return dt
+
+    return {"rlio": rlio, "floor": floor}
+
+
+def logtree_variants(base: str, conversations: list[list[dict[str, Any]]],
+                     sizes: dict[str, int]) -> dict[str, Callable[[], float]]:
+    from rlio import RunWriter
+    from rlio.logtree import LogTree
+
+    def build(lt: Any) -> None:
+        with lt.section("Group Rollout"):
+            for messages in conversations:
+                lt.conversation(messages)
+
+    def rlio() -> float:
+        d = tempfile.mkdtemp(dir=base)
+        with RunWriter(d) as w:
+            block = w.logtree(7, title="RL Iteration 7")
+            build(block.__enter__())
+            t0 = time.perf_counter()
+            block.__exit__(None, None, None)  # the write: JSON and HTML twin
+            dt = time.perf_counter() - t0
+        sizes["rlio"] = os.path.getsize(os.path.join(d, "train_iteration_000007_logtree.json"))
+        shutil.rmtree(d)
+        return dt
+
+    def floor() -> float:
+        d = tempfile.mkdtemp(dir=base)
+        tree = LogTree("RL Iteration 7")
+        build(tree)
+        doc = tree.to_json(path=os.path.join(d, "train_iteration_000007.html"))
+        t0 = time.perf_counter()
+        data = orjson.dumps(doc)
+        _atomic(d, [("train_iteration_000007_logtree.json", data),
+                    ("train_iteration_000007.html", tree.to_html().encode())])
+        dt = time.perf_counter() - t0
+        sizes["floor"] = len(data)
+        shutil.rmtree(d)
+        return dt
+
+    return {"rlio": rlio, "floor": floor}
+
+
+# ------------------------------------------------------------------------------- the table
+
+
+def _row(path: str, times: dict[str, float], unit: str, scale: float, goal: float,
+         floor_name: str) -> Row:
+    return Row(path=path, rlio=times["rlio"] * scale, floor=times["floor"] * scale, unit=unit,
+               goal=goal, floor_name=floor_name)
+
+
+def rows(quick: bool, base: str | None = None) -> list[Row]:
+    """Every row of this module (``quick``: fewer records and rounds, for a smoke run)."""
+    rounds = 5 if quick else 9
+    n = 2000 if quick else 10000
+    folder = tempfile.mkdtemp(prefix="rlio-writer-floor-", dir=base)
+    try:
+        out = []
+        rng = random.Random(0)
+        floor_m = "orjson.dumps + os.write"
+        for path, make, goal in (("log_metrics checked, 20 floats", metrics_record, 1.3),
+                                 ("log_metrics checked, 20 numpy scalars", numpy_record, 1.5),
+                                 ("log_metrics checked, 200 keys", wide_record, 1.5)):
+            count = n if "200" not in path else n // 5
+            records = [make(i, rng) for i in range(count)]
+            times = interleaved(metrics_variants(folder, records), rounds)
+            out.append(_row(path, times, "us", 1e6, goal, floor_m))
+        recs = rollout_records(4096, 4, random.Random(1))
+        floor_r = "orjson + write + fsync + rename + dir fsync"
+        for check, goal in ((True, 1.5), (False, 1.15)):
+            times = interleaved(rollout_variants(folder, recs, check=check), rounds)
+            out.append(_row(f"write_rollout_summaries 4096x4, check={check}", times, "ms",
+                            1e3, goal, floor_r))
+        sizes: dict[str, int] = {}
+        convs = [conversation(i, random.Random(i)) for i in range(64)]
+        times = interleaved(logtree_variants(folder, convs, sizes), rounds)
+        out.append(_row(f"logtree write, 64 conversations (JSON {sizes['rlio'] // 1024} KB, "
+                        f"compact {sizes['floor'] // 1024} KB)", times, "ms", 1e3, 1.5,
+                        "compact orjson + html + 3 syncs"))
+        return out
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer records and rounds")
+    parser.add_argument("--dir", help="where to write (default: a temp folder)")
+    args = parser.parse_args()
+    with open("/proc/loadavg") as f:
+        load = f.read().split()[:3]
+    print(f"writer floors (python {sys.version.split()[0]}; load average {' '.join(load)}; "
+          "medians of interleaved rounds)")
+    for row in rows(args.quick, args.dir):
+        verdict = {None: "", True: "ok", False: "MISS"}[row.meets_goal]
+        print(f"  {row.path:<62} {row.rlio:9.2f} {row.unit} vs {row.floor:9.2f} {row.unit} "
+              f"({row.floor_name})  {row.ratio:5.2f}x  goal <= {row.goal}x  {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+"""The compiled check behind ``RunWriter.log_metrics``: one metrics dict and its ``step`` apart.
+
+For a schema that judges a line key by key (``properties``, ``patternProperties``,
+``additionalProperties``; see ``compile_key_check``), a key layout (the keys in order, as training
+loops repeat them) seen twice gets one generated function ``f(metrics, step) -> bool`` that
+unpacks the values once and runs, per position, the statements ``rlio._schema.compiler`` generates
+for the subschemas that apply to that key, and the step's in the same call (the rules are the
+schema's, whatever the compiler makes of them; nothing is restated here). Cheaper than the
+whole-line predicate because:
+
+- a key whose subschemas are only ``type`` tests costs one set-membership test, and numpy scalar
+  types join those sets once seen (a numpy scalar is judged as its ``.item()``, which is what the
+  general path converts it to), so numpy values never reach the generic interpreter;
+- a numpy scalar under a key with more than a type (a range) is judged by the compiled statements
+  on its ``.item()``, a non-finite float on the ``null`` the strict-JSON encoder writes.
+
+True means ``{"step": step, **metrics}`` is valid as the strict-JSON encoder writes it (non-finite
+floats as null) and every value is one orjson encodes natively; False only says "not shown here":
+the writer's general path judges the line and names the problem. numpy is never imported here.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Final
+
+import orjson
+
+from rlio._codec.jsonl import INT_MAX, INT_MIN
+from rlio._schema.blocks import BlockCompiler, indent, is_per_key, per_key_subschemas
+from rlio._schema.compiler import _Gen
+from rlio._schema.model import NOOP, SEEN_MAX, TYPES, interpret, pure_types
+
+__all__ = ["MetricsCheck", "compile_metrics_check"]
+
+LayoutCheck = Callable[[dict[str, Any], int], bool]
+_LAYOUTS_MAX: Final = 64  # compiled key layouts per writer process and schema
+_LAYOUT_KEYS_MAX: Final = 4096
+
+# ------------------------------------------------------------------------ numpy scalar types
+
+#: numpy scalar type -> the plain type of its ``.item()`` (bool, int or float), for the types
+#: orjson encodes natively; filled as values are seen (numpy is never imported by rlio).
+_ITEM_TYPE: dict[type, type] = {}
+#: The keys of ``_ITEM_TYPE``, as a set the compiled statements test membership in.
+_NUMPY_TYPES: set[type] = set()
+#: The membership set of type-only keys per plain types accepted: a numpy type joins every set
+#: that accepts the type of its ``.item()``.
+_TYPE_SETS: dict[frozenset[type], set[type]] = {}
+_registry_lock = threading.Lock()
+
+
+def _item_type(x: Any) -> type | None:
+    """The plain type ``x.item()`` has when ``x`` is a numpy scalar orjson encodes, else None."""
+    t = type(x)
+    found = _ITEM_TYPE.get(t)
+    if found is not None or getattr(t, "__module__", None) != "numpy":
+        return found
+    try:
+        plain = type(x.item())
+        orjson.dumps(x, option=orjson.OPT_SERIALIZE_NUMPY)  # natively, without a default
+    except Exception:  # an odd numpy type: the general path judges it
+        return None
+    if plain not in (bool, int, float):
+        return None
+    with _registry_lock:
+        _ITEM_TYPE[t] = plain
+        _NUMPY_TYPES.add(t)
+        for accepts, members in _TYPE_SETS.items():
+            if plain in accepts:
+                members.add(t)
+    return plain
+
+
+def _type_set(plain: frozenset[type]) -> set[type]:
+    """The membership set of ``plain`` and the numpy types known to become one of them."""
+    with _registry_lock:
+        members = _TYPE_SETS.get(plain)
+        if members is None:
+            members = _TYPE_SETS[plain] = set(plain) | {
+                t for t, p in _ITEM_TYPE.items() if p in plain}
+    return members
+
+
+def _learn(x: Any, members: set[type]) -> bool:
+    """For a value a type-only key's set lacks: whether it is a numpy scalar the key accepts."""
+    return _item_type(x) is not None and type(x) in members
+
+
+class _ItemJudge:
+    """The compiled verdict of one subschema on a numpy scalar's ``.item()`` (False otherwise)."""
+
+    def __init__(self, ns: dict[str, Any], name: str) -> None:
+        self.ns, self.name = ns, name
+
+    def __call__(self, x: Any) -> bool:
+        if _item_type(x) is None:
+            return False  # not shown here: the general path judges it
+        y = x.item()
+        if type(y) is float and y - y != 0:
+            y = None  # written as null
+        verdict: bool = self.ns[self.name](y)
+        return verdict
+
+
+class _ItemGen(_Gen):
+    """The compiler's generator, with numpy scalars judged on ``.item()`` instead of by the
+    generic interpreter (which the compiled statements call for non-JSON types)."""
+
+    def interp(self, s: Any) -> str:
+        key = ("_i", id(s))
+        if key not in self.consts:
+            name = self.func(s)
+            self.consts[key] = self.const(_ItemJudge(self.ns, name), "_j")
+        return self.consts[key]
+
+
+# ---------------------------------------------------------------------------- the check
+
+
+def _type_only(subs: list[Any]) -> frozenset[type] | None:
+    """The plain types a value may have when ``subs`` test nothing but the type (and the verdict
+    on a float cannot depend on its value), else None."""
+    names = set(TYPES)
+    for sub in subs:
+        if not isinstance(sub, dict) or any(
+            k != "type" and k not in NOOP and not k.startswith("x-") for k in sub
+        ):
+            return None
+        ty = sub.get("type")
+        if ty is not None:
+            names &= {ty} if isinstance(ty, str) else set(ty)
+    if "integer" in names and "number" not in names:
+        return None  # 1.0 is an integer, 1.5 is not
+    if "number" in names and "null" not in names:
+        return None  # a non-finite float is written as null
+    return frozenset(pure_types(sorted(names)))
+
+
+class MetricsCheck:
+    """Per key layout compiled checks of a metrics dict with its step apart (see the module)."""
+
+    def __init__(self, schema: dict[str, Any], apart: str) -> None:
+        self.comp = BlockCompiler(schema, gen=_ItemGen)
+        self.schema = schema
+        self.apart = apart
+        self.layouts: dict[tuple[Any, ...], LayoutCheck] = {}
+        self._seen: dict[tuple[Any, ...], int] = {}
+        self._lock = threading.Lock()
+        self._n = 0
+        self._step = self._statements(apart, "s", step=True)
+
+    def layout(self, keys: tuple[Any, ...]) -> LayoutCheck | None:
+        """The compiled check of ``keys`` (compiled on its second sight), or None: first seen,
+        holds the step's key, or past the bound of compiled layouts."""
+        found = self.layouts.get(keys)
+        if found is not None or self.apart in keys or len(keys) > _LAYOUT_KEYS_MAX:
+            return found
+        with self._lock:
+            seen = self._seen.get(keys, 0) + 1
+            if seen < 2 or len(self.layouts) >= _LAYOUTS_MAX:
+                if len(self._seen) < SEEN_MAX:
+                    self._seen[keys] = seen
+                return None
+            check = self.layouts[keys] = self._compile(keys)
+            self._seen.pop(keys, None)
+            return check
+
+    def _statements(self, key: Any, var: str, *, step: bool = False) -> list[str]:
+        """Statements that ``return False`` unless the value ``var`` at ``key`` is valid."""
+        comp = self.comp
+        subs = [comp.resolve(sub) for sub in per_key_subschemas(comp.ctx, self.schema, key)]
+        out: list[str] = []
+        if step:  # an int (the writer's hot path takes no other): orjson writes 64 bits
+            out.append(f"if not {INT_MIN} <= {var} <= {INT_MAX}: return False")
+        plain = None if step else _type_only(subs)
+        if plain is not None:
+            if not plain:
+                return ["return False"]
+            members = comp.const(_type_set(plain))
+            first = "float" if float in plain else next(iter(sorted(t.__name__ for t in plain)))
+            first_test = f"{var} is not None" if first == "NoneType" else (
+                f"type({var}) is not {first}")
+            learn = comp.const(_learn)
+            out.append(f"if {first_test} and type({var}) not in {members} and not "
+                       f"{learn}({var}, {members}): return False")
+            return out
+        if not step:  # a numpy scalar is judged as its .item() (floats first: the common case)
+            out.append(f"if type({var}) is not float and type({var}) in "
+                       f"{comp.const(_NUMPY_TYPES)}: {var} = {var}.item()")
+        if not step and not all(interpret(comp.ctx, sub, None) for sub in subs):
+            out.append(f"if type({var}) is float and {var} - {var} != 0: return False")
+        for sub in subs:
+            out += comp.block(sub, var, 2)
+        return out
+
+    def _compile(self, keys: tuple[Any, ...]) -> LayoutCheck:
+        self._n += 1
+        name = f"_metrics_layout{self._n}"
+        names = [f"a{i}" for i in range(len(keys))]
+        body = [*self._step]
+        for key, var in zip(keys, names, strict=True):
+            body += self._statements(key, var)
+        unpack = f"{', '.join(names)}, = v.values()" if keys else "pass"
+        source = "\n".join([
+            f"def {name}(v, s):",
+            "    try:", f"        {unpack}", "    except ValueError:  # resized meanwhile",
+            "        return False",
+            "    try:", *indent([*body, "return True"], 2),
+            "    except RecursionError:", "        return False",
+        ])
+        check: LayoutCheck = self.comp.define(source, name)
+        return check
+
+
+def compile_metrics_check(schema: dict[str, Any], apart: str) -> MetricsCheck | None:
+    """The layout checks of ``schema`` with ``apart`` (the step) judged apart, or None when the
+    schema does not judge objects key by key (the writer then checks whole lines)."""
+    if not is_per_key(schema):
+        return None
+    return MetricsCheck(schema, apart)
+
