@@ -34,3 +34,8 @@ class UnsafeStorageError(RlioError, OSError):
 
 class RunNotFoundError(RlioError, FileNotFoundError):
     """The run directory or URI does not exist or cannot be listed."""
+
+
+class NotARunError(RunNotFoundError):
+    """The path exists but is not a run: a file, or a folder without ``metrics.jsonl`` or
+    ``config.json`` at its root (``rlio.layout.is_run_root``)."""

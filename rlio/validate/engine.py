@@ -20,7 +20,7 @@ import orjson
 
 from rlio import layout
 from rlio._codec.lines import MAX_LINE, ForwardLines, next_line_start
-from rlio.errors import RunNotFoundError
+from rlio.errors import NotARunError, RunNotFoundError
 from rlio.findings import Finding, Report, finding
 from rlio.storage.base import TEMP_INFIX, Entry, Storage
 from rlio.storage.opener import open_storage
@@ -72,7 +72,18 @@ def validate_run(
 
     Raises:
         RunNotFoundError: the run does not exist or cannot be listed. Bad data never raises.
+        NotARunError: ``location`` is a file, or a folder that is not a run (no run marker at its
+            root, ``rlio.layout.is_run_root``).
     """
+    return validate_run_sized(location, max_findings_per_code=max_findings_per_code,
+                              jobs=jobs)[0]
+
+
+def validate_run_sized(
+    location: str | os.PathLike[str], *, max_findings_per_code: int = 100,
+    jobs: int | None = None,
+) -> tuple[Report, int, int]:
+    """``validate_run`` and how much it read: ``(report, files, bytes)`` (for progress)."""
     loc = os.fspath(location)
     try:
         storage = open_storage(loc)
@@ -80,6 +91,8 @@ def validate_run(
         raise
     except (OSError, ValueError, NotImplementedError, ImportError) as exc:
         raise RunNotFoundError(errno.ENOENT, f"run cannot be opened ({exc})", loc) from exc
+    if storage.is_local and not os.path.isdir(storage.root):
+        raise NotARunError(errno.ENOTDIR, "no run found (a file, not a run folder)", loc)
     if storage.is_local and not os.access(storage.root, os.R_OK | os.X_OK):
         raise RunNotFoundError(errno.EACCES, "run directory cannot be listed", loc)
     if jobs is None:
@@ -89,8 +102,13 @@ def validate_run(
         entries = list(storage.walk())
     except OSError as exc:
         raise RunNotFoundError(errno.EIO, f"run cannot be listed ({exc})", loc) from exc
+    if not layout.is_run_root(e.path for e in entries if "/" not in e.path):
+        raise NotARunError(errno.ENOENT, "no run found (no "
+                           f"{' or '.join(layout.RUN_MARKERS)} at its root)", loc)
     findings = validator.run(entries)
-    return Report.build(_utf8(loc), findings, layout=validator.layout)
+    files = sum(1 for e in entries if e.kind == "file")
+    size = sum(e.size for e in entries if e.kind == "file")
+    return Report.build(_utf8(loc), findings, layout=validator.layout), files, size
 
 
 def _utf8(text: str) -> str:
