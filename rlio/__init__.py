@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any
 from rlio._version import __version__
 
 _EXPORTS: dict[str, str] = {
+    "FleetReport": "rlio.validate.fleet",
     "Finding": "rlio.findings",
     "LabelCollisionError": "rlio.errors",
     "LogTree": "rlio.logtree",
+    "NotARunError": "rlio.errors",
     "RecordError": "rlio.errors",
     "Report": "rlio.findings",
     "ResumeError": "rlio.errors",
@@ -26,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     "UnsafeStorageError": "rlio.errors",
     "read_resume_state": "rlio.resume",
     "validate_run": "rlio.validate",
+    "validate_runs": "rlio.validate.fleet",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -33,6 +36,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from rlio.errors import (
         LabelCollisionError,
+        NotARunError,
         RecordError,
         ResumeError,
         RlioError,
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
     from rlio.logtree.builder import LogTree
     from rlio.resume import ResumeState, read_resume_state
     from rlio.validate.engine import validate_run
+    from rlio.validate.fleet import FleetReport, validate_runs
     from rlio.writer.run_writer import RunWriter
 
 

@@ -91,27 +91,33 @@ def validate_run_sized(
         raise
     except (OSError, ValueError, NotImplementedError, ImportError) as exc:
         raise RunNotFoundError(errno.ENOENT, f"run cannot be opened ({exc})", loc) from exc
-    if storage.is_local and not os.path.isdir(storage.root):
-        raise NotARunError(errno.ENOTDIR, "no run found (a file, not a run folder)", loc)
-    if storage.is_local and not os.access(storage.root, os.R_OK | os.X_OK):
-        raise RunNotFoundError(errno.EACCES, "run directory cannot be listed", loc)
+    entries = require_run(storage, loc)
     if jobs is None:
         jobs = 2 if (os.cpu_count() or 1) >= 2 else 1
-    validator = _Validator(storage, loc, cap=max_findings_per_code, jobs=max(1, jobs))
-    try:
-        entries = list(storage.walk())
-    except OSError as exc:
-        raise RunNotFoundError(errno.EIO, f"run cannot be listed ({exc})", loc) from exc
-    if not layout.is_run_root(e.path for e in entries if "/" not in e.path):
-        raise NotARunError(errno.ENOENT, "no run found (no "
-                           f"{' or '.join(layout.RUN_MARKERS)} at its root)", loc)
+    validator = Validator(storage, loc, cap=max_findings_per_code, jobs=max(1, jobs))
     findings = validator.run(entries)
     files = sum(1 for e in entries if e.kind == "file")
     size = sum(e.size for e in entries if e.kind == "file")
-    return Report.build(_utf8(loc), findings, layout=validator.layout), files, size
+    return Report.build(utf8(loc), findings, layout=validator.layout), files, size
 
 
-def _utf8(text: str) -> str:
+def require_run(storage: Storage, location: str) -> list[Entry]:
+    """The entries of the run at ``location``; raises unless it is a run that can be listed."""
+    if storage.is_local and not os.path.isdir(storage.root):
+        raise NotARunError(errno.ENOTDIR, "no run found (a file, not a run folder)", location)
+    if storage.is_local and not os.access(storage.root, os.R_OK | os.X_OK):
+        raise RunNotFoundError(errno.EACCES, "run directory cannot be listed", location)
+    try:
+        entries = list(storage.walk())
+    except OSError as exc:
+        raise RunNotFoundError(errno.EIO, f"run cannot be listed ({exc})", location) from exc
+    if not layout.is_run_root(e.path for e in entries if "/" not in e.path):
+        raise NotARunError(errno.ENOENT, "no run found (no "
+                           f"{' or '.join(layout.RUN_MARKERS)} at its root)", location)
+    return entries
+
+
+def utf8(text: str) -> str:
     """``text`` as valid UTF-8 (undecodable file-name bytes become ``\\xNN`` escapes)."""
     try:
         text.encode("utf-8")
@@ -126,14 +132,14 @@ def _utf8(text: str) -> str:
 
 def _clean(f: Finding) -> Finding:
     """A finding whose strings all encode as UTF-8 (JSON output must never fail)."""
-    file, pointer, message = _utf8(f.file), _utf8(f.pointer), _utf8(f.message)
+    file, pointer, message = utf8(f.file), utf8(f.pointer), utf8(f.message)
     message = message.replace("\r", " ").replace("\n", " ") or "(no message)"
     if (file, pointer, message) == (f.file, f.pointer, f.message):
         return f
     return Finding(f.code, f.severity, file, f.line, pointer, message)
 
 
-class _Validator:
+class Validator:
     """One validation of one run: the per-file pass, then the cross-file checks."""
 
     def __init__(self, storage: Storage, location: str, *, cap: int, jobs: int) -> None:
@@ -152,7 +158,7 @@ class _Validator:
         self.layout = view.layout
         rank = {kind: i for i, kind in enumerate(RUN_ORDER)}
         for rel in sorted(view.files, key=lambda r: (rank.get(view.files[r].kind, len(rank)), r)):
-            facts = self._guard(rel, view, self._file)
+            facts = self._guard(rel, view, self.file)
             name = KIND_CHECKS.get(view.files[rel].kind, NO_CHECKS).facts
             if name is not None:
                 setattr(view, name, facts)
@@ -168,7 +174,7 @@ class _Validator:
         unknown = 0
         for e in entries:
             rel = e.path
-            shown = display[rel] = _utf8(rel)
+            shown = display[rel] = utf8(rel)
             if any(rel.startswith(d + "/") for d in hidden):
                 continue
             present[rel] = e.kind
@@ -237,7 +243,7 @@ class _Validator:
             scan_jsonl(stream, sink, schema=kind.schema or "", append_only=kind.append_only,
                        on_record=checks)
 
-    def _file(self, rel: str, view: RunView) -> Any:
+    def file(self, rel: str, view: RunView) -> Any:
         """Read one file as its kind's row says and run its kind's checks; the checks' facts."""
         rp = view.files[rel]
         kind = layout.KINDS[rp.kind]

@@ -224,7 +224,7 @@ class _Pending:
 def scan_jsonl(
     stream: BinaryIO, sink: Sink, *, schema: str, append_only: bool,
     on_record: RecordHook | None = None, limit: int | None = None, at_eof: bool = True,
-    on_decoded: DecodedHook | None = None,
+    on_decoded: DecodedHook | None = None, first_line: int = 1,
 ) -> ScanStats:
     """Judge every line of a JSONL stream from its current position.
 
@@ -244,17 +244,20 @@ def scan_jsonl(
         on_decoded: per-record checks of the records the fast decoder accepted (typed records,
             valid by construction), called with the line number and the raw line. Without it,
             a file with ``on_record`` checks is read on the exact path only.
+        first_line: the number of the stream's first line (a log read on from an offset).
     """
     check = fast_check(schema)
     fast = decoder_for(schema) if on_record is None or on_decoded is not None else None
     decode = fast
-    misses = since = 0
+    misses = 0
+    since = first_line - 1
     resume_at = sys.maxsize
     loads = orjson.loads
-    reader = ForwardLines(stream, max_line=MAX_LINE, limit=limit)
+    reader = ForwardLines(stream, max_line=MAX_LINE, limit=limit, first=first_line)
     stats = ScanStats()
     pending: _Pending | None = None
-    lineno = records = 0
+    lineno = first_line - 1
+    records = 0
     for lineno, line, terminated in reader:
         if pending is not None:
             _flush(sink, pending)
@@ -305,7 +308,7 @@ def scan_jsonl(
             _torn(sink, pending.line, append_only, pending.message)
         else:
             _flush(sink, pending)
-    stats.lines = lineno
+    stats.lines = lineno - first_line + 1
     stats.records = records
     stats.bytes = reader.offset
     return stats

@@ -6,8 +6,10 @@ import rlio
 
 PUBLIC = [
     "Finding",
+    "FleetReport",
     "LabelCollisionError",
     "LogTree",
+    "NotARunError",
     "RecordError",
     "Report",
     "ResumeError",
@@ -19,6 +21,7 @@ PUBLIC = [
     "UnsafeStorageError",
     "read_resume_state",
     "validate_run",
+    "validate_runs",
 ]
 
 

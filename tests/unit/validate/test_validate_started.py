@@ -1,8 +1,9 @@
 """A run that has not started yet is not an error; report.html is a known file.
 
 A writer killed right after ``RunWriter(...)`` opened the run leaves no config.json and an empty
-metrics.jsonl (a folder with neither is not a run at all): with no metrics line, checkpoint or per-iteration file, the missing required files
-are RL116 info. Once the run holds any record they are RL109 errors again.
+metrics.jsonl (a folder with neither is not a run at all): with no metrics line, checkpoint or
+per-iteration file, the missing required files are RL116 info.
+Once the run holds any record they are RL109 errors again.
 """
 
 from __future__ import annotations
