@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -130,8 +131,14 @@ class _Bar:
         if self._bar is None:
             from tqdm import tqdm  # type: ignore[import-untyped]
 
+            try:  # a terminal that reports no size (a fresh pty) still gets a bar: tqdm
+                size = os.get_terminal_size(sys.stderr.fileno())  # hides it in 0 rows
+                width, rows = size.columns, size.lines
+            except OSError:
+                width = rows = 0
             self._bar = tqdm(total=p.total, unit="run", file=sys.stderr, desc="validate",
-                             dynamic_ncols=True, leave=False)
+                             ncols=width if width > 0 else 80, nrows=rows if rows > 0 else 24,
+                             leave=False)
             self._start = time.monotonic()
         self._bar.n = p.done
         elapsed = max(time.monotonic() - self._start, 1e-9)

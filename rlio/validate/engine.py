@@ -88,6 +88,9 @@ def validate_run_sized(
     try:
         storage = open_storage(loc)
     except RunNotFoundError:
+        if os.path.lexists(loc) and not os.path.isdir(loc):  # a local file (URIs never exist)
+            raise NotARunError(errno.ENOTDIR, "no run found (a file, not a run folder)",
+                               loc) from None
         raise
     except (OSError, ValueError, NotImplementedError, ImportError) as exc:
         raise RunNotFoundError(errno.ENOENT, f"run cannot be opened ({exc})", loc) from exc
