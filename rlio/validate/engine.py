@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gc
 import itertools
 import os
 from collections.abc import Callable, Iterator
@@ -152,11 +153,13 @@ class Validator:
         self.jobs = jobs
         self.findings: list[Finding] = []
         self.layout: str | None = None
+        self.sizes: dict[str, int] = {}
 
     # -- listing and classification ---------------------------------------------------------
 
     def run(self, entries: list[Entry]) -> list[Finding]:
         """Validate every entry of the run, then run the cross-file checks."""
+        self.sizes = {e.path: e.size for e in entries if e.kind == "file"}
         view = self._classify(entries)
         self.layout = view.layout
         rank = {kind: i for i, kind in enumerate(RUN_ORDER)}
@@ -262,7 +265,7 @@ class Validator:
             elif kind.format == "json":
                 self._document(rel, rp, kind, sink, checks.document)
             elif kind.format == "html":
-                size = self.storage.size(rel)
+                size = self._size(rel)
                 head = self.storage.read_range(rel, 0, _HTML_SNIFF)
                 tail = self.storage.read_range(rel, max(0, size - _HTML_SNIFF), size)
                 check_html(head, tail, size, sink, chart=checks.chart)
@@ -273,23 +276,37 @@ class Validator:
             self.findings.extend(sink.finish())
         return None
 
+    def _size(self, rel: str) -> int:
+        """The size the listing gave (one stat per file saved), else asked of the storage."""
+        size = self.sizes.get(rel)
+        return self.storage.size(rel) if size is None else size
+
     def _document(self, rel: str, rp: layout.RunPath, kind: layout.FileKind, sink: Sink,
                   check: DocumentCheck | None) -> None:
-        size = self.storage.size(rel)
+        size = self._size(rel)
         if size > MAX_DOCUMENT:
             sink.add("RL114", f"document is {size >> 20} MiB, over the validator's "
                               f"{MAX_DOCUMENT >> 20} MiB limit; not parsed")
             return
-        data = self.storage.read_bytes(rel)
-        parsed, doc = check_document(data, sink, schema=kind.schema or "", kind=rp.kind)
-        del data
-        if parsed and check is not None:
-            check(doc, sink, rp)
+        # a large document is millions of containers that all live until the checks end: a
+        # collection pass finds no garbage among them, and several would run during the parse
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            data = self.storage.read_bytes(rel)
+            parsed, doc = check_document(data, sink, schema=kind.schema or "", kind=rp.kind)
+            del data
+            if parsed and check is not None:
+                check(doc, sink, rp)
+            del doc
+        finally:
+            if enabled:
+                gc.enable()
 
     # -- rollout summaries: streamed, split across processes when very large ------------------
 
     def _rollouts(self, rel: str, rp: layout.RunPath, sink: Sink) -> None:
-        size = self.storage.size(rel)
+        size = self._size(rel)
         if size == 0:
             return
         # helper processes reopen the run by its location: only local runs are worth it (a
@@ -327,14 +344,14 @@ class Validator:
             except (OSError, ValueError):
                 remote.append(None)
         try:
-            results = [scan_range(tasks[0])]
+            results = [scan_range(tasks[0], self.storage)]
             for task, scan in zip(tasks[1:], remote, strict=True):
                 try:
                     if scan is None:
                         raise RuntimeError("no helper process")
                     results.append(scan.result())
                 except Exception:  # whatever broke the helper, the range is scanned here
-                    results.append(scan_range(task))
+                    results.append(scan_range(task, self.storage))
         finally:
             for scan in remote:
                 if scan is not None:

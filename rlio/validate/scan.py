@@ -224,7 +224,7 @@ class _Pending:
 def scan_jsonl(
     stream: BinaryIO, sink: Sink, *, schema: str, append_only: bool,
     on_record: RecordHook | None = None, limit: int | None = None, at_eof: bool = True,
-    on_decoded: DecodedHook | None = None, first_line: int = 1,
+    on_decoded: DecodedHook | None = None, first_line: int = 1, exact_first: int = 0,
 ) -> ScanStats:
     """Judge every line of a JSONL stream from its current position.
 
@@ -245,13 +245,15 @@ def scan_jsonl(
             valid by construction), called with the line number and the raw line. Without it,
             a file with ``on_record`` checks is read on the exact path only.
         first_line: the number of the stream's first line (a log read on from an offset).
+        exact_first: this many first lines take the exact path, so ``on_record`` sees them as
+            decoded dicts (their key order shows), each still parsed once.
     """
     check = fast_check(schema)
     fast = decoder_for(schema) if on_record is None or on_decoded is not None else None
-    decode = fast
+    decode = None if exact_first else fast
+    resume_at = first_line + exact_first if exact_first else sys.maxsize
     misses = 0
     since = first_line - 1
-    resume_at = sys.maxsize
     loads = orjson.loads
     reader = ForwardLines(stream, max_line=MAX_LINE, limit=limit, first=first_line)
     stats = ScanStats()
