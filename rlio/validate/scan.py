@@ -49,6 +49,8 @@ DecodedHook = Callable[[Any, int, bytes], None]
 _MISSES_MIN: Final = 64
 #: ... for this many lines (then it is tried again).
 _MISSES_PAUSE: Final = 4096
+#: Lines of a file judged on the exact path before the fast decoder is tried.
+_EXACT_FIRST: Final = 32
 
 
 def short(value: Any, limit: int = 60) -> str:
@@ -249,9 +251,12 @@ def scan_jsonl(
             decoded dicts (their key order shows), each still parsed once.
     """
     check = fast_check(schema)
-    fast = decoder_for(schema) if on_record is None or on_decoded is not None else None
-    decode = None if exact_first else fast
-    resume_at = first_line + exact_first if exact_first else sys.maxsize
+    # the fast decoder is built (once per schema and process) only for a file that gets past
+    # its first _EXACT_FIRST lines: a small run never pays for compiling it
+    want_fast = on_record is None or on_decoded is not None
+    fast = None
+    decode = None
+    resume_at = first_line + max(exact_first, _EXACT_FIRST)
     misses = 0
     since = first_line - 1
     loads = orjson.loads
@@ -275,6 +280,10 @@ def scan_jsonl(
                     continue  # (the last line: the reader ends)
             elif n > LONG_LINE:
                 sink.add("RL115", f"line is {n / (1 << 20):.1f} MiB long", line=lineno)
+        if lineno >= resume_at:  # the decoder's turn (again): from this line on
+            if fast is None and want_fast:
+                fast = decoder_for(schema)
+            decode, misses, since, resume_at = fast, 0, lineno - 1, sys.maxsize
         if decode is not None:
             try:
                 typed = decode(line)
@@ -288,8 +297,6 @@ def scan_jsonl(
                 if on_decoded is not None:
                     on_decoded(typed, lineno, line)
                 continue
-        elif lineno >= resume_at:
-            decode, misses, since, resume_at = fast, 0, lineno, sys.maxsize
         try:
             record = loads(line)
         except orjson.JSONDecodeError:
