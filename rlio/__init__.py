@@ -15,6 +15,7 @@ _EXPORTS: dict[str, str] = {
     "CheckpointRecord": "rlio.reader",
     "Conversation": "rlio.reader",
     "ConversationMessage": "rlio.reader",
+    "FleetReport": "rlio.validate.fleet",
     "Finding": "rlio.findings",
     "IterationInfo": "rlio.reader",
     "LabelCollisionError": "rlio.errors",
@@ -23,6 +24,7 @@ _EXPORTS: dict[str, str] = {
     "LogtreeNode": "rlio.reader",
     "MetricsRecord": "rlio.reader",
     "MissingExtraError": "rlio.errors",
+    "NotARunError": "rlio.errors",
     "RecordError": "rlio.errors",
     "Report": "rlio.findings",
     "ResumeError": "rlio.errors",
@@ -40,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "open_run": "rlio.reader",
     "read_resume_state": "rlio.resume",
     "validate_run": "rlio.validate",
+    "validate_runs": "rlio.validate.fleet",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
     from rlio.errors import (
         LabelCollisionError,
         MissingExtraError,
+        NotARunError,
         RecordError,
         ResumeError,
         RlioError,
@@ -73,6 +77,7 @@ if TYPE_CHECKING:
     )
     from rlio.resume import ResumeState, read_resume_state
     from rlio.validate.engine import validate_run
+    from rlio.validate.fleet import FleetReport, validate_runs
     from rlio.writer.run_writer import RunWriter
 
 

@@ -68,3 +68,8 @@ class AppendError(RlioError, OSError):
     The file was cut back to where it stood before the append (or, where that was impossible,
     the next append starts on a new line), so nothing half-written is left to glue onto.
     """
+
+
+class NotARunError(RunNotFoundError):
+    """The path exists but is not a run: a file, or a folder without ``metrics.jsonl`` or
+    ``config.json`` at its root (``rlio.layout.is_run_root``)."""

@@ -136,6 +136,12 @@ def is_run_root(names: Iterable[str]) -> bool:
     return any(name in RUN_MARKERS for name in names)
 
 
+def is_iteration_dir(name: str) -> bool:
+    """Whether ``name`` is a nested-layout iteration folder (``iteration_000042``): a run's own
+    folder, where fleet discovery never looks for another run."""
+    return _NESTED_DIR.fullmatch(name) is not None
+
+
 def iteration_number(value: Any) -> int:
     """``value`` as an iteration number: an integer >= 0 (``int`` or any ``__index__`` type, such
     as numpy integers; ``bool``, floats and strings are refused).

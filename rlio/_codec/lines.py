@@ -76,23 +76,27 @@ class ForwardLines:
         max_line: the length bound: a line with this many bytes or more before its newline is
             too long.
         limit: stop once this many bytes are consumed (a byte range ending on a line boundary).
+        first: the number given to the first line (a stream read on from an earlier offset).
     """
 
-    __slots__ = ("_end", "_max_line", "_readline", "offset")
+    __slots__ = ("_end", "_first", "_max_line", "_readline", "offset")
 
-    def __init__(self, stream: BinaryIO, *, max_line: int, limit: int | None = None) -> None:
+    def __init__(self, stream: BinaryIO, *, max_line: int, limit: int | None = None,
+                 first: int = 1) -> None:
         if max_line < 1:
             raise ValueError(f"max_line must be at least 1 byte, got {max_line}")
         self._readline = _bounded_readline(stream)
         self._max_line = max_line
         self._end = sys.maxsize if limit is None else limit
+        self._first = first
         self.offset = 0
 
     def __iter__(self) -> Iterator[NumberedLine]:
         readline = self._readline
         max_line = self._max_line
         end = self._end
-        number = pos = 0
+        number = self._first - 1
+        pos = 0
         try:
             while pos < end:
                 line = readline(max_line)

@@ -1,9 +1,11 @@
-"""``rlio validate``: check a run against the schemas and the format's rules."""
+"""``rlio validate``: check runs (or every run under folders and prefixes) against the format."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from typing import TYPE_CHECKING, Any
 
 from rlio.cli.common import (
     EXIT_FINDINGS,
@@ -13,7 +15,12 @@ from rlio.cli.common import (
     emit_json,
     fail,
 )
-from rlio.cli.output import render_github, render_text
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from rlio.findings import Severity
+    from rlio.validate.fleet import Progress
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,42 +28,163 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = add_command(
         sub,
         "validate",
-        summary="check a run directory against the schemas and the format's rules",
+        summary="check runs (or every run under folders and URI prefixes) against the format",
         examples=(
             ("rlio validate runs/exp1", "check one run; findings as file:line: CODE lines"),
-            ("rlio validate gs://bucket/exp1 --format json", "one JSON report on stdout"),
-            ("rlio validate runs/exp1 --format github --fail-on warning",
+            ("rlio validate runs/ gs://bucket/sweep/ --jobs 8",
+             "every run found under both, eight at a time"),
+            ("rlio validate gs://bucket/exp1 --format json", "one JSON document on stdout"),
+            ("rlio validate runs/ --format github --fail-on warning",
              "GitHub annotations; warnings fail the job too"),
+            ("rlio validate runs/ --dask tcp://scheduler:8786", "fan out over a Dask cluster"),
+            ("rlio validate --watch runs/exp1", "re-check a live run as it grows"),
         ),
         exit_codes=(
-            (EXIT_OK, "no finding at or above --fail-on"),
-            (EXIT_FINDINGS, "a finding at or above --fail-on"),
-            (EXIT_UNREADABLE, "no run could be read at RUN, or the command was misused"),
+            (EXIT_OK, "no finding at or above --fail-on in any run"),
+            (EXIT_FINDINGS, "a finding at or above --fail-on in some run"),
+            (EXIT_UNREADABLE, "a PATH holds no run or cannot be read, or the command was misused"),
         ),
     )
-    p.add_argument("run", metavar="RUN", help="local path or URI (gs://bucket/run)")
+    p.add_argument("paths", metavar="PATH", nargs="+",
+                   help="a run, a folder holding runs at any depth, or a URI prefix "
+                   "(gs://bucket/sweep/)")
     p.add_argument("--format", choices=("text", "json", "github"), default="text",
-                   help="text: one line per finding and a verdict; json: one document; "
+                   help="text: one line per finding and a verdict per run; json: one document; "
                    "github: workflow annotations")
     p.add_argument("--fail-on", choices=("error", "warning", "info"), default="error",
                    help="lowest severity that makes the exit code 1")
+    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="runs validated at once in a process pool (default: the CPU count)")
+    p.add_argument("--dask", metavar="ADDRESS", default=None,
+                   help="validate on the Dask cluster whose scheduler is at ADDRESS "
+                   "(needs rlio[dask])")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress bar (it is shown only when stderr is a terminal)")
+    p.add_argument("--watch", action="store_true",
+                   help="keep re-checking one run as it changes; print new findings; Ctrl-C stops")
+    p.add_argument("--interval", type=float, default=2.0, metavar="S",
+                   help="seconds between re-checks under --watch")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Validate ``args.run`` and print the report in ``args.format``."""
-    from rlio.errors import RunNotFoundError
+    """Validate ``args.paths`` and print the reports in ``args.format``."""
     from rlio.findings import Severity
-    from rlio.validate import validate_run
 
+    fail_on = Severity.parse(args.fail_on)
+    if args.jobs is not None and args.jobs < 1:
+        return fail(f"--jobs must be at least 1, got {args.jobs}")
+    if args.watch:
+        if len(args.paths) != 1:
+            return fail("--watch takes exactly one run")
+        return watch_run(args.paths[0], interval=args.interval, fail_on=fail_on,
+                         out_format=args.format)
+    from rlio.validate.fleet import validate_runs
+
+    client: Any = None
+    executor: Executor | None = None
+    if args.dask is not None:
+        try:
+            import distributed
+        except ImportError:
+            return fail("--dask needs the distributed package: pip install 'rlio[dask]'")
+        try:
+            client = distributed.Client(args.dask, timeout=30)  # type: ignore[no-untyped-call]
+        except (OSError, TimeoutError, ValueError) as exc:
+            return fail(f"cannot connect to the Dask scheduler at {args.dask}: {exc}")
+        executor = client.get_executor()
+    bar = None if args.quiet or not sys.stderr.isatty() else _Bar()
     try:
-        report = validate_run(args.run)
-    except (RunNotFoundError, NotADirectoryError) as exc:
-        return fail(f"cannot read run {args.run!r}: {exc.strerror or exc}")
+        fleet = validate_runs(args.paths, executor=executor, jobs=args.jobs,
+                              progress=bar.update if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+        if client is not None:
+            client.close()
+    for u in fleet.unreadable:
+        fail(u.message)
     if args.format == "json":
-        emit_json(report.to_dict())
+        emit_json(fleet.to_dict(fail_on=fail_on))
     elif args.format == "github":
-        sys.stdout.write(render_github(report))
+        from rlio.cli.output import render_fleet_github
+
+        sys.stdout.write(render_fleet_github(fleet))
     else:
-        sys.stdout.write(render_text(report))
-    return EXIT_FINDINGS if report.at_or_above(Severity.parse(args.fail_on)) else EXIT_OK
+        from rlio.cli.output import render_fleet_text
+
+        sys.stdout.write(render_fleet_text(fleet, fail_on))
+    code = fleet.exit_code(fail_on)
+    return {0: EXIT_OK, 1: EXIT_FINDINGS}.get(code, EXIT_UNREADABLE)
+
+
+class _Bar:
+    """The progress bar on stderr: runs done / total, files, MB/s and the ETA (tqdm)."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+        self._start = 0.0
+
+    def update(self, p: Progress) -> None:
+        import time
+
+        if self._bar is None:
+            from tqdm import tqdm  # type: ignore[import-untyped]
+
+            try:  # a terminal that reports no size (a fresh pty) still gets a bar: tqdm
+                size = os.get_terminal_size(sys.stderr.fileno())  # hides it in 0 rows
+                width, rows = size.columns, size.lines
+            except OSError:
+                width = rows = 0
+            self._bar = tqdm(total=p.total, unit="run", file=sys.stderr, desc="validate",
+                             ncols=width if width > 0 else 80, nrows=rows if rows > 0 else 24,
+                             leave=False)
+            self._start = time.monotonic()
+        self._bar.n = p.done
+        elapsed = max(time.monotonic() - self._start, 1e-9)
+        self._bar.set_postfix_str(f"{p.files} files, {p.bytes / elapsed / 1e6:.1f} MB/s",
+                                  refresh=False)
+        self._bar.refresh()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def watch_run(location: str, *, interval: float, fail_on: Severity, out_format: str) -> int:
+    """``--watch``: print the new findings every ``interval`` seconds until Ctrl-C (SIGINT),
+    then exit with the code the last check gives (text: after a last verdict line)."""
+    import time
+
+    from rlio.cli.output import finding_line, render_github, verdict_line
+    from rlio.errors import RunNotFoundError
+    from rlio.findings import Report
+    from rlio.validate.watch import Watcher
+
+    watcher = Watcher(location)
+    try:
+        while True:
+            try:
+                new = watcher.check()
+            except (RunNotFoundError, OSError) as exc:
+                return fail(str(exc.strerror or exc))
+            report = watcher.report
+            assert report is not None
+            if out_format == "json":  # one document per check that found something new
+                if new:
+                    emit_json({"run": report.run, **Report.build(report.run, new).to_dict()})
+            elif out_format == "github":
+                sys.stdout.write(render_github(Report.build(report.run, new)))
+            elif new:
+                sys.stdout.write("".join(finding_line(f, f.file or ".") + "\n" for f in new))
+                sys.stdout.write(verdict_line(report, fail_on) + "\n")
+            sys.stdout.flush()
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        report = watcher.report
+        if report is None:
+            return EXIT_UNREADABLE
+        if out_format == "text":
+            sys.stdout.write(verdict_line(report, fail_on) + "\n")
+            sys.stdout.flush()
+        return EXIT_FINDINGS if report.at_or_above(fail_on) else EXIT_OK

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gc
 import itertools
 import os
 from collections.abc import Callable, Iterator
@@ -20,7 +21,7 @@ import orjson
 
 from rlio import layout
 from rlio._codec.lines import MAX_LINE, ForwardLines, next_line_start
-from rlio.errors import RunNotFoundError
+from rlio.errors import NotARunError, RunNotFoundError
 from rlio.findings import Finding, Report, finding
 from rlio.storage.base import TEMP_INFIX, Entry, Storage
 from rlio.storage.opener import open_storage
@@ -72,28 +73,55 @@ def validate_run(
 
     Raises:
         RunNotFoundError: the run does not exist or cannot be listed. Bad data never raises.
+        NotARunError: ``location`` is a file, or a folder that is not a run (no run marker at its
+            root, ``rlio.layout.is_run_root``).
     """
+    return validate_run_sized(location, max_findings_per_code=max_findings_per_code,
+                              jobs=jobs)[0]
+
+
+def validate_run_sized(
+    location: str | os.PathLike[str], *, max_findings_per_code: int = 100,
+    jobs: int | None = None,
+) -> tuple[Report, int, int]:
+    """``validate_run`` and how much it read: ``(report, files, bytes)`` (for progress)."""
     loc = os.fspath(location)
     try:
         storage = open_storage(loc)
     except RunNotFoundError:
+        if os.path.lexists(loc) and not os.path.isdir(loc):  # a local file (URIs never exist)
+            raise NotARunError(errno.ENOTDIR, "no run found (a file, not a run folder)",
+                               loc) from None
         raise
     except (OSError, ValueError, NotImplementedError, ImportError) as exc:
         raise RunNotFoundError(errno.ENOENT, f"run cannot be opened ({exc})", loc) from exc
-    if storage.is_local and not os.access(storage.root, os.R_OK | os.X_OK):
-        raise RunNotFoundError(errno.EACCES, "run directory cannot be listed", loc)
+    entries = require_run(storage, loc)
     if jobs is None:
         jobs = 2 if (os.cpu_count() or 1) >= 2 else 1
-    validator = _Validator(storage, loc, cap=max_findings_per_code, jobs=max(1, jobs))
+    validator = Validator(storage, loc, cap=max_findings_per_code, jobs=max(1, jobs))
+    findings = validator.run(entries)
+    files = sum(1 for e in entries if e.kind == "file")
+    size = sum(e.size for e in entries if e.kind == "file")
+    return Report.build(utf8(loc), findings, layout=validator.layout), files, size
+
+
+def require_run(storage: Storage, location: str) -> list[Entry]:
+    """The entries of the run at ``location``; raises unless it is a run that can be listed."""
+    if storage.is_local and not os.path.isdir(storage.root):
+        raise NotARunError(errno.ENOTDIR, "no run found (a file, not a run folder)", location)
+    if storage.is_local and not os.access(storage.root, os.R_OK | os.X_OK):
+        raise RunNotFoundError(errno.EACCES, "run directory cannot be listed", location)
     try:
         entries = list(storage.walk())
     except OSError as exc:
-        raise RunNotFoundError(errno.EIO, f"run cannot be listed ({exc})", loc) from exc
-    findings = validator.run(entries)
-    return Report.build(_utf8(loc), findings, layout=validator.layout)
+        raise RunNotFoundError(errno.EIO, f"run cannot be listed ({exc})", location) from exc
+    if not layout.is_run_root(e.path for e in entries if "/" not in e.path):
+        raise NotARunError(errno.ENOENT, "no run found (no "
+                           f"{' or '.join(layout.RUN_MARKERS)} at its root)", location)
+    return entries
 
 
-def _utf8(text: str) -> str:
+def utf8(text: str) -> str:
     """``text`` as valid UTF-8 (undecodable file-name bytes become ``\\xNN`` escapes)."""
     try:
         text.encode("utf-8")
@@ -108,14 +136,14 @@ def _utf8(text: str) -> str:
 
 def _clean(f: Finding) -> Finding:
     """A finding whose strings all encode as UTF-8 (JSON output must never fail)."""
-    file, pointer, message = _utf8(f.file), _utf8(f.pointer), _utf8(f.message)
+    file, pointer, message = utf8(f.file), utf8(f.pointer), utf8(f.message)
     message = message.replace("\r", " ").replace("\n", " ") or "(no message)"
     if (file, pointer, message) == (f.file, f.pointer, f.message):
         return f
     return Finding(f.code, f.severity, file, f.line, pointer, message)
 
 
-class _Validator:
+class Validator:
     """One validation of one run: the per-file pass, then the cross-file checks."""
 
     def __init__(self, storage: Storage, location: str, *, cap: int, jobs: int) -> None:
@@ -125,17 +153,19 @@ class _Validator:
         self.jobs = jobs
         self.findings: list[Finding] = []
         self.layout: str | None = None
+        self.sizes: dict[str, int] = {}
 
     # -- listing and classification ---------------------------------------------------------
 
     def run(self, entries: list[Entry]) -> list[Finding]:
         """Validate every entry of the run, then run the cross-file checks."""
+        self.sizes = {e.path: e.size for e in entries if e.kind == "file"}
         view = self._classify(entries)
         view.storage = self.storage
         self.layout = view.layout
         rank = {kind: i for i, kind in enumerate(RUN_ORDER)}
         for rel in sorted(view.files, key=lambda r: (rank.get(view.files[r].kind, len(rank)), r)):
-            facts = self._guard(rel, view, self._file)
+            facts = self._guard(rel, view, self.file)
             name = KIND_CHECKS.get(view.files[rel].kind, NO_CHECKS).facts
             if name is not None:
                 setattr(view, name, facts)
@@ -151,7 +181,7 @@ class _Validator:
         unknown = 0
         for e in entries:
             rel = e.path
-            shown = display[rel] = _utf8(rel)
+            shown = display[rel] = utf8(rel)
             if any(rel.startswith(d + "/") for d in hidden):
                 continue
             present[rel] = e.kind
@@ -222,7 +252,7 @@ class _Validator:
             scan_jsonl(stream, sink, schema=kind.schema or "", append_only=kind.append_only,
                        on_record=checks)
 
-    def _file(self, rel: str, view: RunView) -> Any:
+    def file(self, rel: str, view: RunView) -> Any:
         """Read one file as its kind's row says and run its kind's checks; the checks' facts."""
         rp = view.files[rel]
         kind = layout.KINDS[rp.kind]
@@ -238,7 +268,7 @@ class _Validator:
             elif kind.format == "json":
                 self._document(rel, rp, kind, sink, checks.document)
             elif kind.format == "html":
-                size = self.storage.size(rel)
+                size = self._size(rel)
                 head = self.storage.read_range(rel, 0, _HTML_SNIFF)
                 tail = self.storage.read_range(rel, max(0, size - _HTML_SNIFF), size)
                 check_html(head, tail, size, sink, chart=checks.chart)
@@ -249,23 +279,37 @@ class _Validator:
             self.findings.extend(sink.finish())
         return None
 
+    def _size(self, rel: str) -> int:
+        """The size the listing gave (one stat per file saved), else asked of the storage."""
+        size = self.sizes.get(rel)
+        return self.storage.size(rel) if size is None else size
+
     def _document(self, rel: str, rp: layout.RunPath, kind: layout.FileKind, sink: Sink,
                   check: DocumentCheck | None) -> None:
-        size = self.storage.size(rel)
+        size = self._size(rel)
         if size > MAX_DOCUMENT:
             sink.add("RL114", f"document is {size >> 20} MiB, over the validator's "
                               f"{MAX_DOCUMENT >> 20} MiB limit; not parsed")
             return
-        data = self.storage.read_bytes(rel)
-        parsed, doc = check_document(data, sink, schema=kind.schema or "", kind=rp.kind)
-        del data
-        if parsed and check is not None:
-            check(doc, sink, rp)
+        # a large document is millions of containers that all live until the checks end: a
+        # collection pass finds no garbage among them, and several would run during the parse
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            data = self.storage.read_bytes(rel)
+            parsed, doc = check_document(data, sink, schema=kind.schema or "", kind=rp.kind)
+            del data
+            if parsed and check is not None:
+                check(doc, sink, rp)
+            del doc
+        finally:
+            if enabled:
+                gc.enable()
 
     # -- rollout summaries: streamed, split across processes when very large ------------------
 
     def _rollouts(self, rel: str, rp: layout.RunPath, sink: Sink) -> None:
-        size = self.storage.size(rel)
+        size = self._size(rel)
         if size == 0:
             return
         # helper processes reopen the run by its location: only local runs are worth it (a
@@ -303,14 +347,14 @@ class _Validator:
             except (OSError, ValueError):
                 remote.append(None)
         try:
-            results = [scan_range(tasks[0])]
+            results = [scan_range(tasks[0], self.storage)]
             for task, scan in zip(tasks[1:], remote, strict=True):
                 try:
                     if scan is None:
                         raise RuntimeError("no helper process")
                     results.append(scan.result())
                 except Exception:  # whatever broke the helper, the range is scanned here
-                    results.append(scan_range(task))
+                    results.append(scan_range(task, self.storage))
         finally:
             for scan in remote:
                 if scan is not None:

@@ -15,8 +15,9 @@ import sys
 from dataclasses import dataclass
 from typing import Final
 
+from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
-from rlio.validate.checks.rollouts import PairOrder, RolloutChecks
+from rlio.validate.checks.rollouts import KEY_ORDER_RECORDS, PairOrder, RolloutChecks
 from rlio.validate.scan import ScanStats, Sink, scan_jsonl
 
 _ROLLOUT_SCHEMA: Final = "rollout-summary-line"
@@ -46,9 +47,11 @@ class RangeResult:
     order: PairOrder
 
 
-def scan_range(task: RangeTask) -> RangeResult:
-    """Scan one range of a rollout-summary file with every per-record check."""
-    storage = open_storage(task.location)
+def scan_range(task: RangeTask, storage: Storage | None = None) -> RangeResult:
+    """Scan one range of a rollout-summary file with every per-record check (``storage``: the
+    run already opened in this process; a helper process opens it by its location)."""
+    if storage is None:
+        storage = open_storage(task.location)
     sink = Sink(task.file, task.cap)
     hook = RolloutChecks(sink, iteration=task.iteration, label=task.label)
     with storage.open_read(task.rel) as stream:
@@ -56,7 +59,8 @@ def scan_range(task: RangeTask) -> RangeResult:
             stream.seek(task.start)
         stats = scan_jsonl(stream, sink, schema=_ROLLOUT_SCHEMA, append_only=False,
                            on_record=hook.hook, on_decoded=hook.check,
-                           limit=task.end - task.start, at_eof=task.at_eof)
+                           limit=task.end - task.start, at_eof=task.at_eof,
+                           exact_first=KEY_ORDER_RECORDS if task.start == 0 else 0)
     return RangeResult(sink, stats, hook.finish())
 
 

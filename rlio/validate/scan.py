@@ -50,6 +50,8 @@ DecodedHook = Callable[[Any, int, bytes], None]
 _MISSES_MIN: Final = 64
 #: ... for this many lines (then it is tried again).
 _MISSES_PAUSE: Final = 4096
+#: Lines of a file judged on the exact path before the fast decoder is tried.
+_EXACT_FIRST: Final = 32
 
 
 def short(value: Any, limit: int = 60) -> str:
@@ -242,7 +244,7 @@ class _Pending:
 def scan_jsonl(
     stream: BinaryIO, sink: Sink, *, schema: str, append_only: bool,
     on_record: RecordHook | None = None, limit: int | None = None, at_eof: bool = True,
-    on_decoded: DecodedHook | None = None,
+    on_decoded: DecodedHook | None = None, first_line: int = 1, exact_first: int = 0,
 ) -> ScanStats:
     """Judge every line of a JSONL stream from its current position.
 
@@ -262,18 +264,26 @@ def scan_jsonl(
         on_decoded: per-record checks of the records the fast decoder accepted (typed records,
             valid by construction), called with the line number and the raw line. Without it,
             a file with ``on_record`` checks is read on the exact path only.
+        first_line: the number of the stream's first line (a log read on from an offset).
+        exact_first: this many first lines take the exact path, so ``on_record`` sees them as
+            decoded dicts (their key order shows), each still parsed once.
     """
     check = full_check(schema)  # every rule: a record it accepts gives no finding
-    fast = decoder_for(schema) if on_record is None or on_decoded is not None else None
-    decode = fast
-    misses = since = 0
-    resume_at = sys.maxsize
+    # the fast decoder is built (once per schema and process) only for a file that gets past
+    # its first _EXACT_FIRST lines: a small run never pays for compiling it
+    want_fast = on_record is None or on_decoded is not None
+    fast = None
+    decode = None
+    resume_at = first_line + max(exact_first, _EXACT_FIRST)
+    misses = 0
+    since = first_line - 1
     loads = orjson.loads
-    reader = ForwardLines(stream, max_line=MAX_LINE, limit=limit)
+    reader = ForwardLines(stream, max_line=MAX_LINE, limit=limit, first=first_line)
     stats = ScanStats()
     pending: _Pending | None = None
     after_bad = False  # the line before this one was held back as unparseable
-    lineno = records = 0
+    lineno = first_line - 1
+    records = 0
     for lineno, line, terminated in reader:
         if pending is not None:
             _flush(sink, pending, append_only and pending.damage and _parses(line))
@@ -291,6 +301,10 @@ def scan_jsonl(
                     continue  # (the last line: the reader ends)
             elif n > LONG_LINE:
                 sink.add("RL115", f"line is {n / (1 << 20):.1f} MiB long", line=lineno)
+        if lineno >= resume_at:  # the decoder's turn (again): from this line on
+            if fast is None and want_fast:
+                fast = decoder_for(schema)
+            decode, misses, since, resume_at = fast, 0, lineno - 1, sys.maxsize
         if decode is not None:
             try:
                 typed = decode(line)
@@ -304,8 +318,6 @@ def scan_jsonl(
                 if on_decoded is not None:
                     on_decoded(typed, lineno, line)
                 continue
-        elif lineno >= resume_at:
-            decode, misses, since, resume_at = fast, 0, lineno, sys.maxsize
         try:
             record = loads(line)
         except orjson.JSONDecodeError:
@@ -327,7 +339,7 @@ def scan_jsonl(
             _torn(sink, pending.line, append_only, pending.message)
         else:
             _flush(sink, pending, False)
-    stats.lines = lineno
+    stats.lines = lineno - first_line + 1
     stats.records = records
     stats.bytes = reader.offset
     return stats

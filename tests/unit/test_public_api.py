@@ -9,6 +9,7 @@ PUBLIC = [
     "Conversation",
     "ConversationMessage",
     "Finding",
+    "FleetReport",
     "IterationInfo",
     "LabelCollisionError",
     "LogTree",
@@ -16,6 +17,7 @@ PUBLIC = [
     "LogtreeNode",
     "MetricsRecord",
     "MissingExtraError",
+    "NotARunError",
     "RecordError",
     "Report",
     "ResumeError",
@@ -33,6 +35,7 @@ PUBLIC = [
     "open_run",
     "read_resume_state",
     "validate_run",
+    "validate_runs",
 ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -18,6 +19,7 @@ _OFFSET = re.compile(r"(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)$")
 _TIME = re.compile(r"[T ][0-9]{2}:[0-9]{2}")
 
 
+@functools.cache
 def known_data_types() -> frozenset[str]:
     """The logtree ``data`` types the schema specifies (``if type == X then ...`` clauses)."""
     data = load_schema("logtree").get("$defs", {}).get("data", {})
@@ -49,22 +51,33 @@ def logtree_checks(doc: Any, sink: Sink, rp: RunPath) -> None:
                      pointer="/path")
     known = known_data_types()
     reported: set[str] = set()
-    stack: list[tuple[Any, str]] = [(doc.get("root"), "/root")]
+    # (node, where): ``where`` is (parent's where, child index), a pointer built only for a
+    # finding, not one string per node of a document that may hold millions
+    stack: list[tuple[Any, Any]] = [(doc.get("root"), None)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, ptr = stack.pop()
-        if not isinstance(node, dict):
-            continue
-        data = node.get("data")
-        if isinstance(data, dict):
+        node, where = pop()
+        data = node.get("data") if type(node) is dict else None
+        if data is not None and type(data) is dict:
             kind = data.get("type")
             if isinstance(kind, str) and kind not in known and kind not in reported:
                 reported.add(kind)
                 sink.add("RL203", f"data type {short(kind)} is not one the schema specifies "
-                                  "(consumers ignore it)", pointer=f"{ptr}/data")
-        children = node.get("children")
-        if isinstance(children, list):
-            stack.extend((c, f"{ptr}/children/{i}") for i, c in enumerate(children)
-                         if isinstance(c, dict))
+                                  "(consumers ignore it)", pointer=f"{_pointer(where)}/data")
+        children = node.get("children") if type(node) is dict else None
+        if type(children) is list:
+            for i, c in enumerate(children):
+                if type(c) is dict:
+                    push((c, (where, i)))
+
+
+def _pointer(where: Any) -> str:
+    """The JSON pointer of a node from its (parent, index) chain."""
+    parts: list[str] = []
+    while where is not None:
+        where, i = where
+        parts.append(f"/children/{i}")
+    return "/root" + "".join(reversed(parts))
 
 
 _HTML_ID = re.compile(rb'<meta name="%s" content="([0-9A-Za-z_-]{1,64})"'

@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-import orjson
-
 from rlio import layout
 from rlio._schema.loader import load_schema
 from rlio.rules import REWARD_TOLERANCE, bad_step_index, reward_mismatch, step_after_done
 from rlio.validate.scan import Sink, short
 
+#: Records checked for their key order (RL202): writers emit one key order, the first tell.
+KEY_ORDER_RECORDS: Final = 100
 _STEP_IDX: Final = operator.attrgetter("step_idx")
 _REWARD: Final = operator.attrgetter("reward")
 _DONE: Final = operator.attrgetter("episode_done")
@@ -98,9 +98,10 @@ class RolloutChecks:
         order = self.order
         add = sink.add
         expected_split = self.split
-        loads = orjson.loads
         last_g = last_t = -1
-        key_checks = 100  # key-order checks left: writers emit one key order, the first tell
+        # key-order checks left. Only records decoded as dicts show the order (the scan decodes a
+        # file's first KEY_ORDER_RECORDS lines so); a typed record is never parsed again for it
+        key_checks = KEY_ORDER_RECORDS
         tolerance = REWARD_TOLERANCE  # within the rule whatever the magnitudes: a cheap prefilter
 
         def check(rec: Any, line: int, source: bytes | dict[str, Any]) -> None:
@@ -149,8 +150,8 @@ class RolloutChecks:
                         self._total(total, final, rewards, line)
             elif total is not None and final is not None:
                 self._total(total, final, (), line)
-            if key_checks:
-                found = tuple(loads(source) if type(source) is bytes else source)
+            if key_checks and type(source) is not bytes:  # a dict shows its key order
+                found = tuple(source)
                 if found != keys:
                     add("RL202", f"keys are {short(list(found), 120)}; documented order is "
                                  f"{', '.join(keys)}", line=line)

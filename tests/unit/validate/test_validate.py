@@ -21,7 +21,7 @@ from factories import (
 )
 
 from rlio import layout
-from rlio.errors import RunNotFoundError
+from rlio.errors import NotARunError, RunNotFoundError
 from rlio.findings import Report, Severity
 from rlio.validate import validate_run
 
@@ -91,13 +91,17 @@ def test_missing_run_raises_run_not_found(tmp_path: Path) -> None:
 
 
 def test_required_files_missing(tmp_path: Path) -> None:
-    """A run holding records but lacking metrics.jsonl or config.json: RL109 errors."""
+    """A run holding records but lacking metrics.jsonl (or config.json): an RL109 error; lacking
+    both, the folder is not a run at all (NotARunError)."""
     run = cookbook_run(tmp_path / "run")
-    (run / "config.json").unlink()
     (run / "metrics.jsonl").unlink()
-    found = findings(run)
-    assert ("RL109", "error", "metrics.jsonl", None, "") in found
-    assert ("RL109", "error", "config.json", None, "") in found
+    assert ("RL109", "error", "metrics.jsonl", None, "") in findings(run)
+    write(run, "metrics.jsonl", b"")
+    (run / "config.json").unlink()
+    assert ("RL109", "error", "config.json", None, "") in findings(run)
+    (run / "metrics.jsonl").unlink()
+    with pytest.raises(NotARunError, match="no run found"):
+        validate_run(run)
 
 
 def test_report_is_sorted_and_counted(tmp_path: Path) -> None:

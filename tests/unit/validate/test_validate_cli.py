@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -24,13 +25,15 @@ def broken_run(root: Path) -> Path:
 
 
 def test_json_format_clean_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """--format json prints version, run, ok, counts, findings; warnings only exit 0."""
+    """--format json of one run prints version, run, ok, counts, its findings, the runs list
+    and unreadable paths; a run with warnings only exits 0."""
     code = main(["validate", str(cookbook_run(tmp_path / "run")), "--format", "json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0
-    assert list(doc) == ["version", "run", "ok", "counts", "findings"]
+    assert list(doc) == ["version", "run", "ok", "counts", "findings", "runs", "unreadable"]
+    assert doc["ok"] is True and doc["unreadable"] == []
     assert doc["run"] == str(tmp_path / "run")
-    assert doc["ok"] is True
+    assert [r["findings"] for r in doc["runs"]] == [doc["findings"]]
     assert set(doc["counts"]) == {"error", "warning", "info"}
     assert doc["counts"]["warning"] >= 1
     assert all(list(f) == KEYS for f in doc["findings"])
@@ -67,22 +70,27 @@ def test_text_format_is_compiler_style(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_github_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """--format github prints one workflow annotation per finding (info as notice)."""
+    """--format github prints one workflow annotation per finding (info as notice), file=
+    relative to the current directory."""
     run = broken_run(tmp_path / "run")
     assert main(["validate", str(run), "--format", "github"]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines and all(line.startswith(("::error ", "::warning ", "::notice ")) for line in lines)
     path = layout.iteration_path("flat", 1, "rollout_summaries")
-    assert any(line.startswith(f"::error file={path},line=1,title=RL401::/iteration: ")
+    rel = os.path.relpath(run / path)
+    assert any(line.startswith(f"::error file={rel},line=1,title=RL401::/iteration: ")
                for line in lines)
     assert any(line.startswith("::notice ") for line in lines)
 
 
 def test_missing_run_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A run that does not exist exits 2 with a message on stderr and nothing on stdout."""
+    """A run that does not exist exits 2 with a message on stderr; --format json still prints
+    one JSON document naming the path."""
     assert main(["validate", str(tmp_path / "absent"), "--format", "json"]) == 2
     captured = capsys.readouterr()
-    assert captured.out == ""
+    doc = json.loads(captured.out)
+    assert doc["ok"] is False and doc["runs"] == []
+    assert [u["path"] for u in doc["unreadable"]] == [str(tmp_path / "absent")]
     assert "absent" in captured.err
 
 
@@ -98,7 +106,8 @@ def test_subprocess_exit_codes_and_json(tmp_path: Path) -> None:
     """The real command exits 0 (clean), 1 (errors), 2 (no run) and prints parseable JSON."""
     clean = run_cli("validate", str(cookbook_run(tmp_path / "clean")), "--format", "json")
     assert clean.returncode == 0, clean.stderr
-    assert list(json.loads(clean.stdout)) == ["version", "run", "ok", "counts", "findings"]
+    assert list(json.loads(clean.stdout)) == ["version", "run", "ok", "counts", "findings",
+                                              "runs", "unreadable"]
     broken = run_cli("validate", str(broken_run(tmp_path / "broken")), "--format", "json")
     assert broken.returncode == 1, broken.stderr
     doc = json.loads(broken.stdout)
@@ -106,5 +115,6 @@ def test_subprocess_exit_codes_and_json(tmp_path: Path) -> None:
     missing = run_cli("validate", str(tmp_path / "absent"))
     assert missing.returncode == 2
     assert missing.stdout == "" and "Traceback" not in missing.stderr
+    assert "cannot read" in missing.stderr
     warned = run_cli("validate", str(tmp_path / "clean"), "--fail-on", "warning")
     assert warned.returncode == 1

@@ -171,10 +171,13 @@ def scan(data: bytes, **kw: Any) -> tuple[Sink, list[int], list[int]]:
 
 
 def test_plain_records_take_the_fast_path() -> None:
-    """Records as writers encode them are all judged by the decoder, none by the exact path."""
-    recs = [trajectory(1, g, t, n_steps=1 + g % 3) for g in range(20) for t in range(2)]
+    """Past a file's first lines (judged on the exact path, so a small file never builds the
+    decoder), records as writers encode them are all judged by the decoder."""
+    head = stream_mod._EXACT_FIRST
+    recs = [trajectory(1, g, t, n_steps=1 + g % 3) for g in range(40) for t in range(2)]
     sink, fast, exact = scan(jsonl(recs).encode())
-    assert (len(fast), exact, sink.items) == (40, [], [])
+    assert exact == list(range(1, head + 1))
+    assert (fast, sink.items) == (list(range(head + 1, 81)), [])
 
 
 def test_checks_without_typed_hook_use_exact_path() -> None:
@@ -190,6 +193,7 @@ def test_decoder_pauses_when_most_lines_miss(monkeypatch: pytest.MonkeyPatch) ->
     """A file whose records all carry an undeclared step key stops trying the decoder after a
     while, tries it again later, and still judges every line."""
     monkeypatch.setattr(stream_mod, "_MISSES_PAUSE", 100)
+    monkeypatch.setattr(stream_mod, "_EXACT_FIRST", 0)  # the decoder from the first line on
     recs = [trajectory(1, g, 0) for g in range(400)]
     for r in recs[:300]:
         r["steps"][0]["ob_text"] = "passed through"

@@ -45,7 +45,7 @@ def test_split_scan_equals_single_scan(tmp_path: Path, monkeypatch: pytest.Monke
     local: list[RangeTask] = []
     real_scan = validate_mod.scan_range
     monkeypatch.setattr(validate_mod, "scan_range",
-                        lambda task: local.append(task) or real_scan(task))
+                        lambda task, storage=None: local.append(task) or real_scan(task, storage))
     split = report_rows(run, jobs=2, max_findings_per_code=5)
     assert [t.start for t in local if t.rel == PATH] == [0]  # the other half ran in the helper
     three = report_rows(run, jobs=3, max_findings_per_code=5)

@@ -1,8 +1,9 @@
 """A run that has not started yet is not an error; report.html is a known file.
 
 A writer killed right after ``RunWriter(...)`` opened the run leaves no config.json and an empty
-metrics.jsonl: with no metrics line, checkpoint or per-iteration file, the missing required files
-are RL116 info. Once the run holds any record they are RL109 errors again.
+metrics.jsonl (a folder with neither is not a run at all): with no metrics line, checkpoint or
+per-iteration file, the missing required files are RL116 info.
+Once the run holds any record they are RL109 errors again.
 """
 
 from __future__ import annotations
@@ -14,14 +15,22 @@ import pytest
 from factories import HTML, cookbook_run, findings, has, jsonl, run_python, write
 
 from rlio import layout
+from rlio.errors import NotARunError
 from rlio.validate import validate_run
 
 
-def test_run_not_started_is_not_an_error(tmp_path: Path) -> None:
-    """An empty run directory (nothing written yet) reports its missing files as RL116 info."""
+def test_empty_directory_is_not_a_run(tmp_path: Path) -> None:
+    """An empty directory holds no run marker: validate_run raises NotARunError, not a pass."""
     (tmp_path / "run").mkdir()
+    with pytest.raises(NotARunError, match="no run found"):
+        validate_run(tmp_path / "run")
+
+
+def test_run_not_started_is_not_an_error(tmp_path: Path) -> None:
+    """A run holding only an empty metrics.jsonl (nothing written yet) reports its missing
+    config.json as RL116 info."""
+    write(tmp_path / "run", "metrics.jsonl", b"")
     found = findings(tmp_path / "run")
-    assert ("RL116", "info", "metrics.jsonl", None, "") in found
     assert ("RL116", "info", "config.json", None, "") in found
     assert not [f for f in found if f[1] != "info"]
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from rlio._schema.loader import load_schema
 from rlio.validate.checks.rollouts import PairOrder, RolloutChecks, duplicate_pairs
+from rlio.validate.parallel import RangeTask, scan_range
 from rlio.validate.scan import Sink
 
 KEYS = load_schema("rollout-summary-line")["required"]
@@ -153,7 +155,9 @@ def test_steps_after_episode_done() -> None:
 
 
 def test_key_order_is_rl202_once() -> None:
-    """Keys out of the schema's order are one RL202; raw lines are read for their key order."""
+    """Keys out of the schema's order are one RL202, judged on records decoded as dicts; a typed
+    record's raw line is never parsed again for it (the scan hands a file's first line over as a
+    dict instead: its first 100 lines)."""
     bad = dict(reversed(list(rec().items())))
     found, _ = run(bad, dict(bad, traj_idx=1), rec(0, 2), dict(bad, traj_idx=3))
     assert found == [("RL202", 1, "")]
@@ -165,7 +169,20 @@ def test_key_order_is_rl202_once() -> None:
         total_reward, final_reward, steps = 0.0, 0.0, []
 
     checks.check(Typed(), 1, orjson.dumps(bad))
+    assert s.items == []
+    checks.check(Typed(), 2, bad)
     assert [f.code for f in s.items] == ["RL202"]
+
+
+def test_key_order_of_a_file_read_on_the_fast_path(tmp_path: Path) -> None:
+    """A rollout file whose records all fit the fast decoder still gets its RL202 from the
+    first line, which the scan decodes as a dict."""
+    bad = dict(reversed(list(rec().items())))
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(dict(bad, traj_idx=t)) + b"\n" for t in range(50)))
+    task = RangeTask(str(tmp_path), "r.jsonl", "r.jsonl", 3, None, 0, path.stat().st_size, True,
+                     100)
+    assert [(f.code, f.line) for f in scan_range(task).sink.items] == [("RL202", 1)]
 
 
 def test_key_order_checked_on_the_first_100_records_only() -> None:

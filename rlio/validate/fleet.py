@@ -1,0 +1,302 @@
+"""Validate a fleet: find every run under paths and URI prefixes, validate them in parallel.
+
+``discover`` finds runs the way the format defines one (``rlio.layout.is_run_root``: a folder
+with ``metrics.jsonl`` or ``config.json`` at its root) at any depth: a local tree is walked with
+``os.scandir`` (never following symbolic links, never looking inside a run's own iteration
+folders); an object-store prefix is listed once, without a delimiter, and the folders are derived
+from the object names, so discovery costs a listing, not a request per folder.
+
+``validate_runs`` hands one ``validate_run`` per run to any ``concurrent.futures.Executor``: a
+process pool on this machine by default, or a cluster's executor (Dask ``distributed``'s
+``Client.get_executor()``, Ray's) passed by the caller. The library never prints: progress is a
+callback.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor, Future, as_completed
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlio import layout
+from rlio.errors import NotARunError, RunNotFoundError
+from rlio.findings import Report, Severity
+from rlio.validate.engine import validate_run_sized
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A PATH that holds no run, or a run that could not be read: exit code 2."""
+
+    path: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        """``{"path", "message"}``."""
+        return {"path": self.path, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One progress event: ``done`` of ``total`` runs validated, ``files`` and ``bytes`` read
+    so far. The first event (``done == 0``) comes once discovery knows the total."""
+
+    done: int
+    total: int
+    files: int
+    bytes: int
+    run: str | None = None
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+@dataclass(frozen=True)
+class FleetReport:
+    """The reports of every run found (in discovery order) and the paths that held none."""
+
+    runs: tuple[Report, ...] = ()
+    unreadable: tuple[Unreadable, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        """True when every run is ok (no error finding) and every path held a readable run."""
+        return not self.unreadable and all(r.ok for r in self.runs)
+
+    def exit_code(self, fail_on: Severity = Severity.ERROR) -> int:
+        """The worst exit code over the runs: 2 for an unreadable path, 1 for a run with a
+        finding at or above ``fail_on``, else 0."""
+        if self.unreadable:
+            return 2
+        return 1 if any(r.at_or_above(fail_on) for r in self.runs) else 0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Findings per severity, summed over the runs."""
+        total = {"error": 0, "warning": 0, "info": 0}
+        for r in self.runs:
+            for k, n in r.counts.items():
+                total[k] += n
+        return total
+
+    def to_dict(self, *, fail_on: Severity = Severity.ERROR) -> dict[str, Any]:
+        """The fleet JSON document: ``version``, ``ok``, ``counts``, ``runs`` (each ``run``,
+        ``ok``, ``counts``, ``findings``) and ``unreadable``; ``ok`` is judged at ``fail_on``. A
+        fleet of one run also carries that run's ``run`` and ``findings`` at the top, as a
+        one-run report does."""
+        from rlio._version import __version__
+
+        runs = []
+        for r in self.runs:
+            entry = r.to_dict()
+            del entry["version"]  # once, at the top
+            entry["ok"] = not r.at_or_above(fail_on)
+            runs.append(entry)
+        doc: dict[str, Any] = {"version": __version__}
+        one = len(self.runs) == 1 and not self.unreadable
+        if one:
+            doc["run"] = runs[0]["run"]
+        doc.update(ok=self.exit_code(fail_on) == 0, counts=self.counts)
+        if one:
+            doc["findings"] = runs[0]["findings"]
+        doc["runs"] = runs
+        doc["unreadable"] = [u.to_dict() for u in self.unreadable]
+        return doc
+
+
+# -- discovery ------------------------------------------------------------------------------
+
+
+def _scheme(location: str) -> str | None:
+    head, sep, _ = location.partition("://")
+    return head.lower() if sep and head.isidentifier() else None
+
+
+def _local_runs(root: str) -> list[str]:
+    """Every run folder under the local folder ``root`` (``root`` itself included)."""
+    if not os.path.isdir(root):
+        if os.path.lexists(root):
+            raise NotARunError(errno.ENOTDIR, f"no run found at {root} (a file, not a folder)",
+                               root)
+        raise RunNotFoundError(errno.ENOENT, f"cannot read {root}: no such folder", root)
+    found: list[str] = []
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            if folder == root:
+                raise RunNotFoundError(exc.errno or errno.EIO, f"cannot read {root}: "
+                                       f"{exc.strerror or exc}", root) from exc
+            continue  # an unreadable folder deep in a tree: it holds no run we can read
+        is_run = layout.is_run_root(e.name for e in entries)
+        if is_run:
+            found.append(folder)
+        subdirs = []
+        for e in entries:
+            try:
+                if not e.is_dir(follow_symlinks=False):
+                    continue
+            except OSError:
+                continue
+            if is_run and layout.is_iteration_dir(e.name):
+                continue  # a run's own per-iteration folder
+            subdirs.append(e.path)
+        stack.extend(reversed(subdirs))
+    return found
+
+
+def _remote_runs(prefix: str) -> list[str]:
+    """Every run under an object-store prefix, from one listing of the whole prefix."""
+    from rlio.storage.opener import open_storage
+
+    base = prefix.rstrip("/")
+    try:
+        storage = open_storage(base)
+        names = [e.path for e in storage.walk()]
+    except (OSError, ValueError, NotImplementedError, ImportError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise RunNotFoundError(errno.ENOENT, f"cannot read {prefix}: {why}", prefix) from exc
+    children: dict[str, set[str]] = {}
+    for name in names:
+        parent, _, leaf = name.rpartition("/")
+        children.setdefault(parent, set()).add(leaf)
+        while parent:  # every ancestor folder exists, even one holding only folders
+            up, _, leaf = parent.rpartition("/")
+            children.setdefault(up, set()).add(leaf)
+            parent = up
+    roots = {d for d, kids in children.items() if layout.is_run_root(kids)}
+
+    def inside_iteration(d: str) -> bool:
+        parts = d.split("/") if d else []
+        return any(layout.is_iteration_dir(parts[i]) and "/".join(parts[:i]) in roots
+                   for i in range(len(parts)))
+
+    return [f"{base}/{d}" if d else base for d in sorted(roots) if not inside_iteration(d)]
+
+
+def _runs_at(path: str) -> list[str]:
+    """The runs under one PATH; raises ``NotARunError`` when it holds none."""
+    scheme = _scheme(path)
+    if scheme in (None, "file"):
+        local = path[len("file://"):] if scheme == "file" else path
+        runs = _local_runs((local.rstrip("/") or "/") if local else ".")
+    else:
+        runs = _remote_runs(path)
+    if not runs:
+        raise NotARunError(errno.ENOENT, f"no run found at {path} (no folder with "
+                           f"{' or '.join(layout.RUN_MARKERS)} at its root)", path)
+    return runs
+
+
+def discover(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """The location of every run under ``paths`` (runs, parent folders, URI prefixes).
+
+    Raises:
+        NotARunError: a path holds no run. RunNotFoundError: a path does not exist.
+    """
+    found: list[str] = []
+    for p in paths:
+        for run in _runs_at(os.fspath(p)):
+            if run not in found:
+                found.append(run)
+    return found
+
+
+# -- validation -----------------------------------------------------------------------------
+
+_Result = tuple[str, Report | None, str, int, int]
+
+
+def check_one(location: str, cap: int, jobs: int | None) -> _Result:
+    """Validate one run: ``(location, report or None, error message, files, bytes)``.
+
+    Module-level and returning plain values, so any executor (a process pool, a cluster) can
+    run and ship it; it never raises for a run that cannot be read.
+    """
+    try:
+        report, files, size = validate_run_sized(location, max_findings_per_code=cap, jobs=jobs)
+    except (RunNotFoundError, OSError) as exc:
+        why = str(exc.strerror or exc)
+        message = why if isinstance(exc, NotARunError) else f"cannot read {location}: {why}"
+        return location, None, message, 0, 0
+    except Exception as exc:  # a validator bug must not take the fleet down: report it
+        return location, None, f"could not be validated ({type(exc).__name__}: {exc})", 0, 0
+    return location, report, "", files, size
+
+
+def validate_runs(
+    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
+    executor: Executor | None = None, jobs: int | None = None,
+    progress: ProgressCallback | None = None, max_findings_per_code: int = 100,
+) -> FleetReport:
+    """Validate every run under ``paths``, in parallel.
+
+    Args:
+        paths: runs, parent folders and URI prefixes (``gs://bucket/sweep/``).
+        executor: any ``concurrent.futures.Executor`` (a Dask or Ray cluster's); None: a
+            process pool of ``jobs`` workers on this machine.
+        jobs: workers of the default pool (None: the CPU count); 1 validates in this process.
+        progress: called with a ``Progress`` once the runs are found, then after each run.
+        max_findings_per_code: as for ``validate_run``.
+
+    Returns:
+        The fleet report; a path holding no run is listed in ``unreadable``, never raised.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    runs: list[str] = []
+    unreadable: list[Unreadable] = []
+    for p in paths:
+        shown = os.fspath(p)
+        try:
+            runs.extend(r for r in _runs_at(shown) if r not in runs)
+        except (RunNotFoundError, OSError) as exc:
+            unreadable.append(Unreadable(shown, f"{exc.strerror or exc}"))  # names the path
+    total = len(runs)
+    if progress is not None:
+        progress(Progress(0, total, 0, 0))
+    results: dict[str, _Result] = {}
+    files = size = 0
+
+    def done(res: _Result) -> None:
+        nonlocal files, size
+        results[res[0]] = res
+        files += res[3]
+        size += res[4]
+        if progress is not None:
+            progress(Progress(len(results), total, files, size, res[0]))
+
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    if executor is None and (workers <= 1 or total <= 1):
+        inner = None if total <= 1 else 1
+        for run in runs:
+            done(check_one(run, max_findings_per_code, inner))
+    else:
+        own = executor is None
+        if executor is None:
+            from concurrent.futures import ProcessPoolExecutor
+
+            executor = ProcessPoolExecutor(max_workers=min(workers, total))
+        try:
+            # one process per run: a within-file split inside each would oversubscribe the pool
+            futures: list[Future[_Result]] = [
+                executor.submit(check_one, run, max_findings_per_code, 1) for run in runs]
+            for fut in as_completed(futures):
+                done(fut.result())
+        finally:
+            if own:
+                executor.shutdown(wait=True, cancel_futures=True)
+    reports = []
+    for run in runs:
+        _, report, message, _, _ = results[run]
+        if report is None:
+            unreadable.append(Unreadable(run, message))
+        else:
+            reports.append(report)
+    return FleetReport(tuple(reports), tuple(unreadable))
