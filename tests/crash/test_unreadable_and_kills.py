@@ -140,7 +140,7 @@ def test_stat_and_listing_raise_on_permission_errors_instead_of_absent(
 _REPLACER = textwrap.dedent("""
     import sys
     from rlio import RunWriter
-    run = RunWriter(sys.argv[1])
+    run = RunWriter(sys.argv[1], resume=True)
     run.write_config({"lr": 1})
     print("ready", flush=True)
     i = 0
@@ -164,7 +164,7 @@ def test_temp_files_of_killed_replaces_are_swept_by_the_next_lease_holder(
         os.kill(p.pid, signal.SIGKILL)
         p.wait(timeout=60)
         p.stdout.close()
-        RunWriter(tmp_path).close()  # the next lease holder sweeps
+        RunWriter(tmp_path, resume=True).close()  # the next lease holder sweeps
         assert not [x for x in tmp_path.iterdir() if ".rlio-tmp-" in x.name]
     diff = (tmp_path / "code.diff").read_bytes()
     assert diff in (b"", b"d" * 3_000_000)  # the old file or the new one, never a mix
