@@ -38,7 +38,7 @@ def test_a_second_gs_writer_is_refused_and_the_lease_goes_with_close(
         assert err.value.pid == os.getpid() and err.value.since
         assert _lease(gs_uri) is not None
     assert _lease(gs_uri) is None
-    RunWriter(gs_uri).close()
+    RunWriter(gs_uri, resume=True).close()
 
 
 def test_the_lease_is_renewed_past_its_expiry_while_the_writer_lives(gs_uri: str,

@@ -70,7 +70,7 @@ def test_a_second_writer_is_refused_naming_the_holder_and_changes_nothing(
         holder.stdin.write(b"go\n")
         holder.stdin.close()
         assert holder.wait(timeout=60) == 0
-    with RunWriter(tmp_path) as run:  # free again once the holder closed
+    with RunWriter(tmp_path, resume=True) as run:  # free again once the holder closed
         run.log_metrics({"x": 1}, step=1)
 
 
@@ -122,7 +122,7 @@ def test_memory_runs_have_one_writer_too() -> None:
         with pytest.raises(RunInUseError):
             RunWriter(uri)
         run.log_metrics({"x": 0}, step=0)
-    RunWriter(uri).close()
+    RunWriter(uri, resume=True).close()
 
 
 def test_thirty_second_writers_against_a_full_speed_writer_lose_nothing(
