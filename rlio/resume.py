@@ -36,7 +36,6 @@ from rlio._codec.lines import MAX_TAIL_LINE, BackwardLine, backward_lines, count
 from rlio.errors import ResumeError
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
-from rlio.storage.tail import repair_torn_tail
 
 __all__ = [
     "ResumeState",
@@ -460,6 +459,8 @@ def prepare_resume(storage: Storage, *, required_key: str = "state_path") -> Res
     With no resumable checkpoint the run restarts at iteration 0, so every metrics line is
     superseded: the whole of ``metrics.jsonl`` moves to the sidecar and None is returned.
     """
+    from rlio.storage.tail import repair_torn_tail  # the writer's path only, not a reader's
+
     state = read_resume_state(storage, required_key=required_key)  # torn_tail as found
     for rel in (layout.CHECKPOINTS, layout.METRICS):
         repair_torn_tail(storage, rel)
