@@ -23,16 +23,15 @@ checkpoint the restart is at iteration 0: every metrics line is superseded.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
 from rlio import layout
 from rlio._codec.jsonl import DecodeError, decode
 from rlio._codec.lines import MAX_TAIL_LINE, BackwardLine, backward_lines, count_newlines
+from rlio._record import FrozenRecord
 from rlio.errors import ResumeError
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
@@ -51,8 +50,7 @@ SkipKind = Literal["blank", "unparseable", "torn", "too_long", "not_object"]
 _ITERATION_KINDS = frozenset({"html", "logtree", "rollout_summaries", "timing_gantt"})
 
 
-@dataclass(frozen=True, slots=True)
-class SkippedLine:
+class SkippedLine(FrozenRecord):
     """A ledger line the resume reader passed over.
 
     Attributes:
@@ -62,9 +60,13 @@ class SkippedLine:
         reason: a one-line explanation naming what was found.
     """
 
+    __slots__ = _fields = ("line", "kind", "reason")
     line: int
     kind: SkipKind
     reason: str
+
+    def __init__(self, line: int, kind: SkipKind, reason: str) -> None:
+        self._set(line=line, kind=kind, reason=reason)
 
 
 def _backward(storage: Storage, rel: str, size: int) -> Iterator[BackwardLine]:
@@ -75,8 +77,8 @@ def _backward(storage: Storage, rel: str, size: int) -> Iterator[BackwardLine]:
 class _Skip:
     """A skipped ledger line as found: lines after the resumable record, kind, reason.
 
-    The private records here are plain slotted classes: ``@dataclass`` costs about a millisecond
-    a class at import, which ``rlio resume`` (a whole process) pays on every start.
+    The records here are plain classes (``FrozenRecord`` for the public ones): ``@dataclass``
+    costs about a millisecond a class at import, which ``rlio resume`` (a process) pays.
     """
 
     __slots__ = ("after", "kind", "reason")
@@ -213,8 +215,7 @@ def _superseded_files(storage: Storage, next_batch: int) -> list[str]:
     return sorted(out)
 
 
-@dataclass(frozen=True)
-class ResumeState:
+class ResumeState(FrozenRecord):
     """Where a run restarts: the last resumable checkpoint and what restarting there supersedes.
 
     Attributes:
@@ -228,19 +229,38 @@ class ResumeState:
             ``>= next_batch``: the restart rewrites them, each atomically. Sorted.
 
     ``line``, ``skipped_lines`` and ``superseded_metrics_lines`` are properties computed on first
-    access (they count newlines from the start of a file; see the module docstring).
+    access (they count newlines from the start of a file; see the module docstring). Compared
+    and shown by the attributes above; immutable.
     """
 
+    _fields = ("checkpoint", "offset", "next_batch", "next_epoch", "torn_tail",
+               "superseded_iteration_files")
+    __slots__ = (*_fields, "_storage", "_skips", "_metrics", "_from_end", "__dict__")
     checkpoint: dict[str, Any]
     offset: int
     next_batch: int
     next_epoch: int | None
     torn_tail: bool
     superseded_iteration_files: list[str]
-    _storage: Storage = field(repr=False, compare=False)
-    _skips: tuple[_Skip, ...] = field(repr=False, compare=False, default=())
-    _metrics: _MetricsCut | None = field(repr=False, compare=False, default=None)
-    _from_end: int = field(repr=False, compare=False, default=0)
+    _storage: Storage
+    _skips: tuple[_Skip, ...]
+    _metrics: _MetricsCut | None
+    _from_end: int
+
+    def __init__(self, checkpoint: dict[str, Any], offset: int, next_batch: int,
+                 next_epoch: int | None, torn_tail: bool, superseded_iteration_files: list[str],
+                 _storage: Storage, _skips: tuple[_Skip, ...] = (),
+                 _metrics: _MetricsCut | None = None, _from_end: int = 0) -> None:
+        self._set(checkpoint=checkpoint, offset=offset, next_batch=next_batch,
+                  next_epoch=next_epoch, torn_tail=torn_tail,
+                  superseded_iteration_files=superseded_iteration_files, _storage=_storage,
+                  _skips=_skips, _metrics=_metrics, _from_end=_from_end)
+
+    def _with_metrics(self, cut: _MetricsCut | None) -> ResumeState:
+        """This state with the superseded metrics cut replaced (line caches not carried)."""
+        return ResumeState(self.checkpoint, self.offset, self.next_batch, self.next_epoch,
+                           self.torn_tail, self.superseded_iteration_files, self._storage,
+                           self._skips, cut, self._from_end)
 
     @cached_property
     def line(self) -> int:
@@ -474,4 +494,4 @@ def prepare_resume(storage: Storage, *, required_key: str = "state_path") -> Res
                                   layout.METRICS + layout.SUPERSEDED_SUFFIX)
     # The returned state reports the lines that moved; its line numbers stay right because the
     # bytes before the cut are unchanged.
-    return None if state is None else dataclasses.replace(state, _metrics=cut)
+    return None if state is None else state._with_metrics(cut)
