@@ -93,6 +93,8 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
             f"{printable(args.run)}: no resumable checkpoint; start from iteration 0\n"
         )
     else:
-        sys.stdout.write(printable(state.describe(lines=args.line)) + "\n")
+        # one output line per line of the description, each terminal-safe
+        text = state.describe(lines=args.line)
+        sys.stdout.write("".join(printable(line) + "\n" for line in text.split("\n")))
     return EXIT_OK
 

@@ -154,3 +154,13 @@ def test_help_and_bad_options_still_come_from_the_full_parser(tmp_path: Path) ->
     assert helped.returncode == 0 and "usage: rlio resume" in helped.stdout
     bad = run_cli("resume", str(tmp_path), "--format", "xml")
     assert bad.returncode == 2 and "invalid choice: 'xml'" in bad.stderr
+
+
+def test_text_output_is_one_line_per_line_of_the_description(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The text output prints the description's lines as lines, not as escaped newlines."""
+    write(tmp_path, "checkpoints.jsonl", b'{"name":"000002","batch":2,"state_path":"t://2"}\n')
+    code, out, _ = cli(capsys, "resume", str(tmp_path))
+    assert code == 0 and "\\n" not in out
+    assert out.splitlines()[1] == "  state_path: t://2"
