@@ -9,6 +9,13 @@ way, interleaved in rounds. In-process rows keep what is at its floor there visi
 ``orjson.dumps`` + ``os.write`` + ``fsync`` (fsync-bound), and ``import rlio`` against a bare
 interpreter.
 
+Processes run as on an installed package: with a bytecode cache (an install compiles rlio's
+modules once; the standard library and orjson, the floor's imports, come compiled). The cache is
+kept in the scratch directory (``PYTHONPYCACHEPREFIX``), written by one warm-up run of each
+variant, even where ``PYTHONDONTWRITEBYTECODE`` is set; one more row shows the 1M-line start
+without it (every rlio module compiled from source on every start, as in a source tree that may
+not write ``__pycache__``).
+
 Usage: ``python benchmarks/resume_floor.py [--quick]``; ``benchmarks/run_all.py`` prints its rows.
 """
 
@@ -74,16 +81,30 @@ def build_ledger(run: str, lines: int) -> None:
             f.write(f'{{"step":{step},"progress/batch":{step},"env/all/reward/total":0.5}}\n')
 
 
-def _process(argv: list[str]) -> Callable[[], float]:
+def _env(pycache: str | None) -> dict[str, str]:
+    """The environment of a timed process: bytecode cached under ``pycache`` (None: no cache)."""
+    env = dict(os.environ)
+    env.pop("PYTHONPYCACHEPREFIX", None)
+    if pycache is None:  # rlio from source; the standard library keeps its own __pycache__
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = pycache
+    return env
+
+
+def _process(argv: list[str], env: dict[str, str] | None = None) -> Callable[[], float]:
     """A variant timing one fresh process (started outside any source tree, so ``-m rlio``
-    imports what ``PYTHONPATH`` or the installed package says, as for a user)."""
+    imports what ``PYTHONPATH`` or the installed package says, as for a user). It runs once
+    here, untimed: a failure shows before any timing, and the bytecode cache is written."""
     cwd = tempfile.gettempdir()
 
     def run() -> float:
         start = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, check=True, cwd=cwd)
+        subprocess.run(argv, stdout=subprocess.DEVNULL, check=True, cwd=cwd, env=env)
         return time.perf_counter() - start
 
+    run()
     return run
 
 
@@ -144,8 +165,9 @@ def _in_process_rows(run: str, rounds: int) -> list[Row]:
         shutil.rmtree(disk, ignore_errors=True)
     rows.append(Row("record_checkpoint (fsync-bound)", med["rlio"] * 1e3, med["floor"] * 1e3,
                     "ms", 1.1, "orjson + write + fsync"))
-    med = interleaved({"rlio": _process([sys.executable, "-c", "import rlio"]),
-                       "floor": _process([sys.executable, "-c", "pass"])}, rounds)
+    env = _env(os.path.join(os.path.dirname(run), "pycache"))
+    med = interleaved({"rlio": _process([sys.executable, "-c", "import rlio"], env),
+                       "floor": _process([sys.executable, "-c", "pass"], env)}, rounds)
     rows.append(Row("import rlio (process)", med["rlio"] * 1e3, med["floor"] * 1e3, "ms", None,
                     "python -c pass"))
     return rows
@@ -158,20 +180,25 @@ def rows(quick: bool) -> list[Row]:
     sizes = QUICK_SIZES if quick else SIZES
     script = _console_script()
     scratch = _scratch()
+    env = _env(os.path.join(scratch, "pycache"))
     out: list[Row] = []
     try:
         for n in sizes:
             run = os.path.join(scratch, f"run{n}")
             build_ledger(run, n)
             ledger = os.path.join(run, "checkpoints.jsonl")
+            floor = [sys.executable, "-c", _TAIL.format(mod="orjson", path=ledger)]
             variants = {
-                "rlio": _process([script, "resume", run]),
-                "floor": _process([sys.executable, "-c", _TAIL.format(mod="orjson", path=ledger)]),
+                "rlio": _process([script, "resume", run], env),
+                "floor": _process(floor, env),
             }
             if n == 1_000_000:
-                variants["module"] = _process([sys.executable, "-m", "rlio", "resume", run])
+                variants["module"] = _process([sys.executable, "-m", "rlio", "resume", run], env)
                 variants["json"] = _process([sys.executable, "-c",
-                                             _TAIL.format(mod="json", path=ledger)])
+                                             _TAIL.format(mod="json", path=ledger)], env)
+                bare = _env(None)
+                variants["uncached"] = _process([script, "resume", run], bare)
+                variants["uncached_floor"] = _process(floor, bare)
             med = interleaved(variants, rounds)
             out.append(Row(f"rlio resume (console script), {n:,}-line ledger", med["rlio"] * 1e3,
                            med["floor"] * 1e3, "ms", GOAL, "python tail read (orjson)"))
@@ -181,6 +208,9 @@ def rows(quick: bool) -> list[Row]:
                 out.append(Row(f"rlio resume (console script), {n:,}-line ledger",
                                med["rlio"] * 1e3, med["json"] * 1e3, "ms", None,
                                "python tail read (stdlib json)"))
+                out.append(Row(f"rlio resume, {n:,}-line ledger, no bytecode cache",
+                               med["uncached"] * 1e3, med["uncached_floor"] * 1e3, "ms", None,
+                               "python tail read (orjson)"))
                 out += _in_process_rows(run, rounds)
             if n != 1_000_000:
                 shutil.rmtree(run)

@@ -23,20 +23,24 @@ checkpoint the restart is at iteration 0: every metrics line is superseded.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
 from rlio import layout
 from rlio._codec.jsonl import DecodeError, decode
 from rlio._codec.lines import MAX_TAIL_LINE, BackwardLine, backward_lines, count_newlines
+from rlio._record import FrozenRecord
+from rlio._supersede import (
+    MetricsCut,
+    metrics_cut,
+    superseded_files,
+    whole_file_cut,
+)
 from rlio.errors import ResumeError, RunNotFoundError
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
-from rlio.storage.tail import repair_torn_tail
 
 __all__ = [
     "ResumeState",
@@ -49,11 +53,9 @@ __all__ = [
 
 SkipKind = Literal["blank", "unparseable", "torn", "too_long", "not_object"]
 #: Kinds of per-iteration files a restart rewrites.
-_ITERATION_KINDS = frozenset({"html", "logtree", "rollout_summaries", "timing_gantt"})
 
 
-@dataclass(frozen=True, slots=True)
-class SkippedLine:
+class SkippedLine(FrozenRecord):
     """A ledger line the resume reader passed over.
 
     Attributes:
@@ -63,9 +65,13 @@ class SkippedLine:
         reason: a one-line explanation naming what was found.
     """
 
+    __slots__ = _fields = ("line", "kind", "reason")
     line: int
     kind: SkipKind
     reason: str
+
+    def __init__(self, line: int, kind: SkipKind, reason: str) -> None:
+        self._set(line=line, kind=kind, reason=reason)
 
 
 def _backward(storage: Storage, rel: str, size: int) -> Iterator[BackwardLine]:
@@ -76,8 +82,8 @@ def _backward(storage: Storage, rel: str, size: int) -> Iterator[BackwardLine]:
 class _Skip:
     """A skipped ledger line as found: lines after the resumable record, kind, reason.
 
-    The private records here are plain slotted classes: ``@dataclass`` costs about a millisecond
-    a class at import, which ``rlio resume`` (a whole process) pays on every start.
+    The records here are plain classes (``FrozenRecord`` for the public ones): ``@dataclass``
+    costs about a millisecond a class at import, which ``rlio resume`` (a process) pays.
     """
 
     __slots__ = ("after", "kind", "reason")
@@ -143,79 +149,7 @@ def _scan_ledger(storage: Storage, required_key: str, *, last_only: bool = False
     return _LedgerScan(torn, None, 0, ())
 
 
-class _MetricsCut:
-    """The superseded suffix of metrics.jsonl: its start offset and number of complete lines."""
-
-    __slots__ = ("lines", "offset")
-
-    def __init__(self, offset: int, lines: int) -> None:
-        self.offset, self.lines = offset, lines
-
-
-def _metrics_cut(storage: Storage, next_batch: int) -> _MetricsCut | None:
-    """Find the suffix of complete metrics lines a restart at ``next_batch`` supersedes.
-
-    The suffix is the longest run of lines at the end of the file in which every line carrying an
-    integer ``step`` has ``step >= next_batch``, trimmed to start at such a line (lines without a
-    step, or unparseable, inside it go with it). Reading stops at the first line, from the end,
-    whose step is below ``next_batch``: an async eval line with a repeated step before that point
-    stays, which keeps the read bounded by the superseded region (plus any run of lines without
-    a step just before it).
-    """
-    try:
-        size = storage.size(layout.METRICS)
-    except FileNotFoundError:
-        return None
-    cut: _MetricsCut | None = None
-    complete = 0
-    for seg in _backward(storage, layout.METRICS, size):
-        if not seg.terminated:
-            continue  # a torn tail is not a line; the writer moves it to metrics.jsonl.torn
-        complete += 1
-        step = _step_of(seg.data)
-        if step is None:
-            continue
-        if step < next_batch:
-            break
-        cut = _MetricsCut(seg.start, complete)
-    return cut
-
-
-def _whole_file_cut(storage: Storage) -> _MetricsCut | None:
-    """All complete lines of metrics.jsonl: what a restart from iteration 0 supersedes."""
-    try:
-        size = storage.size(layout.METRICS)
-    except FileNotFoundError:
-        return None
-    lines = count_newlines(storage, layout.METRICS, size)
-    return _MetricsCut(0, lines) if lines else None
-
-
-def _step_of(data: bytes | None) -> int | None:
-    if data is None or not data.strip():
-        return None
-    try:
-        value, _ = decode(data)
-    except DecodeError:
-        return None
-    step = value.get("step") if isinstance(value, dict) else None
-    return step if isinstance(step, int) and not isinstance(step, bool) else None
-
-
-def _superseded_files(storage: Storage, next_batch: int) -> list[str]:
-    """Per-iteration files (both layouts, every split) at iteration ``next_batch`` or later."""
-    out = []
-    for entry in storage.walk():
-        if entry.kind != "file":
-            continue
-        rp = layout.parse_path(entry.path)
-        if rp.kind in _ITERATION_KINDS and rp.iteration is not None and rp.iteration >= next_batch:
-            out.append(entry.path)
-    return sorted(out)
-
-
-@dataclass(frozen=True)
-class ResumeState:
+class ResumeState(FrozenRecord):
     """Where a run restarts: the last resumable checkpoint and what restarting there supersedes.
 
     Attributes:
@@ -229,19 +163,38 @@ class ResumeState:
             ``>= next_batch``: the restart rewrites them, each atomically. Sorted.
 
     ``line``, ``skipped_lines`` and ``superseded_metrics_lines`` are properties computed on first
-    access (they count newlines from the start of a file; see the module docstring).
+    access (they count newlines from the start of a file; see the module docstring). Compared
+    and shown by the attributes above; immutable.
     """
 
+    _fields = ("checkpoint", "offset", "next_batch", "next_epoch", "torn_tail",
+               "superseded_iteration_files")
+    __slots__ = (*_fields, "_storage", "_skips", "_metrics", "_from_end", "__dict__")
     checkpoint: dict[str, Any]
     offset: int
     next_batch: int
     next_epoch: int | None
     torn_tail: bool
     superseded_iteration_files: list[str]
-    _storage: Storage = field(repr=False, compare=False)
-    _skips: tuple[_Skip, ...] = field(repr=False, compare=False, default=())
-    _metrics: _MetricsCut | None = field(repr=False, compare=False, default=None)
-    _from_end: int = field(repr=False, compare=False, default=0)
+    _storage: Storage
+    _skips: tuple[_Skip, ...]
+    _metrics: MetricsCut | None
+    _from_end: int
+
+    def __init__(self, checkpoint: dict[str, Any], offset: int, next_batch: int,
+                 next_epoch: int | None, torn_tail: bool, superseded_iteration_files: list[str],
+                 _storage: Storage, _skips: tuple[_Skip, ...] = (),
+                 _metrics: MetricsCut | None = None, _from_end: int = 0) -> None:
+        self._set(checkpoint=checkpoint, offset=offset, next_batch=next_batch,
+                  next_epoch=next_epoch, torn_tail=torn_tail,
+                  superseded_iteration_files=superseded_iteration_files, _storage=_storage,
+                  _skips=_skips, _metrics=_metrics, _from_end=_from_end)
+
+    def _with_metrics(self, cut: MetricsCut | None) -> ResumeState:
+        """This state with the superseded metrics cut replaced (line caches not carried)."""
+        return ResumeState(self.checkpoint, self.offset, self.next_batch, self.next_epoch,
+                           self.torn_tail, self.superseded_iteration_files, self._storage,
+                           self._skips, cut, self._from_end)
 
     @cached_property
     def line(self) -> int:
@@ -268,7 +221,7 @@ class ResumeState:
         """1-based ``(first, last)`` lines of ``metrics.jsonl`` a restart supersedes, or None.
 
         The range is the file's suffix from the first line with ``step >= next_batch`` (see
-        ``_metrics_cut`` for lines with repeated or missing steps); a torn last line is not
+        ``metrics_cut`` for lines with repeated or missing steps); a torn last line is not
         counted. After ``prepare_resume`` these lines live in ``metrics.jsonl.superseded``.
         """
         cut = self._metrics
@@ -367,10 +320,10 @@ def _state_from_scan(storage: Storage, scan: _LedgerScan, required_key: str) -> 
         next_batch=batch,
         next_epoch=epoch,
         torn_tail=scan.torn,
-        superseded_iteration_files=_superseded_files(storage, batch),
+        superseded_iteration_files=superseded_files(storage, batch),
         _storage=storage,
         _skips=scan.skips,
-        _metrics=_metrics_cut(storage, batch),
+        _metrics=metrics_cut(storage, batch),
         _from_end=scan.from_end,
     )
 
@@ -431,9 +384,9 @@ def resume_document(
         if run is not None:
             storage = _as_storage(run)
             torn = _scan_ledger(storage, "", last_only=True).torn
-            cut = _whole_file_cut(storage) if lines else None
+            cut = whole_file_cut(storage) if lines else None
             span = None if cut is None else [1, cut.lines]
-            files = _superseded_files(storage, 0)
+            files = superseded_files(storage, 0)
         return {
             "checkpoint": None, "line": None, "next_batch": None, "next_epoch": None,
             "torn_tail": torn, "superseded": {"metrics_lines": span, "iteration_files": files},
@@ -465,17 +418,19 @@ def prepare_resume(storage: Storage, *, required_key: str = "state_path") -> Res
     With no resumable checkpoint the run restarts at iteration 0, so every metrics line is
     superseded: the whole of ``metrics.jsonl`` moves to the sidecar and None is returned.
     """
+    from rlio.storage.tail import repair_torn_tail  # the writer's path only, not a reader's
+
     state = read_resume_state(storage, required_key=required_key)  # torn_tail as found
     for rel in (layout.CHECKPOINTS, layout.METRICS):
         repair_torn_tail(storage, rel)
     cut = None
     if storage.stat(layout.METRICS) is not None:  # lock() would create the file
         with storage.lock(layout.METRICS):
-            cut = (_whole_file_cut(storage) if state is None
-                   else _metrics_cut(storage, state.next_batch))
+            cut = (whole_file_cut(storage) if state is None
+                   else metrics_cut(storage, state.next_batch))
             if cut is not None:
                 storage.move_tail(layout.METRICS, cut.offset,
                                   layout.METRICS + layout.SUPERSEDED_SUFFIX)
     # The returned state reports the lines that moved; its line numbers stay right because the
     # bytes before the cut are unchanged.
-    return None if state is None else dataclasses.replace(state, _metrics=cut)
+    return None if state is None else state._with_metrics(cut)

@@ -17,8 +17,9 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import BinaryIO, Final, Protocol
+
+from rlio._record import FrozenRecord
 
 __all__ = [
     "MAX_LINE",
@@ -167,8 +168,7 @@ class _ChunkedReadline:
             self._pos = 0
 
 
-@dataclass(frozen=True, slots=True)
-class BackwardLine:
+class BackwardLine(FrozenRecord):
     """One line read from the end of a file.
 
     Attributes:
@@ -177,9 +177,16 @@ class BackwardLine:
         terminated: whether a newline ends it (only the file's last line may lack one).
     """
 
+    __slots__ = _fields = ("start", "data", "terminated")
     start: int
     data: bytes | None
     terminated: bool
+
+    def __init__(self, start: int, data: bytes | None, terminated: bool) -> None:
+        setattr = object.__setattr__
+        setattr(self, "start", start)
+        setattr(self, "data", data)
+        setattr(self, "terminated", terminated)
 
 
 def backward_lines(

@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
-import argparse
+import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-from rlio.cli import demo, diff, export, report, resume, schema, show, validate
 from rlio.cli.common import EXIT_OK, EXIT_UNREADABLE, fail
 from rlio.errors import MissingExtraError
 
-#: Subcommand modules in the order ``rlio`` lists them.
-COMMANDS = (validate, resume, report, show, diff, export, demo, schema)
-_NAMES = frozenset(m.__name__.rpartition(".")[2] for m in COMMANDS)
+if TYPE_CHECKING:
+    import argparse
+
+#: Subcommands in the order ``rlio`` lists them; each is the module ``rlio.cli.<name>``, imported
+#: only when its parser is built (one command's start does not pay for the others' imports).
+COMMANDS = ("validate", "resume", "report", "show", "diff", "export", "demo", "schema")
+
+
+def _command(name: str) -> ModuleType:
+    return importlib.import_module(f"rlio.cli.{name}")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The ``rlio`` parser with every subcommand registered (or just ``only``, when named)."""
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="rlio",
         description="Write, validate, resume and read RL run directories "
@@ -25,9 +35,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in COMMANDS:
-        if only is None or module.__name__.rpartition(".")[2] == only:
-            module.register(sub)
+    for name in COMMANDS:
+        if only is None or name == only:
+            _command(name).register(sub)
     return parser
 
 
@@ -40,14 +50,28 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "resume":
+        # ``rlio resume`` is one short process a restart script runs: its plain command lines
+        # skip argparse (building a parser costs as much as the read); anything else (--help, a
+        # misspelt option) goes through the full parser below.
+        from rlio.cli import resume
+
+        args: Any = resume.parse_plain(argv[1:])
+        if args is not None:
+            return _dispatch(args)
     # A named command registers alone: building every subparser's help costs a whole command's
-    # start (``rlio resume`` is one short process). Anything else gets the full parser.
-    named = argv[0] if argv and argv[0] in _NAMES else None
+    # start. Anything else gets the full parser.
+    named = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(named)
     args = parser.parse_args(argv)
     if args.command is None:
         sys.stderr.write(parser.format_help())
         return EXIT_UNREADABLE
+    return _dispatch(args)
+
+
+def _dispatch(args: Any) -> int:
+    """Run the chosen command's handler; a closed pipe is success, a missing extra one line."""
     try:
         code: int = args.handler(args)
     except BrokenPipeError:

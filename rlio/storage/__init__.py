@@ -6,9 +6,15 @@ inter-process lock, tail reads, and moving a file's tail aside into a sidecar (`
 Backends: ``local`` (plain ``os`` calls), ``memory`` (fsspec's memory filesystem) and ``gcs/``
 (the JSON API over a gcsfs session). ``opener.open_storage`` picks one; fsspec and gcsfs are
 imported only there, and only when a URI needs them.
+
+The backends are loaded on first use of their names: a reader of a local run (``rlio resume``,
+one short process) imports neither the memory backend nor ``threading``.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from rlio.storage.base import (
     HIDDEN_PREFIXES,
@@ -19,9 +25,17 @@ from rlio.storage.base import (
     Storage,
     is_log,
 )
-from rlio.storage.local import LocalStorage
-from rlio.storage.memory import MemoryStorage
-from rlio.storage.opener import open_storage
+
+if TYPE_CHECKING:
+    from rlio.storage.local import LocalStorage
+    from rlio.storage.memory import MemoryStorage
+    from rlio.storage.opener import open_storage
+
+_LAZY = {
+    "LocalStorage": "rlio.storage.local",
+    "MemoryStorage": "rlio.storage.memory",
+    "open_storage": "rlio.storage.opener",
+}
 
 __all__ = [
     "HIDDEN_PREFIXES",
@@ -35,3 +49,16 @@ __all__ = [
     "is_log",
     "open_storage",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rlio.storage' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -18,10 +18,10 @@ import errno
 import io
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from types import TracebackType
 from typing import BinaryIO, Literal, cast
 
+from rlio._record import FrozenRecord
 from rlio.errors import UnsafeStorageError
 from rlio.layout import APPEND_ONLY, parse_path
 from rlio.storage.lease import LEASE_SECONDS, InProcessLease, Lease
@@ -43,8 +43,7 @@ def is_log(rel: str) -> bool:
     return rel in APPEND_ONLY or parse_path(rel).kind == "sidecar"
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(FrozenRecord):
     """One entry found when walking a run.
 
     Attributes:
@@ -55,10 +54,19 @@ class Entry:
         target_inside: for symlinks, whether the target resolves inside the run.
     """
 
+    __slots__ = _fields = ("path", "kind", "size", "target_inside")
     path: str
     kind: EntryKind
-    size: int = 0
-    target_inside: bool | None = None
+    size: int
+    target_inside: bool | None
+
+    def __init__(self, path: str, kind: EntryKind, size: int = 0,
+                 target_inside: bool | None = None) -> None:
+        setattr = object.__setattr__  # one is built per entry walked
+        setattr(self, "path", path)
+        setattr(self, "kind", kind)
+        setattr(self, "size", size)
+        setattr(self, "target_inside", target_inside)
 
 
 class Appender(ABC):

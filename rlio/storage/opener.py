@@ -14,7 +14,6 @@ from types import ModuleType
 from rlio.errors import MissingExtraError, RunNotFoundError, UnsafeStorageError
 from rlio.storage.base import Storage
 from rlio.storage.local import LocalStorage
-from rlio.storage.memory import MemoryStorage
 
 
 def _scheme(location: str) -> str | None:
@@ -62,6 +61,8 @@ def _open_remote(location: str, scheme: str) -> Storage:
     """The fsspec-backed storage of a URI; fsspec (and gcsfs for gs://) is imported here only."""
     if scheme == "memory":
         fsspec = _import_extra("fsspec", location, "pip install fsspec")
+        from rlio.storage.memory import MemoryStorage
+
         return MemoryStorage(location, fsspec.filesystem("memory"))
     if scheme in ("gs", "gcs"):
         return _open_gcs(location)

@@ -117,3 +117,50 @@ def test_real_command_prints_json(tmp_path: Path) -> None:
     proc = run_cli("resume", str(tmp_path), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["checkpoint"]["name"] == "000002"
+
+
+@pytest.mark.parametrize("argv", [
+    ["runs/a"],
+    ["runs/a", "--line"],
+    ["--format", "json", "runs/a"],
+    ["runs/a", "--format=text", "--required-key", "sampler_path"],
+    ["--required-key=", "runs/a", "--line", "--format", "json", "--format", "text"],
+])
+def test_plain_command_lines_read_as_the_full_parser_reads_them(argv: list[str]) -> None:
+    """`rlio resume`'s fast reading of a plain command line gives the full parser's arguments."""
+    from rlio.cli.main import build_parser
+    from rlio.cli.resume import parse_plain
+
+    plain = parse_plain(argv)
+    full = build_parser("resume").parse_args(["resume", *argv])
+    assert plain is not None and vars(plain) == vars(full)
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["-h"], ["runs/a", "--help"], ["runs/a", "--form", "json"], ["runs/a", "--format", "xml"],
+    ["runs/a", "--format"], ["runs/a", "runs/b"], ["--", "-odd"], ["runs/a", "--line=1"],
+    ["runs/a", "--required-key", "-k"], ["-"],
+])
+def test_other_command_lines_go_to_the_full_parser(argv: list[str]) -> None:
+    """Help, abbreviations, bad choices, missing values and extra arguments are not read fast."""
+    from rlio.cli.resume import parse_plain
+
+    assert parse_plain(argv) is None
+
+
+def test_help_and_bad_options_still_come_from_the_full_parser(tmp_path: Path) -> None:
+    """`rlio resume --help` prints the usage; a bad --format exits 2 naming the choices."""
+    helped = run_cli("resume", "--help")
+    assert helped.returncode == 0 and "usage: rlio resume" in helped.stdout
+    bad = run_cli("resume", str(tmp_path), "--format", "xml")
+    assert bad.returncode == 2 and "invalid choice: 'xml'" in bad.stderr
+
+
+def test_text_output_is_one_line_per_line_of_the_description(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The text output prints the description's lines as lines, not as escaped newlines."""
+    write(tmp_path, "checkpoints.jsonl", b'{"name":"000002","batch":2,"state_path":"t://2"}\n')
+    code, out, _ = cli(capsys, "resume", str(tmp_path))
+    assert code == 0 and "\\n" not in out
+    assert out.splitlines()[1] == "  state_path: t://2"
