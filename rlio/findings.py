@@ -67,6 +67,8 @@ CATALOGUE: dict[str, CodeInfo] = {
     "RL117": CodeInfo(W, "damaged line in the middle of an append-only file (a killed append "
                          "followed by a restart; readers skip it)"),
     # 2xx: schema
+    "RL118": CodeInfo(W, "config.json is missing from a run that holds records (it still reads "
+                         "and resumes)"),
     "RL201": CodeInfo(E, "record does not match its schema"),
     "RL202": CodeInfo(W, "keys are not in the documented order"),
     "RL203": CodeInfo(I, "logtree data node of an unknown type (consumers ignore it)"),

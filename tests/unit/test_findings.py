@@ -23,6 +23,7 @@ PINNED = {
     "RL105": "warning", "RL106": "error", "RL107": "error", "RL108": "warning",
     "RL109": "error", "RL110": "warning", "RL111": "error", "RL112": "warning",
     "RL113": "error", "RL114": "error", "RL115": "info", "RL116": "info", "RL117": "warning",
+    "RL118": "warning",
     "RL201": "error", "RL202": "warning", "RL203": "info", "RL204": "info", "RL205": "warning",
     "RL301": "info", "RL302": "warning", "RL303": "warning", "RL304": "warning",
     "RL305": "info", "RL306": "info",

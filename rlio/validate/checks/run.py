@@ -26,7 +26,9 @@ def started(view: RunView) -> bool:
 
 
 def required_files(view: RunView) -> Iterator[Finding]:
-    """metrics.jsonl and config.json must be regular files of the run (RL109).
+    """metrics.jsonl must be a regular file of the run (RL109); so should config.json, but a
+    run without one still reads and resumes, and the writer cannot make a loop write its
+    config before its first record, so a missing config.json is a warning (RL118).
 
     A run that holds no record yet (a writer stopped right after opening it, before its config or
     any metrics line) is not broken: the missing files are info (RL116).
@@ -34,7 +36,10 @@ def required_files(view: RunView) -> Iterator[Finding]:
     for name in (layout.METRICS, layout.CONFIG):
         kind = view.present.get(name)
         if kind is None:
-            if started(view):
+            if started(view) and name == layout.CONFIG:
+                yield finding("RL118", f"{name} is missing: the run's config was never written "
+                                       "(write_config)", file=name)
+            elif started(view):
                 yield finding("RL109", f"required file {name} is missing", file=name)
             else:
                 yield finding("RL116", f"{name} is not written yet: the run holds no record "

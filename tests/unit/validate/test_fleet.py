@@ -94,7 +94,7 @@ def test_fleet_json_document(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     code = main(["validate", str(tmp_path), "--format", "json", "--jobs", "1"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 1
-    assert list(doc) == ["ok", "counts", "runs", "unreadable"]
+    assert list(doc) == ["version", "ok", "counts", "runs", "unreadable"]
     assert doc["ok"] is False
     assert all(list(r)[:4] == RUN_KEYS for r in doc["runs"])
     verdicts = {r["run"]: r["ok"] for r in doc["runs"]}

@@ -91,14 +91,15 @@ def test_missing_run_raises_run_not_found(tmp_path: Path) -> None:
 
 
 def test_required_files_missing(tmp_path: Path) -> None:
-    """A run holding records but lacking metrics.jsonl (or config.json): an RL109 error; lacking
+    """A run holding records but lacking metrics.jsonl: an RL109 error (config.json: an RL118
+    warning, the writer cannot make a loop write it first); lacking
     both, the folder is not a run at all (NotARunError)."""
     run = cookbook_run(tmp_path / "run")
     (run / "metrics.jsonl").unlink()
     assert ("RL109", "error", "metrics.jsonl", None, "") in findings(run)
     write(run, "metrics.jsonl", b"")
     (run / "config.json").unlink()
-    assert ("RL109", "error", "config.json", None, "") in findings(run)
+    assert ("RL118", "warning", "config.json", None, "") in findings(run)
     (run / "metrics.jsonl").unlink()
     with pytest.raises(NotARunError, match="no run found"):
         validate_run(run)

@@ -49,9 +49,9 @@ def test_writer_killed_before_config_is_not_an_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("record", ["metrics", "checkpoint", "iteration file", "unreadable"])
-def test_any_record_makes_missing_files_errors(tmp_path: Path, record: str) -> None:
+def test_any_record_makes_missing_files_findings(tmp_path: Path, record: str) -> None:
     """One metrics line, one checkpoint or one per-iteration file: a missing config.json is
-    RL109 again (and so is a metrics.jsonl that cannot be read)."""
+    an RL118 warning again (and a metrics.jsonl that cannot be read an error)."""
     run = tmp_path / "run"
     write(run, "metrics.jsonl", b"")
     write(run, "checkpoints.jsonl", b"")
@@ -65,7 +65,7 @@ def test_any_record_makes_missing_files_errors(tmp_path: Path, record: str) -> N
         (run / "metrics.jsonl").unlink()
         (run / "metrics.jsonl").mkdir()  # present, not a file: RL107, and maybe records
     found = findings(run)
-    assert ("RL109", "error", "config.json", None, "") in found
+    assert ("RL118", "warning", "config.json", None, "") in found
     assert not has(found, "RL116", "config.json")
 
 

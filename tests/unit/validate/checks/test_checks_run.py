@@ -38,9 +38,10 @@ def test_started_by_iteration_files_or_records() -> None:
 
 
 def test_required_files() -> None:
-    """Missing files are RL109 once the run started, RL116 before; a symlink is RL109."""
+    """Missing files are RL109 (metrics) / RL118 (config) once the run started, RL116 before; a
+    symlink is RL109."""
     found = [(f.code, f.file) for f in required_files(view(["train_iteration_000000.html"]))]
-    assert found == [("RL109", "metrics.jsonl"), ("RL109", "config.json")]
+    assert found == [("RL109", "metrics.jsonl"), ("RL118", "config.json")]
     found = [(f.code, f.file) for f in required_files(view([]))]
     assert found == [("RL116", "metrics.jsonl"), ("RL116", "config.json")]
     v = view(["config.json"], present={"config.json": "file", "metrics.jsonl": "symlink"})
