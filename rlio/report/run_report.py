@@ -243,7 +243,8 @@ def write_run_report(run: str | os.PathLike[str], *, output: str | None = None,
     Args:
         run: the run directory (local path or URI).
         output: a local path or URI for the page (a local directory gets ``report.html`` inside);
-            default ``<run>/report.html``. Written atomically through ``rlio.storage``.
+            default ``<run>/report.html``. Written atomically through ``rlio.storage``
+            (``replace_derived``: never torn, not synced; it can be written again).
         metrics: metric keys to chart besides the defaults.
         validate: include the validation summary.
     """
@@ -260,6 +261,7 @@ def write_run_report(run: str | os.PathLike[str], *, output: str | None = None,
         else:
             parent, _, base = output.rstrip("/").rpartition("/")
         target, shown = open_storage(parent or ".", create=True), output
-    page = _render(run_s, metrics, output, validate, target.replace).encode()
-    target.replace(base, page)
+    # every page is derived from the run and can be written again: atomic, but not synced
+    page = _render(run_s, metrics, output, validate, target.replace_derived).encode()
+    target.replace_derived(base, page)
     return shown if shown is not None else target.display(REPORT_NAME)
