@@ -2,20 +2,19 @@
 
 ``MetricsReader`` takes each parsed record (from the validator's own pass over the file, or from
 the report's reader when it runs without validation), keeps a block of them and reads the block
-column by column with C-level passes (``map(dict.get, ...)``, ``array``), so no Python call is
-made per key and line in the common case. Each ``Column`` downsamples while it streams: the
-recent points stay exact (a resume that logs earlier steps again cuts them back, the latest value
-of a step wins) and older ones fold into equal-count buckets that keep their minimum and maximum,
-so a chart's spikes and range survive however long the run is.
+column by column with C-level passes (``map(dict.get, ...)``, ``set(map(type, ...))``), so no
+Python call is made per key and line in the common case. Each ``Column`` downsamples while it
+streams: the recent points stay exact (a resume that logs earlier steps again cuts them back,
+the latest value of a step wins) and older ones fold into equal-count buckets that keep their
+minimum and maximum, so a chart's spikes and range survive however long the run is.
 """
 
 from __future__ import annotations
 
 import math
 import operator
-from array import array
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from typing import Any, Final
@@ -25,13 +24,20 @@ from rlio.rules import TRAINING_KEYS
 EVAL_REWARD_SUFFIX: Final = "/env/all/reward/total"
 _MAX_EVAL_CHARTS: Final = 8
 _X_KEYS: Final = ("step", "progress/batch", "training_client/step")
-#: Buckets a column keeps before merging pairs of them (each bucket keeps two points).
-_BUCKETS: Final = 1000
+#: Buckets a column keeps at least once folding starts (twice as many before a merge); each
+#: keeps two points, so a chart has at least ``2 * _BUCKETS`` to draw its ``MAX_POINTS`` from.
+_BUCKETS: Final = 600
+#: Points per bucket at the first fold (below 3 a bucket's two extremes are all its points).
+_FIRST_WIDTH: Final = 4
 #: Points kept exact at a column's end: a resume that goes back fewer points is cut back exactly.
 _TAIL: Final = 4096
 #: Records read column by column at once.
 _BLOCK: Final = 2048
-_MISSING: Final = object()
+class _Missing:
+    """The type of the value of a key a record lacks."""
+
+
+_MISSING: Final = _Missing()
 _NUMBERS: Final = frozenset({float, int})  # bool is not a metric value
 
 
@@ -66,32 +72,38 @@ def _increasing(xs: Sequence[float]) -> bool:
 
 
 class Column:
-    """One metric's points in x order, downsampled as they stream (at most ~4,000 kept).
+    """One metric's points in x order, downsampled as they stream (a few thousand kept).
 
     Points arrive in x order except where a resume logs earlier steps again: then every kept
-    point at or past the new x is dropped first (the latest value of a step wins). Buckets hold
-    ``width`` original points each, as their extremes in x order; when there are twice
-    ``_BUCKETS`` of them, neighbours merge and ``width`` doubles. Exact up to about 4,000 points.
+    point at or past the new x is dropped first (the latest value of a step wins). The last
+    ``_TAIL`` points stay exact; older ones fold into buckets of ``width`` points each, kept as
+    their lowest and highest point; when there are twice ``_BUCKETS`` buckets, neighbours merge
+    and ``width`` doubles. Folding and merging are C-level passes over whole runs of buckets.
     """
 
     def __init__(self) -> None:
         self.total = 0  # points the run holds for this metric (before downsampling)
         self.skipped = 0  # null, NaN or infinite values
-        self.width = 1
+        self.width = _FIRST_WIDTH
         self._first: tuple[float, float] | None = None
-        self._bx: list[tuple[float, float]] = []  # per bucket: the x of its extremes, in order
-        self._by: list[tuple[float, float]] = []  # and their y
-        self._px: array[float] = array("d")  # the exact tail
-        self._py: array[float] = array("d")
+        # per bucket: its first and last x, and its lowest and highest point
+        self._b0: list[float] = []
+        self._b1: list[float] = []
+        self._lx: list[float] = []
+        self._ly: list[float] = []
+        self._hx: list[float] = []
+        self._hy: list[float] = []
+        self._px: list[float] = []  # the exact tail (the parsed numbers themselves)
+        self._py: list[float] = []
 
     @property
     def last_x(self) -> float:
         """The largest x kept (-inf when empty)."""
         if self._px:
             return self._px[-1]
-        return self._bx[-1][1] if self._bx else -math.inf
+        return self._b1[-1] if self._b1 else -math.inf
 
-    def extend(self, xs: array[float], ys: array[float], increasing: bool) -> None:
+    def extend(self, xs: list[float], ys: list[float], increasing: bool) -> None:
         """Append points (``increasing``: ``xs`` is known to strictly increase)."""
         if not xs:
             return
@@ -104,7 +116,7 @@ class Column:
         else:
             for x, y in zip(xs, ys, strict=True):
                 self.add(x, y)
-        if len(self._px) >= _TAIL + 2 * self.width:
+        if len(self._px) >= 2 * _TAIL + self.width:
             self._fold()
 
     def add(self, x: float, y: float) -> None:
@@ -118,7 +130,7 @@ class Column:
         self.total += 1
 
     def _cut(self, x: float) -> None:
-        """Drop every point at or past ``x`` (a bucket it splits keeps its first extreme)."""
+        """Drop every point at or past ``x`` (a bucket it splits keeps its points before ``x``)."""
         px = self._px
         if px and px[0] < x:
             at = bisect_left(px, x)
@@ -127,67 +139,90 @@ class Column:
             return
         self.total -= len(px)
         del px[:], self._py[:]
-        while self._bx and self._bx[-1][0] >= x:
-            self._bx.pop()
-            self._by.pop()
-            self.total -= self.width
-        if self._bx and self._bx[-1][1] >= x:  # split: its count is not known; half is a guess
-            (x1, _), (y1, _) = self._bx[-1], self._by[-1]
-            self._bx[-1], self._by[-1] = (x1, x1), (y1, y1)
+        keep = bisect_left(self._b0, x)
+        self.total -= self.width * (len(self._b0) - keep)
+        for arr in (self._b0, self._b1, self._lx, self._ly, self._hx, self._hy):
+            del arr[keep:]
+        if self._b1 and self._b1[-1] >= x:  # split: how many of its points go is not known
             self.total -= self.width // 2
+            kept = [p for p in ((self._lx[-1], self._ly[-1]), (self._hx[-1], self._hy[-1]))
+                    if p[0] < x]
+            if kept:
+                (self._lx[-1], self._ly[-1]) = min(kept, key=lambda p: p[1])
+                (self._hx[-1], self._hy[-1]) = max(kept, key=lambda p: p[1])
+                self._b1[-1] = max(p[0] for p in kept)
+            else:
+                for arr in (self._b0, self._b1, self._lx, self._ly, self._hx, self._hy):
+                    arr.pop()
         if self._first is not None and self._first[0] >= x:
             self._first = None
-        self.total = max(self.total, len(self._bx))
+        self.total = max(self.total, len(self._b0))
 
     def _fold(self) -> None:
-        """Fold the oldest exact points into buckets of ``width``, leaving ``_TAIL`` exact."""
-        px, py, w = self._px, self._py, self.width
+        """Fold the oldest exact points into buckets of ``width``, leaving ``_TAIL`` exact.
+
+        One C-level pass per extreme over each bucket's slice; buckets are few (``_BUCKETS``
+        new ones per doubling of ``width``), so the Python work per bucket does not add up.
+        """
+        px, py = self._px, self._py
         start = 0
-        while len(px) - start >= _TAIL + w:
+        while len(px) - start >= _TAIL + self.width:
+            w = self.width
             seg = py[start:start + w]
             lo, hi = min(seg), max(seg)
-            i, j = sorted((seg.index(lo), seg.index(hi)))
-            self._bx.append((px[start + i], px[start + j]))
-            self._by.append((seg[i], seg[j]))
+            self._b0.append(px[start])
+            self._b1.append(px[start + w - 1])
+            self._lx.append(px[start + seg.index(lo)])
+            self._hx.append(px[start + seg.index(hi)])
+            self._ly.append(lo)
+            self._hy.append(hi)
             start += w
-            if len(self._bx) >= 2 * _BUCKETS:
+            if len(self._b0) >= 2 * _BUCKETS:
                 self._merge()
-                w = self.width
         del px[:start], py[:start]
 
     def _merge(self) -> None:
-        """Merge neighbouring buckets: each pair keeps its lowest and highest point."""
-        bx, by = [], []
-        for k in range(0, len(self._bx) - 1, 2):
-            pts = [*zip(self._bx[k], self._by[k], strict=True),
-                   *zip(self._bx[k + 1], self._by[k + 1], strict=True)]
-            lo = min(pts, key=lambda p: p[1])
-            hi = max(pts, key=lambda p: p[1])
-            a, b = sorted((lo, hi))
-            bx.append((a[0], b[0]))
-            by.append((a[1], b[1]))
-        if len(self._bx) % 2:
-            bx.append(self._bx[-1])
-            by.append(self._by[-1])
-        self._bx, self._by = bx, by
+        """Merge neighbouring buckets: each pair keeps its lowest and its highest point."""
+        m = len(self._b0) // 2 * 2
+        odd = len(self._b0) > m
+        rest = [(a[m:] if odd else []) for a in (self._b0, self._b1, self._lx, self._ly,
+                                                  self._hx, self._hy)]
+        ly0, ly1, hy0, hy1 = self._ly[0:m:2], self._ly[1:m:2], self._hy[0:m:2], self._hy[1:m:2]
+        lo_first = list(map(operator.le, ly0, ly1))
+        hi_first = list(map(operator.ge, hy0, hy1))
+        self._lx = [a if p else b for a, b, p in zip(self._lx[0:m:2], self._lx[1:m:2], lo_first,
+                                                     strict=True)]
+        self._hx = [a if p else b for a, b, p in zip(self._hx[0:m:2], self._hx[1:m:2], hi_first,
+                                                     strict=True)]
+        self._ly = list(map(min, ly0, ly1))
+        self._hy = list(map(max, hy0, hy1))
+        self._b0 = self._b0[0:m:2]
+        self._b1 = self._b1[1:m:2]
+        for arr, tail in zip((self._b0, self._b1, self._lx, self._ly, self._hx, self._hy), rest,
+                             strict=True):
+            arr.extend(tail)
         self.width *= 2
 
     def points(self) -> tuple[list[float], list[float]]:
         """The kept points in x order: the first point, each bucket's extremes, the exact tail."""
         xs: list[float] = []
         ys: list[float] = []
-        if self._first is not None and self._bx and self._bx[0][0] > self._first[0]:
+        if self._first is not None and self._b0 and min(self._lx[0], self._hx[0]) > self._first[0]:
             xs.append(self._first[0])
             ys.append(self._first[1])
-        for (x1, x2), (y1, y2) in zip(self._bx, self._by, strict=True):
-            xs.append(x1)
-            ys.append(y1)
-            if x2 != x1:
-                xs.append(x2)
-                ys.append(y2)
+        for lx, ly, hx, hy in zip(self._lx, self._ly, self._hx, self._hy, strict=True):
+            if lx < hx:
+                xs += (lx, hx)
+                ys += (ly, hy)
+            elif hx < lx:
+                xs += (hx, lx)
+                ys += (hy, ly)
+            else:
+                xs.append(lx)
+                ys.append(ly)
         xs.extend(self._px)
         ys.extend(self._py)
-        return xs, ys
+        return [float(x) for x in xs], [float(y) for y in ys]
 
 
 @dataclass
@@ -209,7 +244,7 @@ class MetricsReader:
 
     x is ``step``, else ``progress/batch``, else ``training_client/step``, else the record's
     index. Evaluator reward keys (``<name>/env/all/reward/total``) are charted as they appear.
-    Call it with each record (the validator's record-hook signature), then ``finish()``.
+    Call it with each record (the validator's record-hook signature), then ``close()``.
     """
 
     def __init__(self, wanted: Sequence[str], scan: MetricsScan | None = None) -> None:
@@ -220,7 +255,6 @@ class MetricsReader:
         self._x_kind = len(_X_KEYS)
         self._last_train_x: float | None = None
         self._seen_progress = False
-        self.done = False
 
     def __call__(self, rec: Any, line: int = 0, ok: bool = True) -> None:
         """Take one record (a non-object counts as a bad line)."""
@@ -234,12 +268,11 @@ class MetricsReader:
         if len(self._block) >= _BLOCK:
             self._read_block()
 
-    def finish(self) -> MetricsScan:
+    def close(self) -> MetricsScan:
         """Read the last block; the scan."""
         self._read_block()
         m = self.scan
         m.x_label = (*_X_KEYS, "line")[self._x_kind]
-        self.done = True
         return m
 
     def _new_keys(self, rec: dict[str, Any]) -> None:
@@ -278,43 +311,40 @@ class MetricsReader:
         self._block = []
         m = self.scan
         xs = self._xs(block)
-        try:
-            xa = array("d", xs)
-        except OverflowError:  # an int beyond a double: no chart point, but counted
-            xa = array("d", (float(x) if abs(x) < 2**1023 else math.inf for x in xs))
-        self._training(block, xa)
-        top = max(xa)
+        self._training(block, xs)
+        top = float(max(xs))
         m.last_x = top if m.last_x is None else max(m.last_x, top)
         m.records += len(block)
-        increasing = _increasing(xa)
+        increasing = _increasing(xs)
         keys = m.keys
         for k in self._want:
             if k not in keys:
                 continue
             vals = list(map(dict.get, block, repeat(k), repeat(_MISSING)))
-            kx, inc = xa, increasing
-            if _MISSING in vals:  # identity first: the sentinel equals nothing else
+            types = set(map(type, vals))
+            kx, inc = xs, increasing
+            if _Missing in types:  # lines without the key (eval lines, say)
                 mask = list(map(operator.is_not, vals, repeat(_MISSING)))
                 vals = list(compress(vals, mask))
                 if not vals:
                     continue
-                kx = array("d", compress(xa, mask))
+                kx = list(compress(xs, mask))
                 inc = increasing or _increasing(kx)
+                types.discard(_Missing)
             col = m.columns.get(k)
             if col is None:
                 col = m.columns[k] = Column()
-            ys = _finite(vals)
-            if ys is not None:
-                col.extend(kx, ys, inc)
+            if types <= _NUMBERS and _finite_sum(vals):
+                col.extend(kx, vals, inc)
                 continue
             for x, v in zip(kx, vals, strict=True):  # nulls, strings, NaN: point by point
                 t = type(v)
-                if (t is float or t is int) and -math.inf < v < math.inf:
-                    col.add(x, float(v))
+                if (t is float or t is int) and _finite_sum([v]):
+                    col.add(x, v)
                 else:
                     col.skipped += 1
 
-    def _training(self, block: list[dict[str, Any]], xa: array[float]) -> None:
+    def _training(self, block: list[dict[str, Any]], xa: list[Any]) -> None:
         """Note where training lines' x drops back (a resume), as the validator reads lines.
 
         Training lines carry a progress key (eval lines repeat a step; they don't resume); in a
@@ -338,12 +368,42 @@ class MetricsReader:
                 self._last_train_x = x
 
 
-def _finite(vals: list[Any]) -> array[float] | None:
-    """``vals`` as doubles when every one is a finite int or float, else None."""
-    if not set(map(type, vals)) <= _NUMBERS:
-        return None
+class ObservedChecks(MetricsReader):
+    """A metrics file's record checks in the validator, with each record also read for charts.
+
+    One call per record does both (this sits on the validator's per-line path). ``finish`` (the
+    validator's, after the whole file) hands the scan and the file's sink to ``done``.
+    """
+
+    def __init__(self, checks: Any, wanted: Sequence[str],
+                 done: Callable[[MetricsScan], None]) -> None:
+        super().__init__(wanted, MetricsScan(present=True))
+        self.checks = checks
+        self.done = done
+
+    def __call__(self, rec: Any, line: int = 0, ok: bool = True) -> None:
+        """Judge the record, then keep it for the charts."""
+        self.checks(rec, line, ok)
+        if type(rec) is not dict:
+            self.scan.stats.bad += 1
+            return
+        if not self.scan.keys.keys() >= rec.keys():
+            self._new_keys(rec)
+        block = self._block
+        block.append(rec)
+        if len(block) >= _BLOCK:
+            self._read_block()
+
+    def finish(self) -> Any:
+        """The checks' facts, once the scan went to ``done``."""
+        facts = self.checks.finish()
+        self.done(self.close())
+        return facts
+
+
+def _finite_sum(vals: list[Any]) -> bool:
+    """Whether numbers ``vals`` are all finite and within a double (their sum is finite)."""
     try:
-        ys = array("d", vals)
-    except OverflowError:
-        return None
-    return ys if math.isfinite(sum(ys)) else None
+        return math.isfinite(sum(vals))
+    except OverflowError:  # ints beyond a double
+        return False

@@ -14,7 +14,7 @@ from rlio._codec.jsonl import DecodeError, decode
 from rlio._codec.lines import MAX_LINE, ForwardLines
 from rlio.errors import ResumeError
 from rlio.findings import Report
-from rlio.report.columns import FileStats, MetricsReader, MetricsScan
+from rlio.report.columns import FileStats, MetricsReader, MetricsScan, ObservedChecks
 from rlio.resume import read_resume_state
 from rlio.storage.base import Storage
 from rlio.validate import validate_run
@@ -71,7 +71,7 @@ def read_metrics(storage: Storage, wanted: Sequence[str]) -> MetricsScan:
     reader = MetricsReader(wanted, m)
     for rec in _iter_jsonl(storage, layout.METRICS, m.stats):
         reader(rec)
-    return reader.finish()
+    return reader.close()
 
 
 class MetricsObserver:
@@ -91,36 +91,21 @@ class MetricsObserver:
         """The record hook the validator uses for one file of ``kind``."""
         if kind != "metrics" or checks is None:
             return checks
-        return _Observed(self, checks, sink)
+        return ObservedChecks(checks, self.wanted, lambda m: self._done(m, sink))
 
-
-class _Observed:
-    """The metrics file's record checks, with each record also handed to a ``MetricsReader``."""
-
-    def __init__(self, owner: MetricsObserver, checks: RecordChecks, sink: Sink) -> None:
-        self.owner, self.checks, self.sink = owner, checks, sink
-        self.reader = MetricsReader(owner.wanted, MetricsScan(present=True))
-
-    def __call__(self, rec: Any, line: int, ok: bool) -> None:
-        self.checks(rec, line, ok)
-        self.reader(rec, line, ok)
-
-    def finish(self) -> Any:
-        facts = self.checks.finish()
-        m = self.reader.finish()
-        counts, st = self.sink.counts, m.stats
+    def _done(self, m: MetricsScan, sink: Sink) -> None:
+        """Keep the scan, with the skipped lines counted from the file's findings."""
+        counts, st = sink.counts, m.stats
         st.blank = counts.get("RL105", 0)
         st.bad += sum(counts.get(c, 0) for c in _BAD_LINE_CODES)
-        st.nonfinite_lines = self.sink.nonfinite_lines
+        st.nonfinite_lines = sink.nonfinite_lines
         if counts.get("RL103"):  # a bad last line: torn only when it lacks its newline
-            size = self.owner.storage.size(layout.METRICS)
-            tail = self.owner.storage.read_range(layout.METRICS, max(0, size - 1), size)
-            if tail == b"\n":
+            size = self.storage.size(layout.METRICS)
+            if self.storage.read_range(layout.METRICS, max(0, size - 1), size) == b"\n":
                 st.bad += 1
             else:
                 st.torn = True
-        self.owner.scan = m
-        return facts
+        self.scan = m
 
 
 #: Findings of a line that is no record: not UTF-8, not JSON, too deep, too long.
