@@ -2,9 +2,11 @@
 
 The floor is one ``orjson.loads`` of every line of the file (read in 1 MiB blocks): what any
 report of every metric needs at least. rlio's side is ``render_run_report`` (validation included,
-as ``rlio report`` runs it) and ``read_metrics`` alone (the charts' pass), interleaved with the
-floor in rounds. A last row compares the peak Python heap (tracemalloc) of ``read_metrics`` at the
-full line count with a tenth of it: flat memory is a ratio near 1.
+as ``rlio report`` runs it: the charts read the validator's own parse), ``validate_run`` alone
+(what the report adds to it is the second row's ratio), and ``read_metrics`` alone (the charts'
+pass when the report runs without validation), interleaved with the floor in rounds. Two rows
+compare the peak Python heap (tracemalloc) of the report and of ``read_metrics`` at the full line
+count with a tenth of it: flat memory is a ratio near 1.
 
 Usage: ``python benchmarks/report_floor.py [--quick]``; ``benchmarks/run_all.py`` prints its rows.
 """
@@ -76,6 +78,7 @@ def rows(quick: bool) -> list[Row]:
     from rlio.report.reading import read_metrics
     from rlio.report.run_report import DEFAULT_METRICS, render_run_report
     from rlio.storage.local import LocalStorage
+    from rlio.validate import validate_run
 
     n = QUICK_LINES if quick else LINES
     rounds = 3 if quick else 5
@@ -88,6 +91,7 @@ def rows(quick: bool) -> list[Row]:
         storage = LocalStorage(run)
         med = interleaved({
             "report": timed(lambda: render_run_report(run)),
+            "validate": timed(lambda: validate_run(run)),
             "metrics": timed(lambda: read_metrics(storage, DEFAULT_METRICS)),
             "floor": timed(lambda: _parse_floor(path)),
         }, rounds)
@@ -95,9 +99,17 @@ def rows(quick: bool) -> list[Row]:
         out = [
             Row(f"rlio report (render_run_report), {n:,} metrics lines", med["report"] * per,
                 med["floor"] * per, "us/line", 2.0, "orjson.loads every line"),
+            Row(f"rlio report over validate_run alone, {n:,} lines", med["report"] * per,
+                med["validate"] * per, "us/line", None, "validate_run (its metrics parse)"),
+            Row(f"validate_run alone, {n:,} metrics lines", med["validate"] * per,
+                med["floor"] * per, "us/line", None, "orjson.loads every line"),
             Row(f"report metrics pass (read_metrics), {n:,} lines", med["metrics"] * per,
                 med["floor"] * per, "us/line", None, "orjson.loads every line"),
         ]
+        big = _peak(lambda: render_run_report(run))
+        little = _peak(lambda: render_run_report(small))
+        out.append(Row(f"rlio report peak heap, {n:,} vs {n // 10:,} lines", big, little,
+                       "MiB", 1.5, "a tenth of the lines"))
         big = _peak(lambda: read_metrics(storage, DEFAULT_METRICS))
         little = _peak(lambda: read_metrics(LocalStorage(small), DEFAULT_METRICS))
         out.append(Row(f"read_metrics peak heap, {n:,} vs {n // 10:,} lines", big, little,

@@ -17,7 +17,8 @@ from rlio.report import svg as _svg
 from rlio.report.style import CSS
 
 if TYPE_CHECKING:
-    from rlio.report.reading import CheckpointScan, MetricsScan, PageIndex, ResumePoint
+    from rlio.report.columns import MetricsScan
+    from rlio.report.reading import CheckpointScan, PageIndex, ResumePoint
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
        "form-action 'none'")
@@ -37,20 +38,21 @@ def _notes(notes: Sequence[str]) -> str:
 def _chart(m: MetricsScan, key: str, index: int) -> str:
     col = m.columns.get(key)
     xs, ys = col.points() if col else ([], [])
+    total = col.total if col else 0
     caption = [f"<h3>{escape(key)}</h3>"]
     if xs:
         caption.append(
             f'<p class="stats">last {escape(_svg.fmt(ys[-1]))} at {escape(m.x_label)} '
             f"{escape(_svg.fmt(xs[-1]))} · min {escape(_svg.fmt(min(ys)))} · max "
-            f"{escape(_svg.fmt(max(ys)))} · {len(xs):,} points</p>")
+            f"{escape(_svg.fmt(max(ys)))} · {total:,} points</p>")
     elif col is None:
         caption.append('<p class="stats">not logged in this run</p>')
-    if len(xs) > _svg.MAX_POINTS:
-        caption.append(f'<p class="ds">downsampled: {len(xs):,} points drawn as at most '
+    if total > _svg.MAX_POINTS:
+        caption.append(f'<p class="ds">downsampled: {total:,} points drawn as at most '
                        f"{_svg.MAX_POINTS:,} (the min and max of each bucket)</p>")
     if col is not None and col.skipped:
         caption.append(f'<p class="ds">{col.skipped:,} null or non-finite value(s) not drawn</p>')
-    series = _svg.Series(key, xs, ys, len(xs), tuple(m.restarts))
+    series = _svg.Series(key, xs, ys, total, tuple(m.restarts))
     svg = _svg.line_chart(series, x_label=m.x_label, chart_id=f"chart-{index}")
     return (f'<figure class="card chart-card" data-metric="{escape(key)}">'
             f'<figcaption>{"".join(caption)}</figcaption>{svg}</figure>')

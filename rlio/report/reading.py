@@ -5,49 +5,22 @@ The run is read only through ``rlio.storage`` (any backend) and the tolerant JSO
 
 from __future__ import annotations
 
-import math
-from array import array
+import gc
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from rlio import layout
 from rlio._codec.jsonl import DecodeError, decode
 from rlio._codec.lines import MAX_LINE, ForwardLines
 from rlio.errors import ResumeError
 from rlio.findings import Report
+from rlio.report.columns import FileStats, MetricsReader, MetricsScan, ObservedChecks
 from rlio.resume import read_resume_state
-from rlio.rules import TRAINING_KEYS
 from rlio.storage.base import Storage
 from rlio.validate import validate_run
-
-EVAL_REWARD_SUFFIX = "/env/all/reward/total"
-_MAX_EVAL_CHARTS = 8
-
-
-@dataclass
-class FileStats:
-    """What reading one JSONL file skipped, to say so on the page."""
-
-    lines: int = 0
-    blank: int = 0
-    bad: int = 0
-    nonfinite_lines: int = 0
-    torn: bool = False
-    error: str | None = None
-
-    def notes(self) -> list[str]:
-        """One sentence per kind of problem met."""
-        out = [] if self.error is None else [self.error]
-        if self.torn:
-            out.append("the last line is torn (no final newline): ignored")
-        if self.bad:
-            out.append(f"{self.bad:,} line(s) are not JSON objects: skipped")
-        if self.blank:
-            out.append(f"{self.blank:,} blank line(s)")
-        if self.nonfinite_lines:
-            out.append(f"{self.nonfinite_lines:,} line(s) hold NaN/Infinity tokens")
-        return out
+from rlio.validate.checks.registry import RecordChecks
+from rlio.validate.scan import Sink
 
 
 def _iter_jsonl(storage: Storage, rel: str, stats: FileStats) -> Iterator[dict[str, Any]]:
@@ -89,114 +62,55 @@ def _iter_jsonl(storage: Storage, rel: str, stats: FileStats) -> Iterator[dict[s
         stats.error = f"{rel} could not be read past line {stats.lines}: {exc}"
 
 
-@dataclass
-class Column:
-    """One metric's points in file order (compact arrays: a million lines stay cheap)."""
-
-    xs: array[float] = field(default_factory=lambda: array("d"))
-    ys: array[float] = field(default_factory=lambda: array("d"))
-    ordered: bool = True
-    skipped: int = 0  # null, NaN or infinite values
-
-    def add(self, x: float, y: float) -> None:
-        """Append a point, noting when x stops increasing."""
-        if self.ordered and self.xs and x <= self.xs[-1]:
-            self.ordered = False
-        self.xs.append(x)
-        self.ys.append(y)
-
-    def points(self) -> tuple[list[float], list[float]]:
-        """Points in x order; where an x repeats (a resume logs steps again) the last one wins."""
-        if self.ordered:
-            return list(self.xs), list(self.ys)
-        order = sorted(range(len(self.xs)), key=lambda i: (self.xs[i], i))
-        xs: list[float] = []
-        ys: list[float] = []
-        for i in order:
-            if xs and xs[-1] == self.xs[i]:
-                ys[-1] = self.ys[i]
-            else:
-                xs.append(self.xs[i])
-                ys.append(self.ys[i])
-        return xs, ys
-
-
-@dataclass
-class MetricsScan:
-    """What one pass over ``metrics.jsonl`` found."""
-
-    stats: FileStats = field(default_factory=FileStats)
-    columns: dict[str, Column] = field(default_factory=dict)
-    keys: dict[str, None] = field(default_factory=dict)  # every key seen, in first-seen order
-    records: int = 0
-    x_label: str = "line"
-    last_x: float | None = None
-    restarts: list[float] = field(default_factory=list)  # where training lines' x dropped back
-    present: bool = False
-
-
-def _number(v: Any) -> float | None:
-    if type(v) is float or type(v) is int:  # bool is not a metric value
-        return float(v)
-    return None
-
-
-_X_KEYS = ("step", "progress/batch", "training_client/step")
-
-
 def read_metrics(storage: Storage, wanted: Sequence[str]) -> MetricsScan:
     """Stream ``metrics.jsonl`` once, keeping only the wanted (and eval reward) columns.
 
-    x is ``step``, else ``progress/batch``, else ``training_client/step``, else the record's
-    index. Evaluator reward keys (``<name>/env/all/reward/total``) are charted as they appear.
+    The report's own pass, when it runs without the validator (``MetricsObserver`` takes the
+    validator's records otherwise). See ``MetricsReader`` for the x axis and the columns.
     """
     m = MetricsScan(present=storage.stat(layout.METRICS) is not None)
-    want = dict.fromkeys(wanted)
-    evals = 0
-    x_kind = len(_X_KEYS)
-    last_train_x: float | None = None
-    seen_progress = False
+    reader = MetricsReader(wanted, m)
     for rec in _iter_jsonl(storage, layout.METRICS, m.stats):
-        if not m.keys.keys() >= rec.keys():
-            for k in rec:
-                if k not in m.keys:
-                    m.keys[k] = None
-                    if (k.endswith(EVAL_REWARD_SUFFIX) and k not in want
-                            and evals < _MAX_EVAL_CHARTS):
-                        want[k] = None
-                        evals += 1
-        x: float | None = None
-        for kind, name in enumerate(_X_KEYS):
-            v = rec.get(name)
-            if type(v) is int:
-                x, x_kind = float(v), min(x_kind, kind)
-                break
-        if x is None:
-            x = float(m.records)
-        # Training lines carry a progress key (eval lines repeat a step; they don't resume); in a
-        # file that has shown none (yet), every line counts as a training line, as the validator
-        # reads it.
-        progress = any(k in rec for k in TRAINING_KEYS)
-        seen_progress = seen_progress or progress
-        if progress or not seen_progress:
-            if last_train_x is not None and x < last_train_x:
-                m.restarts.append(x)
-            last_train_x = x
-        m.last_x = x if m.last_x is None else max(m.last_x, x)
-        m.records += 1
-        for k in want:
-            if k not in rec:
-                continue
-            col = m.columns.get(k)
-            if col is None:
-                col = m.columns[k] = Column()
-            y = _number(rec[k])
-            if y is None or not math.isfinite(y):
-                col.skipped += 1
+        reader(rec)
+    return reader.close()
+
+
+class MetricsObserver:
+    """Reads the metrics columns from the validator's own parse of ``metrics.jsonl``.
+
+    Passed to ``validate_run(..., observe=...)``: it wraps the metrics file's record checks, so
+    each line is parsed once for both. The skipped-line counts come from the file's findings
+    (uncapped counts). ``scan`` is None unless the validator read the whole file.
+    """
+
+    def __init__(self, storage: Storage, wanted: Sequence[str]) -> None:
+        self.storage = storage
+        self.wanted = wanted
+        self.scan: MetricsScan | None = None
+
+    def __call__(self, kind: str, sink: Sink, checks: RecordChecks | None) -> RecordChecks | None:
+        """The record hook the validator uses for one file of ``kind``."""
+        if kind != "metrics" or checks is None:
+            return checks
+        return ObservedChecks(checks, self.wanted, lambda m: self._done(m, sink))
+
+    def _done(self, m: MetricsScan, sink: Sink) -> None:
+        """Keep the scan, with the skipped lines counted from the file's findings."""
+        counts, st = sink.counts, m.stats
+        st.blank = counts.get("RL105", 0)
+        st.bad += sum(counts.get(c, 0) for c in _BAD_LINE_CODES)
+        st.nonfinite_lines = sink.nonfinite_lines
+        if counts.get("RL103"):  # a bad last line: torn only when it lacks its newline
+            size = self.storage.size(layout.METRICS)
+            if self.storage.read_range(layout.METRICS, max(0, size - 1), size) == b"\n":
+                st.bad += 1
             else:
-                col.add(x, y)
-    m.x_label = (*_X_KEYS, "line")[x_kind]
-    return m
+                st.torn = True
+        self.scan = m
+
+
+#: Findings of a line that is no record: not UTF-8, not JSON, too deep, too long.
+_BAD_LINE_CODES: Final = ("RL101", "RL102", "RL106", "RL114")
 
 
 @dataclass
@@ -288,9 +202,19 @@ def find_pages(storage: Storage) -> PageIndex:
     return pages
 
 
-def validation(run: str, own: str | None) -> Report:
-    """``validate_run(run)``, less the one finding the report causes: itself as an unknown file."""
-    report = validate_run(run)
+def validation(run: str, own: str | None, observe: MetricsObserver | None = None) -> Report:
+    """``validate_run(run)``, less the one finding the report causes: itself as an unknown file.
+
+    The GC is paused meanwhile: the charts keep blocks of parsed records alive (acyclic dicts),
+    and collections would only traverse them again and again, finding no garbage.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        report = validate_run(run, observe=observe)
+    finally:
+        if enabled:
+            gc.enable()
     mine = [f for f in report.findings if f.file == own and f.code == "RL301"]
     if not mine:
         return report

@@ -11,7 +11,8 @@ from typing import Any
 import orjson
 
 from rlio.logtree.iteration_page import Trajectory, trajectory
-from rlio.report.reading import FileStats, _iter_jsonl
+from rlio.report.columns import FileStats
+from rlio.report.reading import _iter_jsonl
 from rlio.storage.base import Storage
 
 #: A logtree document larger than this is not re-rendered (its producer's page is linked).

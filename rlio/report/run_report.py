@@ -22,6 +22,7 @@ from rlio._codec.jsonl import DecodeError, decode
 from rlio.findings import Report
 from rlio.report import page as _page
 from rlio.report import svg as _svg
+from rlio.report.columns import EVAL_REWARD_SUFFIX, MetricsScan
 from rlio.report.distribution import Box, box, section_rewards, staleness
 from rlio.report.iterations import index_run, iterate, place_pages
 from rlio.report.prompts import (
@@ -31,8 +32,7 @@ from rlio.report.prompts import (
     section_prompts,
 )
 from rlio.report.reading import (
-    EVAL_REWARD_SUFFIX,
-    MetricsScan,
+    MetricsObserver,
     read_checkpoints,
     read_metrics,
     resume_point,
@@ -134,9 +134,9 @@ def _placement(storage: Storage, output: str | None) -> tuple[str, bool]:
     return name, inside is not None and "/" not in inside
 
 
-def _validation(run_s: str, own: str | None, folder: str) -> Any:
+def _validation(run_s: str, own: str | None, folder: str, observe: MetricsObserver) -> Any:
     """The validator's report less what the report itself adds to the run (RL301 on its files)."""
-    report = validation(run_s, own)
+    report = validation(run_s, own, observe)
     prefix = folder + "/"
     kept = [f for f in report.findings
             if not (f.code == "RL301" and (f.file or "").startswith(prefix))]
@@ -151,12 +151,19 @@ def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bo
             write: Callable[[str, bytes], None] | None) -> str:
     storage = open_storage(run_s)
     wanted = [*DEFAULT_METRICS, _KL_V2, *metrics]
-    m = read_metrics(storage, wanted)
+    report_name, at_root = _placement(storage, output)
+    folder = posixpath.splitext(report_name)[0] or "report"
+    report, v_error = None, None
+    observer = MetricsObserver(storage, wanted)  # the charts come from the validator's parse
+    if validate:
+        try:
+            report = _validation(run_s, _run_relative(storage, output), folder, observer)
+        except Exception as exc:  # the page still shows metrics when the validator fails
+            v_error = f"{type(exc).__name__}: {exc}"
+    m = observer.scan if observer.scan is not None else read_metrics(storage, wanted)
     ckpts = read_checkpoints(storage)
     resume = resume_point(run_s)
     idx = index_run(storage)
-    report_name, at_root = _placement(storage, output)
-    folder = posixpath.splitext(report_name)[0] or "report"
     places = place_pages(storage, idx, report_name=report_name, at_run_root=at_root)
     run_href = _linker(storage, output)
     boxes: dict[str, list[Box]] = {}
@@ -183,14 +190,8 @@ def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bo
         prompt_href[track.key] = quote(loc)
         if write is not None:
             write(loc, render_prompt_page(track, loc, report_name).encode())
-    report, v_error = None, None
-    if validate:
-        try:
-            report = _validation(run_s, _run_relative(storage, output), folder)
-        except Exception as exc:  # the page still shows metrics when the validator fails
-            v_error = f"{type(exc).__name__}: {exc}"
     name = posixpath.basename(storage.root.rstrip("/")) or storage.root
-    x_max = max([m.last_x or 0.0, *(max(c.xs, default=0.0) for c in m.columns.values())])
+    x_max = max([m.last_x or 0.0, *(c.last_x for c in m.columns.values())])
     evals = sorted(s for s in idx.splits if s.startswith("eval/"))
     last = f" (last {m.x_label} {_svg.fmt(m.last_x)})" if m.last_x is not None else ""
     facts = [
@@ -242,7 +243,8 @@ def write_run_report(run: str | os.PathLike[str], *, output: str | None = None,
     Args:
         run: the run directory (local path or URI).
         output: a local path or URI for the page (a local directory gets ``report.html`` inside);
-            default ``<run>/report.html``. Written atomically through ``rlio.storage``.
+            default ``<run>/report.html``. Written atomically through ``rlio.storage``
+            (``replace_derived``: never torn, not synced; it can be written again).
         metrics: metric keys to chart besides the defaults.
         validate: include the validation summary.
     """
@@ -259,6 +261,7 @@ def write_run_report(run: str | os.PathLike[str], *, output: str | None = None,
         else:
             parent, _, base = output.rstrip("/").rpartition("/")
         target, shown = open_storage(parent or ".", create=True), output
-    page = _render(run_s, metrics, output, validate, target.replace).encode()
-    target.replace(base, page)
+    # every page is derived from the run and can be written again: atomic, but not synced
+    page = _render(run_s, metrics, output, validate, target.replace_derived).encode()
+    target.replace_derived(base, page)
     return shown if shown is not None else target.display(REPORT_NAME)

@@ -164,6 +164,20 @@ class Storage(ABC):
         for rel, data in files:
             self.replace(rel, data)
 
+    def replace_derived(self, rel: str, data: bytes) -> None:
+        """``replace`` for a file that can be made again at any time (the run report's pages):
+        as atomic (never a torn file), but not made durable (no sync). A log is never derived:
+        it is replaced as ``replace`` does."""
+        if is_log(rel):
+            self.replace(rel, data)
+        else:
+            self._replace_unsynced(rel, data)
+
+    def _replace_unsynced(self, rel: str, data: bytes) -> None:
+        """An atomic replace without a sync; this default is ``replace`` (object stores: one
+        upload is both)."""
+        self.replace(rel, data)
+
     @contextlib.contextmanager
     def replacing(self, rel: str) -> Iterator[Callable[[bytes | bytearray], None]]:
         """Replace ``rel`` atomically with the pieces handed to the yielded ``write``.

@@ -263,6 +263,22 @@ class LocalStorage(Storage):
         with self.replacing(rel) as write:
             write(data)
 
+    def _replace_unsynced(self, rel: str, data: bytes) -> None:
+        """Temp file in the same directory, then rename: never a torn file, but no fsync."""
+        full = self._abs(rel)
+        parent = os.path.dirname(full)
+        os.makedirs(parent or ".", exist_ok=True)
+        tmp = os.path.join(parent, f".{os.path.basename(full)}{TEMP_INFIX}{os.urandom(4).hex()}")
+        f = open(tmp, "xb")  # noqa: SIM115 (closed below; the name is unlinked on failure)
+        try:
+            with f:
+                f.write(data)
+            os.replace(tmp, full)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
     @contextlib.contextmanager
     def replacing(self, rel: str) -> Iterator[Callable[[bytes | bytearray], None]]:
         """Replace ``rel`` atomically with bytes written in pieces, streamed: yields ``write``.

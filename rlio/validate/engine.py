@@ -53,11 +53,13 @@ _HTML_SNIFF: Final = 1024
 #: half of what one process scans meanwhile (~170 MB/s), so that both finish together.
 _HELPER_START_BYTES: Final = 10 << 20
 _T = TypeVar("_T")
+#: ``validate_run(observe=...)``: ``(file kind, sink, record checks) -> record checks``.
+Observe = Callable[[str, Sink, "RecordChecks | None"], "RecordChecks | None"]
 
 
 def validate_run(
     location: str | os.PathLike[str], *, max_findings_per_code: int = 100,
-    jobs: int | None = None,
+    jobs: int | None = None, observe: Observe | None = None,
 ) -> Report:
     """Validate the run directory at ``location`` (local path or URI).
 
@@ -67,6 +69,8 @@ def validate_run(
             RL112 finding.
         jobs: processes used for very large rollout-summary files (None: 2 when the machine has
             two cores or more, else 1).
+        observe: ``(kind, sink, checks) -> checks``: may wrap a JSONL file's record checks to
+            see its parsed records too (the run report reads its charts from this one parse).
 
     Returns:
         The report: every finding, sorted by (file, line, pointer, code).
@@ -77,12 +81,12 @@ def validate_run(
             root, ``rlio.layout.is_run_root``).
     """
     return validate_run_sized(location, max_findings_per_code=max_findings_per_code,
-                              jobs=jobs)[0]
+                              jobs=jobs, observe=observe)[0]
 
 
 def validate_run_sized(
     location: str | os.PathLike[str], *, max_findings_per_code: int = 100,
-    jobs: int | None = None,
+    jobs: int | None = None, observe: Observe | None = None,
 ) -> tuple[Report, int, int]:
     """``validate_run`` and how much it read: ``(report, files, bytes)`` (for progress)."""
     loc = os.fspath(location)
@@ -99,6 +103,7 @@ def validate_run_sized(
     if jobs is None:
         jobs = 2 if (os.cpu_count() or 1) >= 2 else 1
     validator = Validator(storage, loc, cap=max_findings_per_code, jobs=max(1, jobs))
+    validator.observe = observe
     findings = validator.run(entries)
     files = sum(1 for e in entries if e.kind == "file")
     size = sum(e.size for e in entries if e.kind == "file")
@@ -154,6 +159,7 @@ class Validator:
         self.findings: list[Finding] = []
         self.layout: str | None = None
         self.sizes: dict[str, int] = {}
+        self.observe: Observe | None = None
 
     # -- listing and classification ---------------------------------------------------------
 
@@ -263,6 +269,8 @@ class Validator:
                 self._rollouts(rel, rp, sink)
             elif kind.format == "jsonl":
                 hook = checks.records(sink, rp, view) if checks.records is not None else None
+                if self.observe is not None:
+                    hook = self.observe(rp.kind, sink, hook)
                 self._stream(rel, kind, sink, hook)
                 return hook.finish() if hook is not None else None
             elif kind.format == "json":

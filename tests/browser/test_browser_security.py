@@ -145,7 +145,7 @@ def test_hostile_report_renders_payloads_as_text(
 ) -> None:
     """Payloads in metric names, checkpoints, config, findings and file names stay inert text."""
     run = _hostile_run(tmp_path)
-    monkeypatch.setattr(reading, "validate_run", lambda r: Report.build(str(r), [
+    monkeypatch.setattr(reading, "validate_run", lambda r, **_: Report.build(str(r), [
         finding("RL201", ALL, file=ALL, line=3, pointer="/" + ALL),
         finding("RL301", ALL, file=PAYLOADS[2]),
     ]))

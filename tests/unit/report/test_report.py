@@ -187,7 +187,7 @@ def test_run_text_is_escaped(tmp_path: Path) -> None:
 
 
 def _fake_validator(monkeypatch: pytest.MonkeyPatch, run_fn: Any) -> None:
-    monkeypatch.setattr(reading, "validate_run", run_fn)
+    monkeypatch.setattr(reading, "validate_run", lambda r, **_: run_fn(r))
 
 
 def test_validation_summary_counts_and_caps_findings(
