@@ -58,7 +58,7 @@ print(json.dumps({
 
 
 def trajectory(rnd: random.Random, group: int, traj: int) -> dict[str, Any]:
-    """One rollout summary as SPEC §6 describes it (cookbook-like: mostly single-turn)."""
+    """One rollout summary as docs/format.md §6 describes it (cookbook-like: mostly single-turn)."""
     n_steps = rnd.choice((1, 1, 1, 2, 3, 5))
     steps = []
     total = 0.0

@@ -1,4 +1,4 @@
-"""Regenerate the conformance corpus (``conformance/cases/``) from the SPEC, deterministically.
+"""Regenerate the conformance corpus (``conformance/cases/``) from docs/format.md, exactly.
 
 Usage: ``python conformance/build_cases.py [OUT_DIR]``. Without an argument it rewrites
 ``conformance/cases/`` in place and the case table of ``conformance/README.md``; with one it writes
@@ -6,7 +6,7 @@ the cases under ``OUT_DIR`` only (the test suite does this to prove the committe
 this script produces).
 
 The committed files are the corpus: another implementation reads only ``cases/``. This script is
-self-contained (standard library only, no ``rlio`` import) so the expectations come from SPEC.md,
+self-contained (stdlib only, no ``rlio`` import) so the expectations come from docs/format.md,
 not from the code under test. Each case is a tiny run directory plus ``expected.json``.
 """
 
@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 
 Files = dict[str, bytes]
 
-# Warning- and error-level codes no clean run may produce (SPEC §10 catalogue, at least these).
+# Warning- and error-level codes no clean run may produce (docs/format.md §10, at least these).
 CLEAN_FORBIDDEN = [
     "RL101", "RL102", "RL103", "RL104", "RL105", "RL106", "RL107", "RL108", "RL109", "RL110",
     "RL111", "RL112", "RL113", "RL201", "RL202", "RL302", "RL303", "RL304", "RL401", "RL402",
@@ -64,12 +64,12 @@ def raw_lines(*lines: bytes | str) -> bytes:
 
 
 # --------------------------------------------------------------------------------------------
-# Run-file builders (SPEC §1-§8).
+# Run-file builders (docs/format.md §1-§8).
 # --------------------------------------------------------------------------------------------
 
 
 def it_path(layout: str, n: int, artifact: str, label: str | None = None) -> str:
-    """Path of a per-iteration file (SPEC §1); ``artifact``: html, logtree, rollout_summaries."""
+    """Path of a per-iteration file (docs/format.md §1); ``artifact``: html, logtree, summaries."""
     suffix = {"html": ".html", "logtree": "_logtree.json",
               "rollout_summaries": "_rollout_summaries.jsonl"}[artifact]
     stem = "train" if label is None else f"eval_{label}"
@@ -86,7 +86,7 @@ def gantt_path(layout: str, n: int) -> str:
 
 
 def metrics_line(step: int, n_batches: int = 2, **extra: Any) -> dict[str, Any]:
-    """A typical RL metrics line of iteration ``step`` (SPEC §3)."""
+    """A typical RL metrics line of iteration ``step`` (docs/format.md §3)."""
     rec: dict[str, Any] = {
         "step": step,
         "progress/batch": step,
@@ -105,14 +105,14 @@ def metrics_line(step: int, n_batches: int = 2, **extra: Any) -> dict[str, Any]:
 
 
 def step_rec(i: int, reward: float | None, done: bool) -> dict[str, Any]:
-    """One step of a trajectory (SPEC §6)."""
+    """One step of a trajectory (docs/format.md §6)."""
     return {"step_idx": i, "ob_len": 40 + 8 * i, "ac_len": 12, "reward": reward,
             "episode_done": done, "metrics": {"format": 1.0}, "logs": {}}
 
 
 def traj(split: str, it: int, g: int, t: int, rewards: tuple[float | None, ...] = (0.5,),
          final: float | None = 0.25, **over: Any) -> dict[str, Any]:
-    """One rollout-summary record, keys in the documented order (SPEC §6)."""
+    """One rollout-summary record, keys in the documented order (docs/format.md §6)."""
     steps = [step_rec(i, r, i == len(rewards) - 1) for i, r in enumerate(rewards)]
     known = [r for r in rewards if r is not None]
     total = None if final is None or len(known) < len(rewards) else sum(known) + final
@@ -134,7 +134,7 @@ def summaries(split: str, it: int, groups: int = 2, per_group: int = 2) -> list[
 
 def node(tag: str, *children: Any, attrs: dict[str, str] | None = None,
          data: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A logtree node (SPEC §7); ``data`` last when present."""
+    """A logtree node (docs/format.md §7); ``data`` last when present."""
     out: dict[str, Any] = {"tag": tag, "attrs": attrs or {}, "children": list(children)}
     if data is not None:
         out["data"] = data
@@ -171,7 +171,7 @@ def logtree_doc(title: str, html_path: str | None, *, started_at: str,
 
 
 def html_doc(title: str) -> bytes:
-    """A complete HTML twin (SPEC §7)."""
+    """A complete HTML twin (docs/format.md §7)."""
     return (
         "<!doctype html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\">"
         f"<title>{title}</title></head>\n<body>\n<h1>{title}</h1>\n<section><h2>Group Rollout</h2>"
@@ -212,7 +212,7 @@ def add_iteration(files: Files, layout: str, n: int, label: str | None = None, *
 
 def ckpt(name: str, batch: int | None = None, *, state: bool = True, sampler: bool = True,
          **extra: Any) -> dict[str, Any]:
-    """A checkpoint record, keys in the documented order (SPEC §5)."""
+    """A checkpoint record, keys in the documented order (docs/format.md §5)."""
     rec: dict[str, Any] = {"name": name}
     if batch is not None:
         rec["batch"] = batch
@@ -1306,8 +1306,8 @@ def _unknown_data() -> Case:
         node("div", attrs={"class": "lt-plot"},
              data={"type": "histogram", "bins": [0, 0.5, 1], "counts": [3, 5]}))
     files[lt] = compact(doc) + b"\n"
-    return Case("unknown_logtree_data_type", "A logtree node whose data has a type no SPEC "
-                "defines: valid, reported as info.", "§7", files,
+    return Case("unknown_logtree_data_type", "A logtree node whose data has a type "
+                "docs/format.md does not define: valid, reported as info.", "§7", files,
                 [F("RL203", "info", lt, None, "/root/children/2/data")],
                 forbidden=CLEAN_FORBIDDEN)
 
@@ -1365,7 +1365,7 @@ def build(out: Path) -> None:
 
 def case_table() -> str:
     """The README's case list (Markdown)."""
-    rows = ["| case | SPEC | expected codes | description |", "| --- | --- | --- | --- |"]
+    rows = ["| case | docs/format.md | expected codes | description |", "| --- | --- | --- | --- |"]
     for c in CASES:
         codes = ", ".join(sorted({f["code"] for f in c.findings})) or "none"
         if c.forbidden == CLEAN_FORBIDDEN:

@@ -134,7 +134,7 @@ class Finding:
         return (self.file, -1 if self.line is None else self.line, self.pointer, self.code)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape of SPEC §10, keys in documented order."""
+        """The JSON shape of docs/format.md §10, keys in documented order."""
         return {
             "code": self.code,
             "severity": str(self.severity),

@@ -1,4 +1,4 @@
-"""The naming contract of a run directory (SPEC §1): padding, both layouts, labels, path parsing.
+"""The naming contract of a run directory (docs/format.md §1): padding, layouts, labels, parsing.
 
 Pure functions, no I/O. Every other module asks this one for a file name instead of building it.
 """
@@ -39,7 +39,7 @@ class FileKind(FrozenRecord):
         kind: the ``RunPath.kind`` of such files.
         name: the exact file name of a top-level file; for a per-iteration file, the end of its
             name (``"_logtree.json"``; the timing chart: its nested name).
-        per_iteration: whether the name carries an iteration (both layouts, SPEC §1).
+        per_iteration: whether the name carries an iteration (both layouts, docs/format.md §1).
         schema: the schema judging it (per line for JSONL), or None.
         format: ``jsonl`` (one record a line), ``json`` (one document), ``html``, ``text``
             (UTF-8 text) or ``opaque`` (not read by the validator).
@@ -179,7 +179,7 @@ def format_iteration(iteration: int) -> str:
 
 
 def sanitize_label(name: str) -> str:
-    """Map an evaluator name to its label (SPEC §1): ``"test set (v2)"`` -> ``"test_set_v2"``.
+    """An evaluator name's label (docs/format.md §1): ``"test set (v2)"`` -> ``"test_set_v2"``.
 
     A label longer than ``MAX_LABEL`` characters is cut and ends in ``-`` plus a stable 8-hex
     hash of the raw name (``MAX_LABEL`` characters in all).

@@ -1,4 +1,4 @@
-"""Where a preempted run restarts (SPEC §5): the last resumable checkpoint, read from the end.
+"""Where a preempted run restarts (docs/format.md §5): the last resumable checkpoint, read backward.
 
 ``read_resume_state`` reads ``checkpoints.jsonl`` backwards in 64 KiB chunks until it meets the last
 record whose required key (``state_path`` by default) is non-null, so its time and memory do not

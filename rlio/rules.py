@@ -1,4 +1,4 @@
-"""The cross-record rules of SPEC §3 and §9, one owner for the writer and the validator alike.
+"""The cross-record rules of docs/format.md §3 and §9, one owner for the writer and the validator.
 
 The writer's general path (``rlio.writer.rollouts``), its compiled one-pass scan
 (``rlio._schema.rollout_scan``) and the validator's checks (``rlio.validate.checks``) all decide
@@ -18,7 +18,7 @@ from typing import Any, Final
 #: relative bound for large ones, where float summation order alone moves the last digits.
 REWARD_TOLERANCE: Final = 1e-6
 
-#: Metrics keys that mark a training line; lines without any are eval or sampler lines (SPEC §3).
+#: Metrics keys that mark a training line; other lines are eval/sampler lines (docs/format.md §3).
 TRAINING_KEYS: Final = ("progress/batch", "training_client/step", "progress/done_frac",
                         "progress", "optim/lr")
 
@@ -29,7 +29,7 @@ SUMMARY_PREFIXES: Final = ("cost/", "tokens/", "usage/", "time/")
 
 
 def is_summary_line(record: dict[str, Any]) -> bool:
-    """Whether a metrics line without training keys holds only summary totals (SPEC §3)."""
+    """Whether a metrics line without training keys holds only summaries (docs/format.md §3)."""
     keys = [k for k in record if k != "step"]
     return bool(keys) and all(isinstance(k, str) and k.startswith(SUMMARY_PREFIXES) for k in keys)
 
@@ -72,7 +72,7 @@ def step_after_done(dones: Sequence[Any]) -> int | None:
     return None
 
 
-#: The key that makes a checkpoint record resumable (SPEC §5; ``sampler_path`` is the other use).
+#: The key making a checkpoint record resumable (docs/format.md §5; ``sampler_path``: other uses).
 RESUME_KEY: Final = "state_path"
 
 

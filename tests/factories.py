@@ -2,7 +2,7 @@
 
 Runs here are written the way the Tinker cookbook writes them (no rlio involved), so the
 validator, the report and the readers are tested against what really lands on disk. The quirky
-run reproduces every cookbook quirk SPEC.md lists: Python ``json.dumps`` defaults
+run reproduces every cookbook quirk docs/format.md lists: Python ``json.dumps`` defaults
 (``NaN``/``Infinity`` tokens, ASCII escapes, ", " separators), indent-2 config and logtree JSON
 without a final newline, naive ``started_at`` timestamps, 0-byte summary files, HTML-only
 iterations, rolling checkpoints with nested extra keys, an eval-only metrics line at the end.
@@ -79,7 +79,7 @@ def read_jsonl(path: Path) -> list[Any]:
 
 
 def rollout_step(i: int, *, last: bool = False, **overrides: Any) -> dict[str, Any]:
-    """Step ``i`` of a rollout summary (SPEC §6): reward ``0.25 * (i + 1)``."""
+    """Step ``i`` of a rollout summary (docs/format.md §6): reward ``0.25 * (i + 1)``."""
     step = {"step_idx": i, "ob_len": 100 + i, "ac_len": 20, "reward": 0.25 * (i + 1),
             "episode_done": last, "metrics": {"format": 1.0}, "logs": {"answer": "42"}}
     step.update(overrides)
@@ -88,7 +88,7 @@ def rollout_step(i: int, *, last: bool = False, **overrides: Any) -> dict[str, A
 
 def trajectory(iteration: int, group: int = 0, traj: int = 0, *, split: str = "train",
                n_steps: int = 2, final: float = 0.0, **overrides: Any) -> dict[str, Any]:
-    """A valid rollout summary record (SPEC §6) whose total_reward matches its steps.
+    """A valid rollout summary record (docs/format.md §6) whose total_reward matches its steps.
 
     ``overrides`` replace top-level keys after the record is built (so a wrong ``total_reward``
     or a missing key is one argument away).

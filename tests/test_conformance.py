@@ -62,7 +62,7 @@ def load_expected(name: str) -> dict[str, Any]:
 
 
 def shape_problems(actual: list[dict[str, Any]]) -> list[str]:
-    """Findings must have the SPEC §10 shape: known code, relative file, 1-based line, pointer."""
+    """Findings: the docs/format.md §10 shape, known code, relative file, 1-based line, pointer."""
     problems = []
     for f in actual:
         ok = (
@@ -76,7 +76,7 @@ def shape_problems(actual: list[dict[str, Any]]) -> list[str]:
             and "\n" not in f["message"]
         )
         if not ok:
-            problems.append(f"finding breaks the SPEC §10 shape: {f}")
+            problems.append(f"finding breaks the docs/format.md §10 shape: {f}")
     return problems
 
 

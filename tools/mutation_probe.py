@@ -1,7 +1,7 @@
 """Mutation probe of the validator's checks: which semantic mutants do the check tests miss?
 
 Applies one AST mutation at a time to ``rlio/validate/checks/*.py`` and to ``rlio/rules.py`` (the
-SPEC §9 rules the checks decide with) in a temporary copy of the
+docs/format.md §9 rules the checks decide with) in a temporary copy of the
 tree (the real files are never edited), runs the check tests there, and counts a mutant as killed
 when they fail (or time out). Mutations: flip a comparison (``<`` <-> ``<=``, ``>`` <-> ``>=``,
 ``==`` <-> ``!=``, ``is`` <-> ``is not``, ``in`` <-> ``not in``), ``and`` <-> ``or``, drop a

@@ -11,7 +11,7 @@ import orjson
 
 from rlio.layout import FILE_KINDS
 
-#: Schema names, one per file type of SPEC.md.
+#: Schema names, one per file type of docs/format.md.
 SCHEMA_NAMES: Final = (
     "checkpoint-line",
     "config",

@@ -1,14 +1,14 @@
 """The one-pass fast path of ``write_rollout_summaries``: check, cross-check and encode.
 
 The general path takes three passes over a record: ``ordered_rollout`` (key order, fill-ins),
-the schema check, ``cross_check`` (SPEC §9). Records as training loops build them need none of
+the schema check, ``cross_check`` (docs/format.md §9). Records as training loops build need none of
 the rewriting, so a generated ``scan`` function walks a batch and, per record, makes every check
 of the three in one go on values unpacked once, then encodes the record while it is still in the
 processor's cache. It stops at the first record that needs the general path (or is wrong: the
 general path names the error); the writer handles that one and resumes the scan after it.
 
 The structure (key orders, required keys, the step schema) and every value check (the exact
-statements of ``rlio._schema.compiler``) come from the schema document; the SPEC §9 names (split,
+statements of ``rlio._schema.compiler``) come from the schema document; the §9 names (split,
 iteration, ids, rewards, ``step_idx``) are those ``cross_check`` uses.
 """
 
@@ -31,7 +31,7 @@ __all__ = ["RolloutScan", "compile_rollout_scan", "rollout_scan"]
 _OBJECT_KEYWORDS: Final = frozenset({"type", "properties", "required", "additionalProperties"})
 _ARRAY_KEYWORDS: Final = frozenset({"type", "items"})
 _OPTIONAL_MAX: Final = 3  # optional step keys whose in-order layouts get a compiled branch
-#: The names SPEC §9's cross-checks read (see ``rlio.writer.rollouts.cross_check``).
+#: The names docs/format.md §9's cross-checks read (see ``rlio.writer.rollouts.cross_check``).
 _SPEC_KEYS: Final = ("split", "iteration", "group_idx", "traj_idx", "total_reward",
                      "final_reward", "steps")
 _FAIL: Final = "return False"

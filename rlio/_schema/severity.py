@@ -1,7 +1,7 @@
 """Severity annotations in the shipped schemas: which rules are errors and which are warnings.
 
 A subschema carrying ``"x-rlio-severity": "warning"`` holds an expectation, not a rule: a value
-that breaks it is a validator warning (RL205) and the writer accepts it (SPEC §3: a training run
+that breaks it is a validator warning (RL205) and the writer accepts it (docs/format.md §3: training
 is never stopped for a metric's value). Everything else in a schema is error level. The schema
 is the one source of truth; this module only splits it:
 

@@ -1,4 +1,4 @@
-"""The logtree builder: one iteration's trace as a tree, rendered to JSON (SPEC §7) and to HTML.
+"""The logtree builder: one iteration's trace as a tree, as JSON (docs/format.md §7) and HTML.
 
 A ``LogTree`` holds nodes in the JSON shape itself (``{"tag", "attrs", "children", "data"?}``), so
 ``to_json`` is a copy and ``to_json_bytes`` a single orjson call. The insertion point lives in a
@@ -191,7 +191,7 @@ class LogTree:
         ``"function"``, and non-string ``arguments`` are JSON-encoded.
 
         Raises:
-            RecordError: a message breaks the conversation shape of SPEC §7 or holds a value with
+            RecordError: a message breaks the conversation shape (docs/format.md §7) or has a value
                 no JSON form; names the message index and pointer.
         """
         data = {"type": "conversation", "messages": normalize_messages(messages)}
@@ -225,7 +225,7 @@ class LogTree:
         }
 
     def to_json(self, *, path: str | None = None) -> dict[str, Any]:
-        """The document of SPEC §7 as a fresh dict (``path``: the HTML twin's path, if any)."""
+        """The docs/format.md §7 document as a new dict (``path``: the HTML twin's path, if any)."""
         return self._doc(path, _copy_json(self.root))
 
     def to_json_bytes(self, *, path: str | None = None, compact: bool = False) -> bytes:
@@ -361,7 +361,7 @@ def dumps_indented(doc: Any) -> bytes:
     """``orjson.dumps(doc, OPT_INDENT_2)``; a document deeper than orjson writes comes out compact.
 
     Indenting a tree hundreds of levels deep would cost more whitespace than content, and
-    whitespace is not part of the format (SPEC §2), so the deep path writes no indentation.
+    whitespace is not part of the format (docs/format.md §2), so the deep path does not indent.
     """
     try:
         return orjson.dumps(doc, option=orjson.OPT_INDENT_2)

@@ -1,6 +1,6 @@
 """Conversations in a logtree: checking messages on the way in, rendering them to HTML.
 
-A conversation is a typed ``data`` node of SPEC §7: ``{"type": "conversation", "messages": [...]}``.
+A conversation is a ``data`` node (docs/format.md §7): ``{"type": "conversation", "messages": []}``.
 ``normalize_messages`` turns what a training loop holds (dicts, pydantic tool calls, numpy scalars,
 PIL images) into exactly that shape or raises ``RecordError`` naming the message and the pointer;
 ``render_conversation`` draws any such payload, including a foreign one, as escaped HTML: no model

@@ -1,6 +1,6 @@
 """The HTML twin of a logtree: one self-contained page (inline CSS, no script, no network).
 
-``render_tree`` draws the tree of any logtree JSON document of SPEC §7, rlio's or the cookbook's,
+``render_tree`` draws the tree of any logtree JSON (docs/format.md §7), rlio's or the cookbook's,
 and ``render_page`` wraps it in the page. Rendering is iterative (a tree thousands of levels deep
 renders without recursion) and defensive: tag and attribute names are checked, event handlers and
 script URLs are dropped, markup strings go through an allow-list sanitizer (nh3), and a strict

@@ -1,7 +1,7 @@
 """An iteration's page: navigation, the trajectory table, then the logtree with groups collapsed.
 
 The page is still one self-contained document (no script, no network, the strict CSP of
-``rlio.logtree.html``). The table comes from the iteration's rollout summaries (SPEC §6), one row a
+``rlio.logtree.html``). The table comes from the rollout summaries (docs/format.md §6), one row a
 trajectory; a failing trajectory (reward <= 0 or NaN, or never done) carries the class ``fail`` and
 a visible marker. Rows link to the trajectory's transcript where the tree logged one: the k-th
 top-level section whose heading starts with "Group" is group k (the cookbook logs the first
@@ -268,7 +268,7 @@ def render_iteration_page(doc: Mapping[str, Any] | None, nav: Nav,
                           found: Transcripts | None = None) -> str:
     """The whole page of one iteration: nav, trajectory table, then the tree (groups collapsed).
 
-    ``doc`` is the logtree JSON document (SPEC §7); None draws the header alone (a run that only
+    ``doc`` is the logtree JSON (docs/format.md §7); None draws the header alone (a run that only
     kept the producer's HTML page, linked as ``nav.original``). ``found``: the tree's
     transcripts when the caller already looked them up.
     """

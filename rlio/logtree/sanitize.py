@@ -56,6 +56,6 @@ def sanitize_html(raw: str) -> str:
 def sanitize_fragment(markup: str) -> str:
     """Like ``sanitize_html`` but free for plain text: a string without ``<`` holds no markup.
 
-    Used on the string children of a tree being rendered (escaped text or raw markup, SPEC §7).
+    Used on the string children of a tree being rendered (text or raw markup, docs/format.md §7).
     """
     return markup if "<" not in markup else _CLEANER.clean(markup)

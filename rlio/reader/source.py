@@ -53,7 +53,7 @@ def iter_records(
         for number, raw, terminated in ForwardLines(f, max_line=MAX_LINE):
             st.lines = number
             if not terminated:
-                st.torn = True  # a crash's torn tail (SPEC §2): readers ignore it
+                st.torn = True  # a crash's torn tail (docs/format.md §2): readers ignore it
                 return
             value = decode_line(raw)
             if value is None:

@@ -43,7 +43,7 @@ def _iter_jsonl(storage: Storage, rel: str, stats: FileStats) -> Iterator[dict[s
                     stats.bad += 1  # too long to read: skipped like an unparseable line
                     continue
                 if not terminated:
-                    stats.torn = True  # what a crash leaves: readers ignore it (SPEC §2)
+                    stats.torn = True  # what a crash leaves: readers ignore it (docs/format.md §2)
                     return
                 if not raw.strip():
                     stats.blank += 1

@@ -1,4 +1,4 @@
-"""validate_run(): check a run directory against the schemas and the SPEC's cross-file rules.
+"""validate_run(): check a run directory against the schemas and docs/format.md's cross-file rules.
 
 One pass over the run: list it (never following a symbolic link), classify every entry by its name
 (``rlio.layout``), stream each file through its schema and the checks its kind declares

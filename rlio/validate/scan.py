@@ -381,7 +381,7 @@ def _flush(sink: Sink, p: _Pending, damage: bool) -> None:
 
     ``damage``: in an append-only file, an object cut short (alone, or with a whole line glued
     to it) between JSON lines, which is what a killed append followed by a restart leaves
-    (SPEC §2): crash damage readers skip, RL117 (warning). Other unparseable lines, and runs of
+    (docs/format.md §2): crash damage readers skip, RL117 (warning). Other bad lines, and runs of
     them, stay errors (RL102).
     """
     if damage and p.code == "RL102":

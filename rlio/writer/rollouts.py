@@ -1,4 +1,4 @@
-"""Rollout-summary records in SPEC §6 order, and the SPEC §9 checks a writer can make per file.
+"""Rollout-summary records in docs/format.md §6 order, and the §9 checks a writer can make per file.
 
 The documented key orders are the ``properties`` orders of the rollout-summary schema (one owner
 per fact). The writer's fast path: a record already in order is passed through untouched;
@@ -23,7 +23,7 @@ from rlio.errors import RecordError
 from rlio.rules import REWARD_TOLERANCE, bad_step_index, reward_mismatch
 
 _SCHEMA = load_schema("rollout-summary-line")
-#: Key order of a rollout-summary record and of one of its steps (SPEC §6), from the schema.
+#: Key order of a rollout-summary record and of one of its steps (docs/format.md §6), from schema.
 ROLLOUT_KEYS: Final[tuple[str, ...]] = tuple(_SCHEMA["properties"])
 STEP_KEYS: Final[tuple[str, ...]] = tuple(_SCHEMA["$defs"]["step"]["properties"])
 _ROLLOUT_KEY_SET: Final = frozenset(ROLLOUT_KEYS)
@@ -41,7 +41,7 @@ def _record_error(index: int, pointer: str, reason: str) -> RecordError:
 
 
 def ordered_rollout(rec: Any, iteration: int, split: str, index: int) -> dict[str, Any]:
-    """``rec`` with its keys (and its steps') in SPEC order; fills version, split, iteration."""
+    """``rec`` with keys (and its steps') in documented order; fills version, split, iteration."""
     if type(rec) is dict and tuple(rec) == ROLLOUT_KEYS:
         steps = rec["steps"]
         if (rec["split"] == split and rec["iteration"] == iteration
@@ -100,7 +100,7 @@ def _ordered_step(step: Any) -> Any:
 
 
 def cross_check(rec: dict[str, Any], index: int, seen: set[tuple[Any, Any]]) -> None:
-    """SPEC §9 checks on a schema-valid record (``rlio.rules``): unique ids, step_idx, reward sum.
+    """docs/format.md §9 checks on a schema-valid record (``rlio.rules``): ids, step_idx, rewards.
 
     Refuses exactly what the validator reports as an error (RL403, RL404, RL405).
     """

@@ -1,4 +1,4 @@
-"""RunWriter: the training loop's facade for writing a run directory (SPEC §1-§8).
+"""RunWriter: the training loop's facade for writing a run directory (docs/format.md §1-§8).
 
 Verbs are named by their durability (DESIGN): ``log_*`` appends one line with one ``write`` on a
 persistent handle, handed to the OS before it returns; ``record_*`` appends durably (fsync) under
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 
 
 class RunWriter(TimingVerbs, WholeFileVerbs):
-    """Writes one run directory (a local path or a URI) in the format of SPEC.md.
+    """Writes one run directory (a local path or a URI) in the format of docs/format.md.
 
     Args:
         log_path: the run directory; created when absent, with an empty ``metrics.jsonl`` (a
@@ -80,7 +80,7 @@ class RunWriter(TimingVerbs, WholeFileVerbs):
         attach: join a run as a helper writer (no fresh-start check).
         nonfinite: ``"null"`` (default) writes NaN and infinities as ``null``; ``"token"`` writes
             ``NaN``/``Infinity`` like Python's ``json`` (parity with older readers).
-        check: check each record against its schema (and rollout summaries against SPEC §9)
+        check: check each record against its schema (and rollout summaries: docs/format.md §9)
             before writing. Turn off only when the records are known good.
         attach: join a live run as a helper, without its lease (see ``rlio.writer.lease``).
         lease_seconds: lease expiry on object stores (renewed every third of it).
@@ -432,7 +432,7 @@ class RunWriter(TimingVerbs, WholeFileVerbs):
     ) -> None:
         """Replace one iteration's ``*_rollout_summaries.jsonl`` atomically, one line per record.
 
-        Keys are reordered into SPEC §6 order (steps too). ``schema_version``, ``split`` and
+        Keys are put in docs/format.md §6 order (steps too). ``schema_version``, ``split`` and
         ``iteration`` are filled in when absent and must match the call when present; every
         other key is required. With ``check`` on, ``(group_idx, traj_idx)`` must be unique,
         ``step_idx`` must run 0..n-1 and ``total_reward`` must equal the step rewards plus

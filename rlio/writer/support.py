@@ -133,7 +133,7 @@ def checkpoint_record(name: str, fields: tuple[tuple[str, Any], ...],
 
 
 def refuse_unresumable(record: dict[str, Any], index: int) -> None:
-    """A record carrying the resume key must carry what a restart needs (SPEC §5, RL501).
+    """A record carrying the resume key must carry what a restart needs (docs/format.md §5, RL501).
 
     Raises:
         RecordError: naming the record and what it lacks; nothing is written.

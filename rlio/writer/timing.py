@@ -1,4 +1,4 @@
-"""Timing spans (SPEC §8): ``timing_spans.jsonl`` lines and the spans ``RunWriter.timer`` measures.
+"""Timing spans (docs/format.md §8): ``timing_spans.jsonl`` lines, spans ``RunWriter.timer`` takes.
 
 A line is ``{"step", "spans": [{"name", "duration", "wall_start", "wall_end", ...extra}]}``,
 the shape the cookbook's ``read_timing`` reads. ``SpanTimer`` collects the spans measured since
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from rlio import layout as L
 
-#: The documented key order of one span (SPEC §8); other keys follow in the caller's order.
+#: The documented key order of one span (docs/format.md §8); other keys follow in the caller's.
 SPAN_KEYS: Final = ("name", "duration", "wall_start", "wall_end")
 
 
@@ -123,7 +123,7 @@ class TimingVerbs:
         self.log_timing_spans(s, spans)
 
     def log_timing_spans(self, step: int, spans: Iterable[Mapping[str, Any]]) -> None:
-        """Append one line to ``timing_spans.jsonl`` (SPEC §8): ``{"step", "spans": [...]}``.
+        """Append a line to ``timing_spans.jsonl`` (docs/format.md §8): ``{"step", "spans": [..]}``.
 
         Each span is a mapping with ``name``, ``duration`` (seconds), ``wall_start`` and
         ``wall_end`` (Unix times), written in that order, then its other keys.

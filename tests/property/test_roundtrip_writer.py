@@ -29,7 +29,7 @@ from rlio._schema.loader import load_schema
 from rlio.rules import resume_problem
 
 INT64 = (-(2**63), 2**63 - 1)
-#: Documented key orders: the schemas' ``properties`` orders (SPEC §5, §6).
+#: Documented key orders: the schemas' ``properties`` orders (docs/format.md §5, §6).
 ROLLOUT_ORDER = list(load_schema("rollout-summary-line")["properties"])
 STEP_ORDER = list(load_schema("rollout-summary-line")["$defs"]["step"]["properties"])
 CHECKPOINT_NAMED = list(load_schema("checkpoint-line")["properties"])
@@ -207,7 +207,7 @@ def test_metrics_nonfinite_policy(base: dict[str, Any], floats: dict[str, float]
                 min_size=1, max_size=3))
 def test_checkpoint_round_trip(records: list[dict[str, Any]]) -> None:
     """Generated checkpoint records that resume can restart from come back equal, named keys
-    first in SPEC order."""
+    first in documented order."""
     with tempfile.TemporaryDirectory() as d:
         with RunWriter(d) as run:
             for rec in records:
@@ -222,7 +222,7 @@ def test_checkpoint_round_trip(records: list[dict[str, Any]]) -> None:
 
 def _consistent(records: list[dict[str, Any]], iteration: int,
                 split: str) -> list[dict[str, Any]]:
-    """Make generated summaries satisfy SPEC §9 (unique ids, step order, reward sum)."""
+    """Make generated summaries satisfy docs/format.md §9 (unique ids, step order, reward sum)."""
     out = []
     for i, rec in enumerate(records):
         rec = {**rec, "iteration": iteration, "split": split, "group_idx": i // 3,
@@ -244,7 +244,7 @@ def _consistent(records: list[dict[str, Any]], iteration: int,
        st.sampled_from(["flat", "nested"]), st.randoms(use_true_random=False))
 def test_rollout_summaries_round_trip(records: list[dict[str, Any]], iteration: int,
                                       evaluator: str | None, layout: str, rnd: Any) -> None:
-    """Generated summaries, keys shuffled, come back equal in SPEC order and validate clean."""
+    """Generated summaries, keys shuffled, come back equal in the documented order, valid."""
     from rlio.layout import iteration_path, sanitize_label, split_name
 
     label = None if evaluator is None else sanitize_label(evaluator)

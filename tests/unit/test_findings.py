@@ -1,4 +1,4 @@
-"""Findings: severities, the Finding/Report shapes of SPEC §10, and the stable code catalogue."""
+"""Findings: severities, the Finding/Report shapes of docs/format.md §10, the stable catalogue."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def test_finding_uses_catalogue_severity_unless_overridden() -> None:
 
 
 def test_finding_to_dict_has_spec_keys_in_order() -> None:
-    """A finding serializes to the six SPEC §10 keys, severity as a word."""
+    """A finding serializes to the six docs/format.md §10 keys, severity as a word."""
     d = finding("RL201", "bad", file="a.jsonl", line=2, pointer="/x").to_dict()
     assert list(d) == ["code", "severity", "file", "line", "pointer", "message"]
     assert d["severity"] == "error" and d["line"] == 2

@@ -26,7 +26,7 @@ from rlio import layout
     ],
 )
 def test_sanitize_label_matches_spec_examples(name: str, label: str) -> None:
-    """sanitize_label follows SPEC §1 including its worked examples."""
+    """sanitize_label follows docs/format.md §1 including its worked examples."""
     assert layout.sanitize_label(name) == label
 
 
@@ -53,7 +53,7 @@ def test_format_iteration_rejects_negative_and_non_int(bad: object) -> None:
 
 
 def test_iteration_paths_in_both_layouts() -> None:
-    """Per-iteration names follow the flat and nested tables of SPEC §1."""
+    """Per-iteration names follow the flat and nested tables of docs/format.md §1."""
     assert layout.iteration_path("flat", 7, "html") == "train_iteration_000007.html"
     assert (layout.iteration_path("flat", 7, "logtree", label="test")
             == "eval_test_iteration_000007_logtree.json")

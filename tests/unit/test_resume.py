@@ -122,7 +122,7 @@ def test_unterminated_last_line_is_torn_and_ignored(tmp_path: Path) -> None:
 
 
 def test_terminated_unparseable_last_line_is_torn(tmp_path: Path) -> None:
-    """An unparseable last complete line counts as torn (SPEC §2), like the writer's repair."""
+    """An unparseable last complete line is torn (docs/format.md §2), as in the writer's repair."""
     write(tmp_path, layout.CHECKPOINTS,
           ck("000001", 1, state_path="tinker://r/w/1"), b'{"name":"0000\x00\x00\n')
     state = must(read_resume_state(tmp_path))

@@ -1,4 +1,4 @@
-"""rlio.rules: the SPEC §9 rules at their boundaries (each bound and condition pinned)."""
+"""rlio.rules: the docs/format.md §9 rules at their boundaries (each bound and condition pinned)."""
 
 from __future__ import annotations
 

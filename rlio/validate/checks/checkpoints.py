@@ -1,4 +1,4 @@
-"""Per-record checks of ``checkpoints.jsonl`` (SPEC §5): RL501 and key order; the ledger's facts."""
+"""Record checks of ``checkpoints.jsonl`` (docs/format.md §5): RL501, key order; ledger facts."""
 
 from __future__ import annotations
 

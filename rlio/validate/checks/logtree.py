@@ -1,4 +1,4 @@
-"""Checks of logtree documents (SPEC §7) beyond the schema: RL203, RL204, RL410; twins: RL414."""
+"""Checks of logtrees (docs/format.md §7) beyond the schema: RL203, RL204, RL410; twins: RL414."""
 
 from __future__ import annotations
 

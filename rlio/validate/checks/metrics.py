@@ -1,4 +1,4 @@
-"""Per-line checks of ``metrics.jsonl`` (SPEC §3, §9): step order, async eval lines, key order."""
+"""Per-line checks of ``metrics.jsonl`` (docs/format.md §3, §9): step order, async evals, keys."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The per-record checks of rollout-summary files (SPEC §6, §9), run in the streaming pass.
+"""Per-record checks of rollout-summary files (docs/format.md §6, §9), run in the streaming pass.
 
 ``RolloutChecks`` judges each schema-valid trajectory: iteration and split against the file name
 (RL401, RL402), ``(group_idx, traj_idx)`` order (uniqueness costs no memory while pairs increase;

@@ -1,4 +1,4 @@
-"""Cross-file checks (SPEC §1, §7, §9): small functions over the read-only view of the run."""
+"""Cross-file checks (docs/format.md §1, §7, §9): small functions over a read-only view of a run."""
 
 from __future__ import annotations
 

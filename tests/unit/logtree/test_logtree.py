@@ -1,4 +1,4 @@
-"""The logtree builder: every verb, the JSON document of SPEC §7, and errors on bad input."""
+"""The logtree builder: every verb, the docs/format.md §7 JSON document, and errors on bad input."""
 
 from __future__ import annotations
 
@@ -521,7 +521,7 @@ def test_conversation_turns_raw_image_bytes_into_a_data_uri() -> None:
 def test_conversation_rejects_bad_messages_naming_index_and_pointer(
     messages: list[Any], pointer: str, fragment: str
 ) -> None:
-    """A message that breaks the SPEC §7 shape is a RecordError with its index and pointer."""
+    """A message breaking the docs/format.md §7 shape is a RecordError naming index and pointer."""
     lt = LogTree("t")
     with pytest.raises(RecordError) as info:
         lt.conversation(messages)

@@ -37,7 +37,7 @@ def test_every_schema_is_valid_2020_12_with_stable_id(name: str) -> None:
 
 
 def test_every_file_kind_has_a_schema() -> None:
-    """KIND_SCHEMA names only existing schemas, one per JSON file kind of SPEC.md."""
+    """KIND_SCHEMA names only existing schemas, one per JSON file kind of docs/format.md."""
     assert set(schema.KIND_SCHEMA.values()) == set(schema.SCHEMA_NAMES)
 
 

@@ -1,4 +1,4 @@
-"""validate_run: clean cookbook runs, and every SPEC §9 defect at its file, line and pointer."""
+"""validate_run: clean cookbook runs, each docs/format.md §9 defect at its file, line, pointer."""
 
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def test_report_is_sorted_and_counted(tmp_path: Path) -> None:
     assert isinstance(report, Report)
 
 
-# -- rollout summaries (SPEC §6, §9) ----------------------------------------------------------
+# -- rollout summaries (docs/format.md §6, §9) -----------------------------------------------------
 
 
 @pytest.mark.parametrize("lay", LAYOUTS)
@@ -228,7 +228,7 @@ def test_unterminated_summary_file_is_rl113(tmp_path: Path) -> None:
     assert has(errors(run), "RL113", summaries("flat"), 2)
 
 
-# -- metrics and checkpoints (SPEC §3, §5, §9) -------------------------------------------------
+# -- metrics and checkpoints (docs/format.md §3, §5, §9) -------------------------------------------
 
 
 def test_resume_drop_is_info(tmp_path: Path) -> None:
@@ -376,7 +376,7 @@ def test_info_cap_summary_stays_info(tmp_path: Path) -> None:
     assert rl112 and all(f.severity is Severity.INFO for f in rl112)
 
 
-# -- documents, HTML, other files (SPEC §4, §7, §8) --------------------------------------------
+# -- documents, HTML, other files (docs/format.md §4, §7, §8) --------------------------------------
 
 
 def test_logtree_checks(tmp_path: Path) -> None:
@@ -464,7 +464,7 @@ def test_timing_and_trace_schemas(tmp_path: Path) -> None:
     assert has(found, "RL201", "trace_events.jsonl", 1)
 
 
-# -- names and layout (SPEC §1) ----------------------------------------------------------------
+# -- names and layout (docs/format.md §1) ----------------------------------------------------------
 
 
 def test_names_unknown_bad_sidecars_and_temp_files(tmp_path: Path) -> None:

@@ -352,7 +352,7 @@ def test_code_diff_default_is_git_diff_plus_untracked(tmp_path: pathlib.Path,
 
 
 def test_rollout_summaries_key_order_and_fill_in(tmp_path: pathlib.Path) -> None:
-    """Keys are reordered into SPEC §6 order (steps too); version, split, iteration filled in."""
+    """Keys are put in docs/format.md §6 order (steps too); version, split, iteration filled in."""
     rec = rollout()
     scrambled = dict(reversed(list(rec.items())))
     scrambled["steps"] = [dict(reversed(list(s.items()))) for s in rec["steps"]]
@@ -377,7 +377,7 @@ def test_rollout_summaries_for_an_evaluator(tmp_path: pathlib.Path) -> None:
 
 
 def test_rollout_summaries_empty_list_writes_empty_file(tmp_path: pathlib.Path) -> None:
-    """No trajectories: a 0-byte file (valid per SPEC §2)."""
+    """No trajectories: a 0-byte file (valid per docs/format.md §2)."""
     with RunWriter(tmp_path, layout="nested") as run:
         run.write_rollout_summaries(0, [])
     assert (tmp_path / "iteration_000000" / "train_rollout_summaries.jsonl").read_bytes() == b""

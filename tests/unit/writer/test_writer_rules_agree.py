@@ -1,4 +1,4 @@
-"""The writer refuses exactly the SPEC §9 records the validator reports as errors."""
+"""The writer refuses exactly the docs/format.md §9 records the validator reports as errors."""
 
 from __future__ import annotations
 
