@@ -24,6 +24,8 @@ TIMING_SPANS: Final = "timing_spans.jsonl"
 LOGS: Final = "logs.log"
 TRACE_EVENTS: Final = "trace_events.jsonl"
 REPORT: Final = "report.html"
+#: The folder beside ``report.html`` where ``rlio report`` writes its iteration and prompt pages.
+REPORT_PAGES: Final = "report"
 
 Format = Literal["jsonl", "json", "html", "text", "opaque"]
 
@@ -287,6 +289,8 @@ def parse_path(path: str) -> RunPath:
     if _PRE_RESUME.fullmatch(path):
         return RunPath(path, "sidecar")
     parts = path.split("/")
+    if parts[0] == REPORT_PAGES and len(parts) > 1 and path.endswith(".html"):
+        return RunPath(path, "report")  # a page ``rlio report`` derived from the run
     if len(parts) == 1:
         m = _FLAT.fullmatch(path)
         if m:

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from rlio import layout
 from rlio.logtree.conversation import is_safe_image_uri, render_conversation
 from rlio.logtree.sanitize import sanitize_fragment
 
@@ -303,3 +304,14 @@ h2,h3,h4,h5,h6{break-after:avoid}
 details::details-content{content-visibility:visible;block-size:auto}
 }
 """
+
+
+def stamp_write_id(page: str, write_id: str) -> str:
+    """``page`` with the write id its logtree JSON twin carries, as the first tag of its head.
+
+    Twins of one write carry one id (docs/format.md §7), so a page rendered again later (the
+    run report's in-place iteration pages) keeps its twin's id and stays a match.
+    """
+    meta = f'<head>\n<meta name="{layout.WRITE_ID_META}" content="{escape(write_id)}">\n'
+    return page.replace("<head>\n", meta, 1)
+

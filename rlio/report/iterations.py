@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from rlio import layout
+from rlio.logtree.html import stamp_write_id
 from rlio.logtree.iteration_page import Nav, Trajectory, find_transcripts, render_iteration_page
 from rlio.report.rollouts import read_logtree, read_trajectories, written_by_rlio
 from rlio.storage.base import Storage
@@ -171,6 +172,9 @@ def iterate(storage: Storage, places: dict[tuple[str, int], Placement], report_n
                           "This run kept no logtree JSON for this iteration: its transcripts "
                           "are on the producer's page.")
             page = render_iteration_page(doc, nav, trajs or [], title=title, found=found)
+            wid = doc.get(layout.WRITE_ID_KEY) if doc is not None and p.in_place else None
+            if isinstance(wid, str):  # the page replaces its twin's: keep the twin's write id
+                page = stamp_write_id(page, wid)
             write(p.location, page.encode())
         messages = found.messages if found is not None else {}
         yield IterationData(p, trajs, messages, set(messages))

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from rlio import layout as L
+from rlio.logtree.html import stamp_write_id
 from rlio.storage.base import Storage
 
 if TYPE_CHECKING:
@@ -59,6 +60,5 @@ def _write_logtree(storage: Storage, tree: LogTree, *, html_rel: str, json_rel: 
     body = tree.to_json_bytes(path=storage.display(html_rel), compact=True)
     head = b'{"%s":"%s"' % (L.WRITE_ID_KEY.encode(), wid.encode())
     body = head + (b"," + body[1:] if body[1:2] != b"}" else body[1:])
-    meta = f'<head>\n<meta name="{L.WRITE_ID_META}" content="{wid}">\n'
-    page = tree.to_html(page=html_rel).replace("<head>\n", meta, 1)
+    page = stamp_write_id(tree.to_html(page=html_rel), wid)
     storage.replace_all([(json_rel, body), (html_rel, page.encode("utf-8"))])

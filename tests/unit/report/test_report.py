@@ -314,3 +314,18 @@ def test_the_page_does_not_report_itself_as_an_unknown_file(
     assert "1 info" in inside
     elsewhere = render_run_report(run, output=str(tmp_path / "report.html"))
     assert "<code>report.html</code>" in elsewhere and "2 info" in elsewhere
+
+
+@pytest.mark.parametrize("layout_name", ["flat", "nested"])
+def test_a_reported_run_still_validates_with_no_finding(tmp_path: Path, layout_name: str) -> None:
+    """The report's pages inside a run are known files, and the iteration pages it rewrites in
+    place keep their logtree twin's write id: the demo run validates clean before and after."""
+    from rlio.demo import run_demo
+    from rlio.validate import validate_run
+
+    run = tmp_path / "run"
+    run_demo(str(run), layout=layout_name, iterations=4, seed=1)
+    assert validate_run(run).counts == {"error": 0, "warning": 0, "info": 0}
+    write_run_report(run)
+    assert (run / layout.REPORT_PAGES).is_dir()
+    assert validate_run(run).findings == ()
