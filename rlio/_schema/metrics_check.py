@@ -119,23 +119,31 @@ class _ItemGen(_Gen):
 # ---------------------------------------------------------------------------- the check
 
 
-def _type_only(subs: list[Any]) -> frozenset[type] | None:
-    """The plain types a value may have when ``subs`` test nothing but the type (and the verdict
-    on a float cannot depend on its value), else None."""
-    names = set(TYPES)
+def _type_only(subs: list[Any]) -> tuple[frozenset[type], bool] | None:
+    """The plain types whose every value ``subs`` accept, and whether that is all they accept
+    (the verdict is a type test), or None when ``subs`` test more than types.
+
+    Judged subschema by subschema, as Python types (``integer`` is a subset of ``number``): a
+    float under ``integer`` without ``number`` depends on its value (1.0 is an integer, 1.5 is
+    not), and so does one under ``number`` without ``null`` (a non-finite float is written as
+    null); either leaves float out of the set and makes the verdict more than a type test.
+    """
+    accepted = set(pure_types(list(TYPES)))
+    exact = True
     for sub in subs:
         if not isinstance(sub, dict) or any(
             k != "type" and k not in NOOP and not k.startswith("x-") for k in sub
         ):
             return None
-        ty = sub.get("type")
-        if ty is not None:
-            names &= {ty} if isinstance(ty, str) else set(ty)
-    if "integer" in names and "number" not in names:
-        return None  # 1.0 is an integer, 1.5 is not
-    if "number" in names and "null" not in names:
-        return None  # a non-finite float is written as null
-    return frozenset(pure_types(sorted(names)))
+        ty = sub.get("type", list(TYPES))
+        names = [ty] if isinstance(ty, str) else list(ty)
+        pure = set(pure_types(sorted(names)))
+        if ("integer" in names and "number" not in names) or (
+                "number" in names and "null" not in names):
+            pure.discard(float)
+            exact = False
+        accepted &= pure
+    return frozenset(accepted), exact
 
 
 class MetricsCheck:
@@ -167,41 +175,69 @@ class MetricsCheck:
             self._seen.pop(keys, None)
             return check
 
+    def _subschemas(self, key: Any) -> list[Any]:
+        comp = self.comp
+        return [comp.resolve(sub) for sub in per_key_subschemas(comp.ctx, self.schema, key)]
+
+    def _type_test(self, plain: frozenset[type], var: str) -> list[str]:
+        """Statements that ``return False`` unless ``var``'s type is in ``plain`` (numpy scalar
+        types learned on the way)."""
+        if not plain:
+            return ["return False"]
+        comp = self.comp
+        members = comp.const(_type_set(plain))
+        first = "float" if float in plain else next(iter(sorted(t.__name__ for t in plain)))
+        first_test = f"{var} is not None" if first == "NoneType" else f"type({var}) is not {first}"
+        return [f"if {first_test} and type({var}) not in {members} and not "
+                f"{comp.const(_learn)}({var}, {members}): return False"]
+
     def _statements(self, key: Any, var: str, *, step: bool = False) -> list[str]:
         """Statements that ``return False`` unless the value ``var`` at ``key`` is valid."""
         comp = self.comp
-        subs = [comp.resolve(sub) for sub in per_key_subschemas(comp.ctx, self.schema, key)]
+        subs = self._subschemas(key)
         out: list[str] = []
         if step:  # an int (the writer's hot path takes no other): orjson writes 64 bits
             out.append(f"if not {INT_MIN} <= {var} <= {INT_MAX}: return False")
-        plain = None if step else _type_only(subs)
-        if plain is not None:
-            if not plain:
-                return ["return False"]
-            members = comp.const(_type_set(plain))
-            first = "float" if float in plain else next(iter(sorted(t.__name__ for t in plain)))
-            first_test = f"{var} is not None" if first == "NoneType" else (
-                f"type({var}) is not {first}")
-            learn = comp.const(_learn)
-            out.append(f"if {first_test} and type({var}) not in {members} and not "
-                       f"{learn}({var}, {members}): return False")
-            return out
+        typed = None if step else _type_only(subs)
+        if typed is not None and typed[1]:
+            return self._type_test(typed[0], var)
         if not step:  # a numpy scalar is judged as its .item() (floats first: the common case)
             out.append(f"if type({var}) is not float and type({var}) in "
                        f"{comp.const(_NUMPY_TYPES)}: {var} = {var}.item()")
-        if not step and not all(interpret(comp.ctx, sub, None) for sub in subs):
-            out.append(f"if type({var}) is float and {var} - {var} != 0: return False")
+        if not step:  # a non-finite float is judged as the null written
+            fail = "return False" if not all(interpret(comp.ctx, sub, None) for sub in subs) else (
+                f"{var} = None")
+            out.append(f"if type({var}) is float and {var} - {var} != 0: {fail}")
         for sub in subs:
             out += comp.block(sub, var, 2)
         return out
 
     def _compile(self, keys: tuple[Any, ...]) -> LayoutCheck:
+        """The layout's check: the keys whose verdict is their value's type alone are judged
+        together, one set display of their types per accepted set (a few bytecodes a value, no
+        branch), and one at a time (learning numpy types) only when that fails. So are the
+        keys with types always accepted (an int under ``integer``), by their compiled
+        statements when that fails; the other keys by their compiled statements."""
         self._n += 1
         name = f"_metrics_layout{self._n}"
         names = [f"a{i}" for i in range(len(keys))]
-        body = [*self._step]
+        groups: dict[frozenset[type], list[str]] = {}
+        typed: list[str] = []
+        valued: list[str] = []
         for key, var in zip(keys, names, strict=True):
-            body += self._statements(key, var)
+            found = _type_only(self._subschemas(key))
+            if found is None or not found[0]:
+                valued += self._statements(key, var)
+            else:
+                groups.setdefault(found[0], []).append(var)
+                typed += self._statements(key, var)
+        body = [*self._step]
+        if groups:
+            members = {plain: self.comp.const(_type_set(plain)) for plain in groups}
+            together = " and ".join(f"{{{', '.join(f'type({v})' for v in group)}}} <= "
+                                    f"{members[plain]}" for plain, group in groups.items())
+            body += [f"if not ({together}):", *indent(typed)]
+        body += valued
         unpack = f"{', '.join(names)}, = v.values()" if keys else "pass"
         source = "\n".join([
             f"def {name}(v, s):",

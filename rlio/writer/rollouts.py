@@ -9,9 +9,9 @@ are reordered into a new dict. Nothing is filled in except what the call determi
 
 from __future__ import annotations
 
-import functools
 import operator
 from collections.abc import Callable, Mapping
+from itertools import repeat
 from typing import Any, Final
 
 import orjson
@@ -141,7 +141,6 @@ def in_order(recs: list[Any], iteration: int, split: str) -> bool:
 
 #: Records encoded per piece on the straight path (about ``PIECE`` bytes for common records).
 _STRAIGHT: Final = 256
-_encode = functools.partial(orjson.dumps, default=normalize_value, option=_LINE_OPTS)
 
 
 def stream_straight(recs: list[Any], write: Callable[[bytes], None],
@@ -153,7 +152,10 @@ def stream_straight(recs: list[Any], write: Callable[[bytes], None],
     for start in range(0, len(recs), _STRAIGHT):
         part = recs[start:start + _STRAIGHT]
         try:
-            write(b"".join(map(_encode, part)))
+            # orjson.dumps(rec, default, option) positionally: a partial with keywords would
+            # build a keyword dict per record
+            write(b"".join(map(orjson.dumps, part, repeat(normalize_value, len(part)),
+                               repeat(_LINE_OPTS, len(part)))))
         except (TypeError, ValueError, RecursionError):
             write(b"".join([general(rec, start + k, seen) for k, rec in enumerate(part)]))
 

@@ -147,6 +147,7 @@ def test_hot_path_writes_numpy_scalars_natively(tmp_path: pathlib.Path) -> None:
 SUBSCHEMAS = st.sampled_from([
     True, False, {}, {"type": "integer", "minimum": 0}, {"type": ["number", "null"]},
     {"type": "number"}, {"type": "number", "minimum": 0}, {"type": ["string", "boolean"]},
+    {"type": ["integer", "null"]}, {"type": "integer"}, {"type": ["number", "boolean", "null"]},
     {"type": "string", "pattern": "^a"}, {"const": 1}, {"enum": [1, "x", None]},
     {"type": "number", "exclusiveMaximum": 1}, {"not": {"type": "string"}}, {"type": "null"},
 ])
@@ -214,3 +215,33 @@ def test_non_finite_is_judged_as_the_null_written(sub: dict[str, Any], value: An
     assert layout is not None
     assert layout({"a": 0.5, "b": value}, 0)
     assert not layout({"a": value, "b": 0.5}, 0)
+
+
+# -- the metrics schema's layouts are judged by the compiled check, not the general path ----------
+
+COMMON = {"progress/batch": 3, "optim/lr": 4e-5, "time/train:count": 1, "time/total": 1.5,
+          "env/all/reward": 0.25, "flag": True, "name": "run", "time/x:count": None,
+          "env/all/nan": NAN}
+
+
+@pytest.mark.parametrize("value", [1, None, 1.0, np.int64(2), np.float32(0.5), np.float64(NAN),
+                                   np.bool_(False), 7.5])
+def test_common_layouts_are_judged_by_their_compiled_check(value: Any) -> None:
+    """Under the metrics schema, a layout mixing integer counts (``time/...:count``), numbers,
+    flags and names gets python-jsonschema's verdict on its written line from its compiled
+    check, before and after numpy types are learned: a valid common record never needs the
+    general path."""
+    from rlio.schema import error_schema
+
+    schema = error_schema("metrics-line")
+    check = compile_metrics_check(schema, "step")
+    assert check is not None
+    for where in ("time/train:count", "env/all/reward", "flag"):
+        metrics = {**COMMON, where: value}
+        check.layout(tuple(metrics))
+        layout = check.layout(tuple(metrics))
+        assert layout is not None
+        line = {"step": 5, **{k: plain(v) for k, v in metrics.items()}}
+        valid = bool(jsonschema.validators.validator_for(schema)(schema).is_valid(line))
+        assert layout(metrics, 5) is valid, (where, value)
+        assert layout(metrics, 5) is valid, (where, value)  # again, with numpy types learned
