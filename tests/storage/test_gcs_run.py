@@ -31,7 +31,9 @@ from rlio import RunWriter
 from rlio import read_resume_state
 
 uri = sys.argv[1]
-with RunWriter(uri, lease_seconds=2.0) as run:  # a short lease: the test restarts after a kill
+# A short lease (the test restarts after a kill); resume=True because the side checkpointer may
+# have recorded into the run before this writer opens it (a plain open would be RunExistsError).
+with RunWriter(uri, lease_seconds=2.0, resume=True) as run:
     state = read_resume_state(run.log_path)  # None on a fresh run
     start = state.next_batch if state else 0
     run.write_config({"lr": 1e-4, "seed": 0})
