@@ -9,8 +9,6 @@ core on files of hundreds of megabytes.
 from __future__ import annotations
 
 import os
-import pickle
-import subprocess
 import sys
 from dataclasses import dataclass
 from typing import Final
@@ -68,6 +66,9 @@ class RemoteScan:
     """A range scanned by a helper process; ``result()`` waits for it."""
 
     def __init__(self, task: RangeTask) -> None:
+        import pickle  # here: only a file of tens of megabytes starts a helper
+        import subprocess
+
         self.task = task
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = dict(os.environ)
@@ -88,6 +89,9 @@ class RemoteScan:
     def result(self) -> RangeResult:
         """The helper's result; raises RuntimeError when it failed (callers rescan locally)."""
         # generous: ~1 MB/s (real helpers run near 100 MB/s); a stuck helper must not hang us
+        import pickle
+        import subprocess
+
         timeout = 60 + (self.task.end - self.task.start) / 1e6
         try:
             out, err = self._proc.communicate(timeout=timeout)
@@ -114,6 +118,8 @@ class RemoteScan:
 
 def main() -> int:
     """Entry point of the helper process."""
+    import pickle
+
     task = pickle.loads(sys.stdin.buffer.read())
     if not isinstance(task, RangeTask):
         return 2

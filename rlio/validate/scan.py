@@ -25,8 +25,6 @@ import orjson
 
 from rlio._codec.jsonl import DecodeError, decode
 from rlio._codec.lines import MAX_LINE, ForwardLines
-from rlio._codec.normalize import nonfinite_to_none
-from rlio._schema.decoders import decoder_for
 from rlio.findings import (
     CATALOGUE,
     Finding,
@@ -303,6 +301,8 @@ def scan_jsonl(
                 sink.add("RL115", f"line is {n / (1 << 20):.1f} MiB long", line=lineno)
         if lineno >= resume_at:  # the decoder's turn (again): from this line on
             if fast is None and want_fast:
+                from rlio._schema.decoders import decoder_for  # msgspec: a big file only
+
                 fast = decoder_for(schema)
             decode, misses, since, resume_at = fast, 0, lineno - 1, sys.maxsize
         if decode is not None:
@@ -410,6 +410,8 @@ def _slow_decode(line: bytes, lineno: int, sink: Sink) -> tuple[Any, _Pending | 
             msg = f"line is not valid JSON ({exc})"
         return None, _Pending(lineno, code, msg)
     if had_nonfinite:
+        from rlio._codec.normalize import nonfinite_to_none
+
         sink.nonfinite(lineno)
         value = nonfinite_to_none(value)
     return value, None
@@ -435,6 +437,8 @@ def check_document(
             sink.add("RL102", f"document is not valid JSON ({exc})")
         return False, None
     if had_nonfinite:
+        from rlio._codec.normalize import nonfinite_to_none
+
         sink.nonfinite(None)
         value = nonfinite_to_none(value)
     judge(sink, schema, fast_check(schema), value, None)
