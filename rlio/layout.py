@@ -318,15 +318,22 @@ def detect_layout(paths: Iterable[str], *, first: bool = False) -> Layout | Lite
     With ``first``, the layout of the first per-iteration path, reading no further (a writer
     reopening a run keeps the layout it finds, without listing the whole run).
     """
-    seen: set[str] = set()
-    for p in paths:
-        rp = parse_path(p)
-        if rp.layout is not None:
-            if first:
+    if first:
+        for p in paths:
+            rp = parse_path(p)
+            if rp.layout is not None:
                 return rp.layout
-            seen.add(rp.layout)
-            if len(seen) == 2:
-                return "mixed"
+        return None
+    return layout_of(parse_path(p).layout for p in paths)
+
+
+def layout_of(layouts: Iterable[Layout | None]) -> Layout | Literal["mixed"] | None:
+    """The layout of a run whose per-iteration paths parsed to ``layouts`` (``RunPath.layout``):
+    ``"mixed"`` for both, None for neither."""
+    seen = set(layouts)
+    seen.discard(None)
+    if len(seen) == 2:
+        return "mixed"
     if not seen:
         return None
     return "flat" if "flat" in seen else "nested"
