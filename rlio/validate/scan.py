@@ -52,6 +52,14 @@ _MISSES_PAUSE: Final = 4096
 _EXACT_FIRST: Final = 32
 
 
+def decoder_for(schema: str) -> Callable[[bytes], Any] | None:
+    """The schema's fast decoder (``rlio._schema.decoders``), imported on first use: msgspec
+    costs a small run's whole start, and only a file past its first lines uses it."""
+    from rlio._schema.decoders import decoder_for as build
+
+    return build(schema)
+
+
 def short(value: Any, limit: int = 60) -> str:
     """``repr`` of ``value`` cut to ``limit`` characters: messages stay one short line."""
     text = repr(value)
@@ -301,8 +309,6 @@ def scan_jsonl(
                 sink.add("RL115", f"line is {n / (1 << 20):.1f} MiB long", line=lineno)
         if lineno >= resume_at:  # the decoder's turn (again): from this line on
             if fast is None and want_fast:
-                from rlio._schema.decoders import decoder_for  # msgspec: a big file only
-
                 fast = decoder_for(schema)
             decode, misses, since, resume_at = fast, 0, lineno - 1, sys.maxsize
         if decode is not None:
