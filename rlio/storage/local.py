@@ -187,7 +187,8 @@ class LocalStorage(Storage):
         self._real_root = os.path.realpath(root)
         # on POSIX a run-relative path is joined by one concatenation (a validator opens
         # thousands of small files); elsewhere its parts are joined with the local separator
-        self._prefix = (root if root.endswith("/") else root + "/") if os.sep == "/" else None
+        text = os.fspath(root)
+        self._prefix = (text if text.endswith("/") else text + "/") if os.sep == "/" else None
 
     def _abs(self, rel: str) -> str:
         if not rel:
