@@ -48,14 +48,17 @@ Generate = Callable[[dict[str, Any]], "Generated"]
 
 def cache_dir() -> str:
     """The user cache folder of rlio (``$RLIO_CACHE_DIR``, ``$XDG_CACHE_HOME/rlio``,
-    ``~/.cache/rlio``)."""
+    ``~/.cache/rlio``); "" when there is none (no home directory)."""
     explicit = os.environ.get("RLIO_CACHE_DIR")
     if explicit:
         return explicit
     xdg = os.environ.get("XDG_CACHE_HOME")
     if xdg and os.path.isabs(xdg):
         return os.path.join(xdg, "rlio")
-    return os.path.join(os.path.expanduser("~"), ".cache", "rlio")
+    home = os.path.expanduser("~")
+    if not os.path.isabs(home):  # no home to resolve: no cache (never one under the cwd)
+        return ""
+    return os.path.join(home, ".cache", "rlio")
 
 
 def _tag() -> str:
@@ -92,9 +95,10 @@ def compiled(schema: dict[str, Any], generate: Generate) -> Callable[[Any], bool
     except (TypeError, orjson.JSONEncodeError):
         return generate(schema).check
     tag = _tag()
-    if not tag:
+    folder = cache_dir()
+    if not tag or not folder:
         return generate(schema).check
-    path = _path(cache_dir(), schema_bytes, tag)
+    path = _path(folder, schema_bytes, tag)
     check = _load(path, schema, schema_bytes, tag, generate)
     if check is not None:
         return check
