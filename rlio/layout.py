@@ -5,7 +5,6 @@ Pure functions, no I/O. Every other module asks this one for a file name instead
 
 from __future__ import annotations
 
-import hashlib
 import operator
 import re
 from collections.abc import Iterable
@@ -190,6 +189,8 @@ def sanitize_label(name: str) -> str:
     label = _LABEL_OUTSIDE.sub("_", text).strip("._") or "unnamed"
     if len(label) <= MAX_LABEL:
         return label
+    import hashlib  # only a long label needs it (an import a command's start pays otherwise)
+
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"),
                              digest_size=_LABEL_HASH // 2).hexdigest()
     return f"{label[:MAX_LABEL - _LABEL_HASH - 1]}-{digest}"
@@ -338,15 +339,22 @@ def detect_layout(paths: Iterable[str], *, first: bool = False) -> Layout | Lite
     With ``first``, the layout of the first per-iteration path, reading no further (a writer
     reopening a run keeps the layout it finds, without listing the whole run).
     """
-    seen: set[str] = set()
-    for p in paths:
-        rp = parse_path(p)
-        if rp.layout is not None:
-            if first:
+    if first:
+        for p in paths:
+            rp = parse_path(p)
+            if rp.layout is not None:
                 return rp.layout
-            seen.add(rp.layout)
-            if len(seen) == 2:
-                return "mixed"
+        return None
+    return layout_of(parse_path(p).layout for p in paths)
+
+
+def layout_of(layouts: Iterable[Layout | None]) -> Layout | Literal["mixed"] | None:
+    """The layout of a run whose per-iteration paths parsed to ``layouts`` (``RunPath.layout``):
+    ``"mixed"`` for both, None for neither."""
+    seen = set(layouts)
+    seen.discard(None)
+    if len(seen) == 2:
+        return "mixed"
     if not seen:
         return None
     return "flat" if "flat" in seen else "nested"

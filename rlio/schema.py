@@ -46,9 +46,9 @@ def _level_schema(name: str, level: Level) -> dict[str, Any]:
 def fast_check(name: str) -> Callable[[Any], bool]:
     """A compiled predicate: True exactly when an instance passes the error-level rules of
     schema ``name`` (every rule, for a schema without warning-level parts)."""
-    from rlio._schema.compiler import compile_schema
+    from rlio._schema.compile_cache import compile_cached
 
-    return compile_schema(error_schema(name))
+    return compile_cached(error_schema(name))
 
 
 @functools.cache
@@ -57,9 +57,9 @@ def full_check(name: str) -> Callable[[Any], bool]:
     same function as ``fast_check`` when the schema has none)."""
     if error_schema(name) is load_schema(name):
         return fast_check(name)
-    from rlio._schema.compiler import compile_schema
+    from rlio._schema.compile_cache import compile_cached
 
-    return compile_schema(load_schema(name))
+    return compile_cached(load_schema(name))
 
 
 def is_valid(name: str, instance: Any) -> bool:

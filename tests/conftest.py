@@ -1,8 +1,12 @@
-"""Suite-wide settings: a hypothesis profile that does not flake on a loaded 2-core machine."""
+"""Suite-wide settings: a hypothesis profile that does not flake on a loaded 2-core machine,
+and a compile cache of the suite's own (tests never write to the user's ~/.cache)."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 from hypothesis import HealthCheck, settings
 
@@ -15,3 +19,9 @@ settings.register_profile(
 settings.register_profile("ci", parent=settings.get_profile("rlio"), derandomize=True)
 _PROFILE = "ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "rlio")
 settings.load_profile(_PROFILE)
+
+# every test and every subprocess a test starts (they inherit the environment) caches compiled
+# schemas here, never in the user's cache folder
+_CACHE = tempfile.mkdtemp(prefix="rlio-test-cache-")
+os.environ["RLIO_CACHE_DIR"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)

@@ -19,12 +19,13 @@ import functools
 import re
 import threading
 from collections.abc import Callable
-from typing import Any, Final
+from types import CodeType
+from typing import Any, Final, NamedTuple
 
+from rlio._schema.bound import Keyed, Matched
 from rlio._schema.model import (
     JSON_TYPES,
     NOOP,
-    SEEN_MAX,
     TYPES,
     Context,
     enum_has,
@@ -40,7 +41,8 @@ from rlio._schema.model import (
 _MISSING: Final = object()
 _INLINE_MAX: Final = 60  # subschema nodes; a larger non-recursive $ref target becomes a call
 _DEPTH_MAX: Final = 12  # nesting of inlined blocks before a call (CPython allows 20 static blocks)
-_LAYOUTS_MAX: Final = 64  # compiled key layouts per patternProperties object
+#: How a cached module rebuilds a bound constant, by its name's prefix (others: ``value``).
+_KINDS: Final = {"_ts": "types", "_re": "regex", "_generic": "lazy"}
 
 
 def compile_schema(schema: dict[str, Any]) -> Callable[[Any], bool]:
@@ -51,6 +53,32 @@ def compile_schema(schema: dict[str, Any]) -> Callable[[Any], bool]:
             does not implement (named in the message) rather than silently ignoring it.
         ValueError: the schema is malformed (bad type name, regex, unresolvable ``$ref``...).
     """
+    return generate(schema).check
+
+
+class Generated(NamedTuple):
+    """A compiled schema: its predicate, the namespace and code of the generated module, and
+    how each bound object can be rebuilt (``value``, ``types``, ``regex`` or ``lazy``)."""
+
+    check: Callable[[Any], bool]
+    ns: dict[str, Any]
+    kinds: dict[str, str]
+    code: CodeType
+
+
+def base_namespace() -> dict[str, Any]:
+    """The helpers every generated module binds."""
+    return {"_JT": JSON_TYPES, "_M": _MISSING, "_equal": equal, "_enum": enum_has,
+            "_uniq": unique, "_mult": multiple_of}
+
+
+def matcher(pattern: str) -> Callable[[str], bool]:
+    """The memoising matcher of one ``pattern`` the generated code calls."""
+    return Matched(re.compile(pattern))
+
+
+def generate(schema: dict[str, Any]) -> Generated:
+    """Generate, compile and run the predicate module of ``schema`` (see ``compile_schema``)."""
     ctx = Context(schema)
     gen = _Gen(ctx)
     slow = gen.interp(schema)
@@ -62,9 +90,9 @@ def compile_schema(schema: dict[str, Any]) -> Callable[[Any], bool]:
         "\n".join(["def _check(x):", "    try:", *_indent(body, 2), "    except RecursionError:",
                    f"        return {slow}(x)"])
     )
-    gen.flush()
+    code = gen.flush()
     check: Callable[[Any], bool] = gen.ns["_check"]
-    return check
+    return Generated(check, gen.ns, dict(gen.kinds), code)
 
 
 # ------------------------------------------------------------------------------ code generator
@@ -80,8 +108,8 @@ class _Gen:
 
     def __init__(self, ctx: Context) -> None:
         self.c = ctx
-        self.ns: dict[str, Any] = {"_JT": JSON_TYPES, "_M": _MISSING, "_equal": equal,
-                                   "_enum": enum_has, "_uniq": unique, "_mult": multiple_of}
+        self.ns: dict[str, Any] = base_namespace()
+        self.kinds: dict[str, str] = {}  # bound name -> how a cached module rebuilds it
         self.src: list[str] = []
         self.funcs: dict[int, str] = {}
         self.consts: dict[tuple[str, int], str] = {}
@@ -99,6 +127,7 @@ class _Gen:
         if key not in self.consts:
             self.consts[key] = name = self.name(prefix)
             self.ns[name] = obj
+            self.kinds[name] = _KINDS.get(prefix, "value")
             self.keep.append(obj)
         return self.consts[key]
 
@@ -108,6 +137,7 @@ class _Gen:
         if key not in self.consts:
             self.consts[key] = name = self.name("_i")
             self.ns[name] = functools.partial(interpret, self.c, s)
+            self.kinds[name] = "lazy"
             self.keep.append(s)
         return self.consts[key]
 
@@ -120,9 +150,11 @@ class _Gen:
             self.src.append("\n".join([f"def {name}(x):", *_indent(body)]))
         return self.funcs[id(s)]
 
-    def flush(self) -> None:
-        code, self.src = "\n\n".join(self.src), []
-        exec(compile(code, "<rlio._schema.compiler>", "exec"), self.ns)
+    def flush(self) -> CodeType:
+        source, self.src = "\n\n".join(self.src), []
+        code = compile(source, "<rlio._schema.compiler>", "exec")
+        exec(code, self.ns)
+        return code
 
     def lit(self, value: Any) -> str:
         """A source literal for a bound (ints, finite floats), else a bound constant's name."""
@@ -272,7 +304,7 @@ class _Gen:
             out.append(f"if len({v}) > {self.lit(s['maxLength'])}: return False")
         if "pattern" in s:
             if s["pattern"] not in self.matched:
-                self.matched[s["pattern"]] = self.const(_Matched(self.c.rx[s["pattern"]]), "_re")
+                self.matched[s["pattern"]] = self.const(Matched(self.c.rx[s["pattern"]]), "_re")
             memo = self.matched[s["pattern"]]
             out.append(f"if {v} not in {memo} and not {memo}({v}): return False")
         return out
@@ -316,12 +348,12 @@ class _Gen:
         if "patternProperties" in s:
             if required:
                 out.append(f"if not {v}.keys() >= {self.const(frozenset(required))}: return False")
-            keyed = _Keyed(self, s)
+            keyed = Keyed(self, s)
             f = self.name("g")
-            out += [f"{f} = {self.const(keyed.layouts, '_lay')}.get(tuple({v}))",
-                    f"if {f} is None:",
-                    f"    if not {self.const(keyed.miss, '_miss')}({v}): return False",
-                    f"elif not {f}({v}): return False"]
+            lay, miss = self.const(keyed.layouts, "_lay"), self.const(keyed.miss, "_miss")
+            self.kinds[lay], self.kinds[miss] = "layouts", "keyed"
+            out += [f"{f} = {lay}.get(tuple({v}))", f"if {f} is None:",
+                    f"    if not {miss}({v}): return False", f"elif not {f}({v}): return False"]
         else:
             closed = ap is False
             if closed and not set(required) <= set(props):
@@ -356,98 +388,3 @@ class _Gen:
                 if body:
                     out += [f"if {key!r} in {v}:", *_indent(body)]
         return out
-
-
-class _Matched(dict[str, bool]):
-    """Short strings known to match one regex: values repeat (splits, tags), searches cost."""
-
-    def __init__(self, rx: re.Pattern[str]) -> None:
-        super().__init__()
-        self.search = rx.search
-
-    def __call__(self, text: str) -> bool:
-        if self.search(text) is None:
-            return False
-        if len(text) <= 64 and len(self) < SEEN_MAX:
-            self[text] = True
-        return True
-
-
-class _Keyed:
-    """properties/patternProperties/additionalProperties of one object schema, per key layout.
-
-    A layout (the keys in order) seen twice gets a straight-line function; others are checked key
-    by key with per-key cached lists of compiled checks.
-    """
-
-    def __init__(self, gen: _Gen, s: dict[str, Any]) -> None:
-        self.gen = gen
-        self.props: dict[str, Any] = s.get("properties", {})
-        pats: dict[str, Any] = s["patternProperties"]
-        self.pats = [(gen.c.rx[p].search, sub) for p, sub in pats.items()]
-        joined = "|".join(pats)  # jsonschema joins the patterns to find additional properties
-        try:
-            self.joined = re.compile(joined).search if joined else None
-        except re.error as exc:
-            msg = f"patternProperties {list(pats)} do not join into one regex: {exc}"
-            raise ValueError(msg) from None
-        self.ap = s.get("additionalProperties", True)
-        self.layouts: dict[tuple[Any, ...], Callable[[Any], bool]] = {}
-        self.seen: dict[tuple[Any, ...], int] = {}
-        self.checks: dict[Any, tuple[Callable[[Any], bool], ...]] = {}
-        for sub in [*self.props.values(), *pats.values(), self.ap]:
-            gen.func(sub)
-
-    def subschemas(self, key: Any) -> list[Any]:
-        """The schemas that judge the value at ``key`` (jsonschema's additionalProperties rule)."""
-        text = isinstance(key, str)
-        out = [self.props[key]] if key in self.props else []
-        out += [sub for search, sub in self.pats if text and search(key)]
-        if key not in self.props and not (self.joined and text and self.joined(key)):
-            out.append(self.ap)
-        return [sub for sub in out if not trivial(sub)]
-
-    def miss(self, v: dict[Any, Any]) -> bool:
-        layout = tuple(v)
-        seen = self.seen.get(layout, 0) + 1
-        if seen >= 2 and len(self.layouts) < _LAYOUTS_MAX and len(layout) <= 1024:
-            return self.compile(layout)(v)
-        if len(self.seen) < SEEN_MAX:
-            self.seen[layout] = seen
-        return self.generic(v)
-
-    def generic(self, v: dict[Any, Any]) -> bool:
-        """Key by key, with the compiled checks that apply to each key cached."""
-        for k, w in v.items():
-            checks = self.checks.get(k)
-            if checks is None:
-                checks = tuple(self.gen.ns[self.gen.funcs[id(sub)]] for sub in self.subschemas(k))
-                if len(self.checks) < SEEN_MAX:
-                    self.checks[k] = checks
-            for check in checks:
-                if not check(w):
-                    return False
-        return True
-
-    def compile(self, layout: tuple[Any, ...]) -> Callable[[Any], bool]:
-        """The straight-line check of one key layout (values unpacked in order)."""
-        g = self.gen
-        with g.lock:
-            if layout in self.layouts:
-                return self.layouts[layout]
-            state = (dict(g.funcs), dict(g.consts), list(g.src))
-            try:
-                name, names = g.name("_layout"), [g.name("a") for _ in layout]
-                unpack = [f"{', '.join(names)}, = v.values()"] if layout else ["pass"]
-                body = ["try:", *_indent(unpack), "except ValueError:  # resized meanwhile",
-                        f"    return {g.const(self.generic, '_generic')}(v)"]
-                for key, a in zip(layout, names, strict=True):
-                    for sub in self.subschemas(key):
-                        body += g.block(sub, a, 1)
-                g.src.append("\n".join([f"def {name}(v):", *_indent([*body, "return True"])]))
-                g.flush()
-            except BaseException:  # e.g. RecursionError when first seen deep in a document
-                g.funcs, g.consts, g.src = state
-                raise
-            self.layouts[layout] = g.ns[name]
-            return self.layouts[layout]

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import functools
-import importlib.resources
-from pathlib import Path
-from typing import Any, Final
+import os
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
 from rlio.layout import FILE_KINDS
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 #: Schema names, one per file type of docs/format.md.
 SCHEMA_NAMES: Final = (
@@ -30,10 +32,21 @@ KIND_SCHEMA: Final[dict[str, str]] = {
 
 def schema_dir() -> Path:
     """Folder holding the ``*.schema.json`` files: inside the wheel, or the repository's."""
-    packaged = importlib.resources.files("rlio") / "schemas"
-    if packaged.is_dir():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parents[2] / "schemas"
+    from pathlib import Path
+
+    return Path(_schema_folder())
+
+
+@functools.cache
+def _schema_folder() -> str:
+    # by the package's own path, not importlib.resources (which costs a whole command's start):
+    # rlio ships as files (the wheel is not zip-safe), its schemas/ next to its modules
+    packaged = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "schemas")
+    if os.path.isdir(packaged):
+        return packaged
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.realpath(__file__)))), "schemas")
 
 
 def _check_name(name: str) -> None:
@@ -44,7 +57,8 @@ def _check_name(name: str) -> None:
 def schema_bytes(name: str) -> bytes:
     """The schema document exactly as shipped."""
     _check_name(name)
-    return (schema_dir() / f"{name}.schema.json").read_bytes()
+    with open(os.path.join(_schema_folder(), f"{name}.schema.json"), "rb") as f:
+        return f.read()
 
 
 @functools.cache

@@ -13,9 +13,7 @@ import itertools
 import numbers
 import re
 from collections.abc import Generator, Iterable, Mapping, Sequence
-from fractions import Fraction
 from typing import Any, Final
-from urllib.parse import unquote
 
 DRAFTS: Final = {
     "http://json-schema.org/draft-06/schema": 6,
@@ -111,6 +109,15 @@ def unique(items: list[Any]) -> bool:
         return True
 
 
+def _unquote(text: str) -> str:
+    """URL-unquote a ``$ref`` fragment part (``urllib.parse`` only for one that has a ``%``)."""
+    if "%" not in text:
+        return text
+    from urllib.parse import unquote
+
+    return unquote(text)
+
+
 def multiple_of(x: Any, d: Any) -> bool:
     """Whether ``x`` is a multiple of ``d`` (float quotient first, exact fractions on overflow)."""
     if isinstance(d, float):
@@ -119,6 +126,8 @@ def multiple_of(x: Any, d: Any) -> bool:
             try:
                 return bool(int(q) == q)
             except OverflowError:
+                from fractions import Fraction
+
                 return (Fraction(x) / Fraction(d)).denominator == 1
         except (OverflowError, ValueError, TypeError):  # inf, nan: jsonschema raises; say no
             return False
@@ -250,7 +259,7 @@ class Context:
                                       "JSON-pointer refs ('#/$defs/...') are implemented")
         node = self.root
         for raw in frag.split("/")[1:]:
-            part = unquote(raw).replace("~1", "/").replace("~0", "~")
+            part = _unquote(raw).replace("~1", "/").replace("~0", "~")
             if isinstance(node, dict) and part in node:
                 node = node[part]
             elif isinstance(node, list) and part.isdigit() and int(part) < len(node):

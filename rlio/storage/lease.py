@@ -19,7 +19,6 @@ import contextlib
 import datetime
 import json
 import os
-import socket
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -36,6 +35,8 @@ LEASE_SECONDS = 60.0
 
 def holder_info(since: float | None = None) -> dict[str, Any]:
     """This process as a lease holder: host, pid and since when (ISO 8601, UTC)."""
+    import socket  # here: a validator or reader imports this module, never takes a lease
+
     when = datetime.datetime.fromtimestamp(time.time() if since is None else since,
                                            datetime.UTC)
     return {"host": socket.gethostname(), "pid": os.getpid(),

@@ -185,9 +185,17 @@ class LocalStorage(Storage):
     def __init__(self, root: str) -> None:
         self.root = root
         self._real_root = os.path.realpath(root)
+        # on POSIX a run-relative path is joined by one concatenation (a validator opens
+        # thousands of small files); elsewhere its parts are joined with the local separator
+        text = os.fspath(root)
+        self._prefix = (text if text.endswith("/") else text + "/") if os.sep == "/" else None
 
     def _abs(self, rel: str) -> str:
-        return os.path.join(self.root, *rel.split("/")) if rel else self.root
+        if not rel:
+            return self.root
+        if self._prefix is not None:
+            return self._prefix + rel
+        return os.path.join(self.root, *rel.split("/"))
 
     def exists(self) -> bool:
         """True when the run directory exists; permission and I/O errors raise (never "absent")."""

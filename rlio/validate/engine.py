@@ -12,10 +12,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import gc
+import io
 import itertools
 import os
 from collections.abc import Callable, Iterator
-from typing import Any, Final, TypeVar
+from typing import Any, BinaryIO, Final, TypeVar
 
 import orjson
 
@@ -35,7 +36,7 @@ from rlio.validate.checks.registry import (
 )
 from rlio.validate.checks.rollouts import duplicate_pairs
 from rlio.validate.checks.view import RunView
-from rlio.validate.parallel import RangeResult, RangeTask, RemoteScan, scan_range
+from rlio.validate.parallel import RangeResult, RangeTask, RemoteScan, scan_range, scan_rollouts
 from rlio.validate.scan import (
     MAX_DOCUMENT,
     Sink,
@@ -52,6 +53,9 @@ _HTML_SNIFF: Final = 1024
 #: The head start of this process over a helper, which first starts an interpreter (~0.12 s):
 #: half of what one process scans meanwhile (~170 MB/s), so that both finish together.
 _HELPER_START_BYTES: Final = 10 << 20
+#: Local files up to this size are read in one call rather than streamed through a buffered
+#: reader: a run of thousands of small files pays an open and a read per file, nothing more.
+_SMALL_FILE: Final = 1 << 20
 _T = TypeVar("_T")
 #: ``validate_run(observe=...)``: ``(file kind, sink, record checks) -> record checks``.
 Observe = Callable[[str, Sink, "RecordChecks | None"], "RecordChecks | None"]
@@ -188,7 +192,7 @@ class Validator:
         for e in entries:
             rel = e.path
             shown = display[rel] = utf8(rel)
-            if any(rel.startswith(d + "/") for d in hidden):
+            if hidden and any(rel.startswith(d + "/") for d in hidden):
                 continue
             present[rel] = e.kind
             rp = layout.parse_path(rel)
@@ -231,7 +235,7 @@ class Validator:
                 files[rel] = rp
         if unknown > self.cap:
             self.findings.append(capped("RL301", unknown - self.cap, self.cap, file=""))
-        found = layout.detect_layout(files)
+        found = layout.layout_of(rp.layout for rp in files.values())
         return RunView(found, files, present, display)
 
     def _add(self, code: str, message: str, *, file: str = "", line: int | None = None,
@@ -254,9 +258,21 @@ class Validator:
 
     def _stream(self, rel: str, kind: layout.FileKind, sink: Sink,
                 checks: RecordChecks | None) -> None:
-        with self.storage.open_read(rel) as stream:
+        with self._open(rel) as stream:
             scan_jsonl(stream, sink, schema=kind.schema or "", append_only=kind.append_only,
                        on_record=checks)
+
+    def _small(self, rel: str) -> bytes | None:
+        """The whole file in one read when it is local and small (None: stream it)."""
+        size = self.sizes.get(rel)
+        if size is None or size > _SMALL_FILE or not self.storage.is_local:
+            return None
+        data = self.storage.read_range(rel, 0, size + 1)
+        return data if len(data) <= size else None  # grown since the listing: streamed
+
+    def _open(self, rel: str) -> BinaryIO:
+        data = self._small(rel)
+        return self.storage.open_read(rel) if data is None else io.BytesIO(data)
 
     def file(self, rel: str, view: RunView) -> Any:
         """Read one file as its kind's row says and run its kind's checks; the checks' facts."""
@@ -304,7 +320,9 @@ class Validator:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            data = self.storage.read_bytes(rel)
+            data = self._small(rel)
+            if data is None:
+                data = self.storage.read_bytes(rel)
             parsed, doc = check_document(data, sink, schema=kind.schema or "", kind=rp.kind)
             del data
             if parsed and check is not None:
@@ -323,6 +341,12 @@ class Validator:
         # helper processes reopen the run by its location: only local runs are worth it (a
         # memory:// run is invisible to another process; object stores are network-bound)
         parts = self.jobs if size >= PARALLEL_MIN_BYTES and self.storage.is_local else 1
+        if parts == 1:  # the usual file: one scan into this file's sink
+            with self._open(rel) as stream:
+                _, pairs = scan_rollouts(stream, sink, iteration=rp.iteration, label=rp.label)
+            if not pairs.ordered:
+                duplicate_pairs(self._records(rel), sink)
+            return
         ranges = self._split(rel, size, parts)
         tasks = [RangeTask(self.location, rel, sink.file, rp.iteration, rp.label, a, b,
                            b >= size, self.cap) for a, b in ranges]

@@ -17,14 +17,16 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlio import layout
 from rlio.errors import NotARunError, RunNotFoundError
 from rlio.findings import Report, Severity
 from rlio.validate.engine import validate_run_sized
+
+if TYPE_CHECKING:  # imported when a pool runs: a one-run validate never pays for it
+    from concurrent.futures import Executor, Future
 
 
 @dataclass(frozen=True)
@@ -278,9 +280,10 @@ def validate_runs(
         for run in runs:
             done(check_one(run, max_findings_per_code, inner))
     else:
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
         own = executor is None
         if executor is None:
-            from concurrent.futures import ProcessPoolExecutor
 
             executor = ProcessPoolExecutor(max_workers=min(workers, total))
         try:

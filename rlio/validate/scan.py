@@ -25,8 +25,6 @@ import orjson
 
 from rlio._codec.jsonl import DecodeError, decode
 from rlio._codec.lines import MAX_LINE, ForwardLines
-from rlio._codec.normalize import nonfinite_to_none
-from rlio._schema.decoders import decoder_for
 from rlio.findings import (
     CATALOGUE,
     Finding,
@@ -52,6 +50,14 @@ _MISSES_MIN: Final = 64
 _MISSES_PAUSE: Final = 4096
 #: Lines of a file judged on the exact path before the fast decoder is tried.
 _EXACT_FIRST: Final = 32
+
+
+def decoder_for(schema: str) -> Callable[[bytes], Any] | None:
+    """The schema's fast decoder (``rlio._schema.decoders``), imported on first use: msgspec
+    costs a small run's whole start, and only a file past its first lines uses it."""
+    from rlio._schema.decoders import decoder_for as build
+
+    return build(schema)
 
 
 def short(value: Any, limit: int = 60) -> str:
@@ -410,6 +416,8 @@ def _slow_decode(line: bytes, lineno: int, sink: Sink) -> tuple[Any, _Pending | 
             msg = f"line is not valid JSON ({exc})"
         return None, _Pending(lineno, code, msg)
     if had_nonfinite:
+        from rlio._codec.normalize import nonfinite_to_none
+
         sink.nonfinite(lineno)
         value = nonfinite_to_none(value)
     return value, None
@@ -435,6 +443,8 @@ def check_document(
             sink.add("RL102", f"document is not valid JSON ({exc})")
         return False, None
     if had_nonfinite:
+        from rlio._codec.normalize import nonfinite_to_none
+
         sink.nonfinite(None)
         value = nonfinite_to_none(value)
     judge(sink, schema, fast_check(schema), value, None)

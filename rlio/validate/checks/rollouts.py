@@ -10,9 +10,11 @@ path; the checks read both by attribute, so there is one implementation.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Final
 
 from rlio import layout
@@ -49,32 +51,26 @@ class PairOrder:
         return PairOrder(ordered, self.first, later.last)
 
 
-class _StepView:
-    """The step fields the rollout checks read, as attributes (a valid record's step dict)."""
-
-    __slots__ = ("episode_done", "reward", "step_idx")
-
-    def __init__(self, step: dict[str, Any]) -> None:
-        self.step_idx = step["step_idx"]
-        self.reward = step["reward"]
-        self.episode_done = step["episode_done"]
+@functools.cache
+def _splits(label: str | None) -> frozenset[str]:
+    """The ``split`` values a file of evaluator ``label`` may carry (raw or sanitized label)."""
+    if label is None:
+        return frozenset({layout.split_name(None)})
+    return frozenset({layout.split_name(label), layout.split_name(layout.sanitize_label(label))})
 
 
-class _RecordView:
+@functools.cache
+def _documented_keys() -> tuple[str, ...]:
+    return tuple(load_schema("rollout-summary-line")["required"])
+
+
+def _view(rec: dict[str, Any]) -> SimpleNamespace:
     """A schema-valid rollout record decoded as a dict, read through the decoded record's
-    attribute names: one implementation of the checks serves both decoders."""
-
-    __slots__ = ("final_reward", "group_idx", "iteration", "split", "steps", "total_reward",
-                 "traj_idx")
-
-    def __init__(self, rec: dict[str, Any]) -> None:
-        self.iteration = rec["iteration"]
-        self.split = rec["split"]
-        self.group_idx = rec["group_idx"]
-        self.traj_idx = rec["traj_idx"]
-        self.total_reward = rec["total_reward"]
-        self.final_reward = rec["final_reward"]
-        self.steps = [_StepView(st) for st in rec["steps"]]
+    attribute names (copied at C speed): one implementation of the checks serves both
+    decoders."""
+    view = SimpleNamespace(**rec)
+    view.steps = [SimpleNamespace(**st) for st in rec["steps"]]
+    return view
 
 
 class RolloutChecks:
@@ -90,10 +86,8 @@ class RolloutChecks:
     def __init__(self, sink: Sink, *, iteration: int | None, label: str | None) -> None:
         self.sink = sink
         self.split = layout.split_name(label)
-        splits = {self.split}
-        if label is not None:
-            splits.add(layout.split_name(layout.sanitize_label(label)))
-        keys = tuple(load_schema("rollout-summary-line")["required"])
+        splits = _splits(label)
+        keys = _documented_keys()
         self.order = PairOrder()
         order = self.order
         add = sink.add
@@ -161,7 +155,7 @@ class RolloutChecks:
 
         def hook(rec: Any, line: int, ok: bool) -> None:
             if ok:
-                check(_RecordView(rec), line, rec)
+                check(_view(rec), line, rec)
 
         def finish() -> PairOrder:
             if order.first is not None:
