@@ -262,7 +262,8 @@ class Context:
             part = _unquote(raw).replace("~1", "/").replace("~0", "~")
             if isinstance(node, dict) and part in node:
                 node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            elif (isinstance(node, list) and part.isascii() and part.isdigit()
+                  and int(part) < len(node)):
                 node = node[int(part)]
             else:
                 raise ValueError(f"$ref {ref!r} at {where} does not resolve in this schema")

@@ -61,7 +61,7 @@ def safe_names(keys: Iterable[str]) -> dict[str, str]:
     taken: set[str] = set()
     for key in keys:
         base = _UNSAFE.sub("_", key).strip("_") or "column"
-        if base[0].isdigit():
+        if base[0].isascii() and base[0].isdigit():
             base = "_" + base
         name, n = base, 2
         while name in taken:

@@ -100,13 +100,13 @@ class GcsApi:
         crange = got.get("Content-Range", "").rpartition("/")[2]
         total: int | None
         if crange:
-            total = int(crange) if crange.isdigit() else None
+            total = int(crange) if crange.isascii() and crange.isdigit() else None
         elif "Range" in headers:  # a server that ignored the range sent the whole object
             total, data = len(data), data[start:end]
         else:
             total = len(data)
         g = got.get("x-goog-generation")
-        return data, total, int(g) if g and g.isdigit() else gen
+        return data, total, int(g) if g and g.isascii() and g.isdigit() else gen
 
     def upload(self, key: str, data: bytes, *, metadata: Mapping[str, str] | None = None,
                if_generation_match: int | None = None, ctype: str = TEXT_TYPE) -> dict[str, Any]:

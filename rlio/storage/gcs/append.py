@@ -62,7 +62,7 @@ def _entries(resource: Mapping[str, Any] | None) -> dict[str, int]:
     out: dict[str, int] = {}
     for item in str(meta.get(META_APPENDS, "")).split():
         wid, _, seq = item.partition(":")
-        if seq.isdigit():
+        if seq.isascii() and seq.isdigit():
             out[wid] = int(seq)
     return out
 

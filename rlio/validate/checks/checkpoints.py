@@ -49,7 +49,7 @@ class CheckpointChecks:
             self.facts.resumable.append((line, batch))
             self.facts.restart_steps.add(batch)
         name = rec.get("name")
-        if isinstance(name, str) and name.isdigit() and len(name) < 19:
+        if isinstance(name, str) and name.isascii() and name.isdigit() and len(name) < 19:
             self.facts.restart_steps.add(int(name))
         step = rec.get("step")
         if type(step) is int:

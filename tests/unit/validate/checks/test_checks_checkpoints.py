@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rlio.validate.checks.checkpoints import CheckpointChecks
@@ -102,3 +103,13 @@ def test_finish_returns_the_facts() -> None:
     """finish() hands back the same facts object the checks filled."""
     checks = CheckpointChecks(sink())
     assert checks.finish() is checks.facts
+
+
+def test_a_checkpoint_name_of_unicode_digits_is_no_crash(tmp_path: Path) -> None:
+    """A name such as '²' (str.isdigit() but not int()-able) is just a name: no RL107."""
+    from rlio import RunWriter, validate_run
+
+    with RunWriter(tmp_path) as run:
+        run.record_checkpoint("²", state_path="0", batch=1)
+        run.record_checkpoint("٣", batch=2)
+    assert [f.code for f in validate_run(tmp_path).findings if str(f.severity) == "error"] == []
