@@ -4,8 +4,9 @@ A logtree of tens of megabytes parsed into Python dicts takes 5-8 times its size
 and a few strings per node). Here the document is judged piece by piece instead: its top level and
 any node larger than ``CHUNK`` are decoded as *frames* (every key with its value as a
 ``msgspec.Raw`` view into the document, duplicates kept), and the values are then decoded with
-msgspec types made from the schema (``Node``, ``Conversation``...): subtrees of at most about
-``CHUNK`` bytes at a time, each dropped once judged. Peak memory is the document plus one chunk.
+msgspec types written from the schema (``Node``, ``Conversation``...): subtrees of at most about
+``CHUNK`` bytes at a time, each dropped once judged. Peak memory is the document's bytes, about
+one chunk, and a small ``Raw`` per child of a split node.
 
 Soundness is one-sided, as for ``rlio._schema.decoders``: a document ``decode_head`` accepts is
 one ``orjson.loads`` parses and the logtree schema accepts, with no ``data`` of a type the schema
@@ -15,6 +16,10 @@ of the document is decoded by a strict msgspec type (UTF-8, escapes and numbers 
 orjson does), except the commas and whitespace between frame values, whose grammar msgspec's skip
 checks. The types follow one version of the schema: when ``schemas/logtree.schema.json``
 changes (its digest differs), ``decode_head`` returns None until they are updated.
+
+Tags are first decoded as a ``Literal`` of the HTML elements (``HtmlNode``: a shared string, no
+regex search per node); the first subtree with another tag switches the walk to ``Node``, whose
+tag is checked against the schema's pattern.
 """
 
 from __future__ import annotations
@@ -227,8 +232,7 @@ def decode_head(data: bytes) -> Head | None:
         return None
     try:
         return _Walk(decs).document(data)
-    except (_Refused, msgspec.ValidationError, msgspec.DecodeError, RecursionError,
-            ValueError, TypeError):
+    except Exception:  # refused, or beyond msgspec's reach (depth...): the exact path decides
         return None
 
 
