@@ -31,7 +31,7 @@ from rlio.validate.checks.registry import (
     KIND_CHECKS,
     NO_CHECKS,
     RUN_ORDER,
-    DocumentCheck,
+    KindChecks,
     RecordChecks,
 )
 from rlio.validate.checks.rollouts import duplicate_pairs
@@ -50,6 +50,9 @@ from rlio.validate.scan import (
 #: Rollout-summary files at least this large are split across processes (when ``jobs`` > 1).
 PARALLEL_MIN_BYTES: Final = 48 << 20
 _HTML_SNIFF: Final = 1024
+#: A document at least this large is first given to its kind's bounded-memory check (a smaller
+#: one parsed whole costs little memory).
+FAST_DOCUMENT_MIN: Final = 1 << 20
 #: The head start of this process over a helper, which first starts an interpreter (~0.12 s):
 #: half of what one process scans meanwhile (~170 MB/s), so that both finish together.
 _HELPER_START_BYTES: Final = 10 << 20
@@ -290,7 +293,7 @@ class Validator:
                 self._stream(rel, kind, sink, hook)
                 return hook.finish() if hook is not None else None
             elif kind.format == "json":
-                self._document(rel, rp, kind, sink, checks.document)
+                self._document(rel, rp, kind, sink, checks)
             elif kind.format == "html":
                 size = self._size(rel)
                 head = self.storage.read_range(rel, 0, _HTML_SNIFF)
@@ -309,7 +312,7 @@ class Validator:
         return self.storage.size(rel) if size is None else size
 
     def _document(self, rel: str, rp: layout.RunPath, kind: layout.FileKind, sink: Sink,
-                  check: DocumentCheck | None) -> None:
+                  checks: KindChecks) -> None:
         size = self._size(rel)
         if size > MAX_DOCUMENT:
             sink.add("RL114", f"document is {size >> 20} MiB, over the validator's "
@@ -323,10 +326,13 @@ class Validator:
             data = self._small(rel)
             if data is None:
                 data = self.storage.read_bytes(rel)
+            fast = checks.fast_document
+            if fast is not None and len(data) >= FAST_DOCUMENT_MIN and fast(data, sink, rp):
+                return  # judged in bounded memory, never parsed into Python values
             parsed, doc = check_document(data, sink, schema=kind.schema or "", kind=rp.kind)
             del data
-            if parsed and check is not None:
-                check(doc, sink, rp)
+            if parsed and checks.document is not None:
+                checks.document(doc, sink, rp)
             del doc
         finally:
             if enabled:

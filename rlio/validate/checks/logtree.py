@@ -36,12 +36,29 @@ def logtree_checks(doc: Any, sink: Sink, rp: RunPath) -> None:
     """RL204 (naive started_at), RL410 (path does not name the HTML twin), RL203 (unknown types)."""
     if not isinstance(doc, dict):
         return
+    _head_checks(doc.get("started_at"), doc.get("path"), sink, rp)
+    _data_types(doc, sink)
+
+
+def logtree_fast(data: bytes, sink: Sink, rp: RunPath) -> bool:
+    """Judge a large document in bounded memory (``rlio._schema.logtree_decoder``): True when it
+    is a valid logtree with known data types only, its findings (RL204, RL410) added; False
+    when it must be parsed on the exact path (nothing added)."""
+    from rlio._schema.logtree_decoder import decode_head  # msgspec types built on first use
+
+    head = decode_head(data)
+    if head is None:
+        return False
+    _head_checks(head.started_at, head.path, sink, rp)
+    return True
+
+
+def _head_checks(started: Any, path: Any, sink: Sink, rp: RunPath) -> None:
+    """RL204 (naive started_at), RL410 (path does not name the HTML twin)."""
     twin = twin_path(rp, "html")
-    started = doc.get("started_at")
     if isinstance(started, str) and _TIME.search(started) and not _OFFSET.search(started):
         sink.add("RL204", f"started_at {short(started)} has no UTC offset (naive local time)",
                  pointer="/started_at")
-    path = doc.get("path")
     if isinstance(path, str):
         parts = [p for p in re.split(r"[\\/]", path) if p]
         want = twin.split("/")  # nested: the iteration folder and the file; flat: the file
@@ -49,6 +66,10 @@ def logtree_checks(doc: Any, sink: Sink, rp: RunPath) -> None:
         if not parts or parts[-n:] != want[-n:]:
             sink.add("RL410", f"path {short(path)} does not name the HTML twin {twin!r}",
                      pointer="/path")
+
+
+def _data_types(doc: dict[str, Any], sink: Sink) -> None:
+    """RL203: a ``data`` type the schema does not specify (once per type)."""
     known = known_data_types()
     reported: set[str] = set()
     # (node, where): ``where`` is (parent's where, child index), a pointer built only for a

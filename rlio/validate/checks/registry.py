@@ -17,7 +17,7 @@ from typing import Any, Final, Literal, Protocol
 
 from rlio.layout import RunPath
 from rlio.validate.checks.checkpoints import CheckpointChecks
-from rlio.validate.checks.logtree import logtree_checks
+from rlio.validate.checks.logtree import logtree_checks, logtree_fast
 from rlio.validate.checks.metrics import MetricsChecks
 from rlio.validate.checks.run import CROSS_FILE_CHECKS, CrossFileCheck
 from rlio.validate.checks.view import RunView
@@ -38,6 +38,9 @@ class RecordChecks(Protocol):
 RecordChecksFactory = Callable[[Sink, RunPath, RunView], RecordChecks]
 #: ``(document, sink, path)``: the checks of one parsed JSON document.
 DocumentCheck = Callable[[Any, Sink, RunPath], None]
+#: ``(raw bytes, sink, path)``: schema and document checks of a large document in bounded
+#: memory; False when it must take the exact path (``check_document``, then ``document``).
+FastDocumentCheck = Callable[[bytes, Sink, RunPath], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +50,7 @@ class KindChecks:
     Attributes:
         records: builds the per-record checks of one JSONL file.
         document: checks one parsed JSON document.
+        fast_document: judges a large document without parsing it into Python values first.
         facts: the ``RunView`` attribute that receives what ``records(...).finish()`` returns.
         ranged: scanned by byte ranges, split across processes when very large
             (``rlio.validate.parallel`` runs the rollout checks).
@@ -55,6 +59,7 @@ class KindChecks:
 
     records: RecordChecksFactory | None = None
     document: DocumentCheck | None = None
+    fast_document: FastDocumentCheck | None = None
     facts: Literal["checkpoints", "metrics"] | None = None
     ranged: bool = False
     chart: bool = False
@@ -72,7 +77,7 @@ def _metrics(sink: Sink, rp: RunPath, view: RunView) -> RecordChecks:
 KIND_CHECKS: Final[dict[str, KindChecks]] = {
     "checkpoints": KindChecks(records=_checkpoints, facts="checkpoints"),
     "metrics": KindChecks(records=_metrics, facts="metrics"),
-    "logtree": KindChecks(document=logtree_checks),
+    "logtree": KindChecks(document=logtree_checks, fast_document=logtree_fast),
     "rollout_summaries": KindChecks(ranged=True),
     "timing_gantt": KindChecks(chart=True),
 }
@@ -85,4 +90,5 @@ NO_CHECKS: Final = KindChecks()
 RUN_ORDER: Final[tuple[str, ...]] = ("checkpoints", "metrics")
 
 __all__ = ["CROSS_FILE_CHECKS", "KIND_CHECKS", "NO_CHECKS", "RUN_ORDER", "CrossFileCheck",
-           "DocumentCheck", "KindChecks", "RecordChecks", "RecordChecksFactory"]
+           "DocumentCheck", "FastDocumentCheck", "KindChecks", "RecordChecks",
+           "RecordChecksFactory"]
