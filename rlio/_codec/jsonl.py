@@ -55,6 +55,12 @@ def normalize_value(obj: Any) -> Any:
         return isoformat()
     tolist = getattr(obj, "tolist", None)  # numpy arrays and scalars
     if callable(tolist) and type(obj).__module__ == "numpy":
+        dtype = getattr(obj, "dtype", None)
+        if getattr(obj, "ndim", 1) == 0 and getattr(dtype, "kind", "") == "f" \
+                and getattr(dtype, "itemsize", 8) < 8:
+            # a float32/float16 as its own shortest repr (0.1, not 0.10000000149011612): what
+            # orjson writes for it natively, so every path writes the same line
+            return float(str(obj))
         return tolist()
     item = getattr(obj, "item", None)  # torch / jax scalars
     if callable(item) and getattr(obj, "ndim", 0) == 0 and not isinstance(obj, Mapping):
