@@ -8,7 +8,7 @@ Content-Security-Policy that forbids script and every request; it needs neither.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ from rlio.report.style import CSS
 
 if TYPE_CHECKING:
     from rlio.report.columns import MetricsScan
-    from rlio.report.reading import CheckpointScan, PageIndex, ResumePoint
+    from rlio.report.reading import CheckpointScan, ResumePoint
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
        "form-action 'none'")
@@ -167,31 +167,6 @@ def section_validation(report: Any | None, error: str | None) -> str:
                            f"<td><code>{escape(where)}</code></td>"
                            f"<td>{escape(f.message)}</td></tr>")
             out.append("</tbody></table></div>")
-    out.append("</section>")
-    return "".join(out)
-
-
-def _split_title(split: str) -> str:
-    if split == "train":
-        return "Training rollouts"
-    if split == "timing":
-        return "Timing charts"
-    return f"Evaluator {split.removeprefix('eval/')}"
-
-
-def section_iterations(pages: PageIndex, href: Callable[[str], str]) -> str:
-    """A compact grid of links to every iteration's page, one group per split."""
-    out = ['<section id="iterations"><h2>Iterations</h2>']
-    if not pages.splits:
-        out.append('<p class="note">No per-iteration pages in this run.</p>')
-    for split in sorted(pages.splits, key=lambda s: (s != "train", s == "timing", s)):
-        its = pages.splits[split]
-        opened = " open" if split == "train" or len(its) <= 200 else ""
-        out.append(f'<details class="pages" data-split="{escape(split)}"{opened}><summary>'
-                   f'{escape(_split_title(split))} <span class="count">({len(its):,} pages)'
-                   '</span></summary><nav class="grid">')
-        out.extend(f'<a href="{escape(href(its[i]))}">{i}</a>' for i in sorted(its))
-        out.append("</nav></details>")
     out.append("</section>")
     return "".join(out)
 

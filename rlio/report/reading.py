@@ -167,40 +167,6 @@ def resume_point(run: str) -> ResumePoint | None:
                        _resume_text(name, state.next_batch, state.line), state.describe())
 
 
-@dataclass
-class PageIndex:
-    """Per-iteration pages found in the run, by split: {split: {iteration: path}}."""
-
-    splits: dict[str, dict[int, str]] = field(default_factory=dict)
-    layout: str | None = None
-    files: int = 0
-
-
-def find_pages(storage: Storage) -> PageIndex:
-    pages = PageIndex()
-    json_only: dict[str, dict[int, str]] = {}
-    paths = []
-    for entry in storage.walk():
-        if entry.kind != "file":
-            continue
-        pages.files += 1
-        rp = layout.parse_path(entry.path)
-        if rp.iteration is None:
-            continue
-        paths.append(entry.path)
-        if rp.kind == "html":
-            pages.splits.setdefault(rp.split, {})[rp.iteration] = entry.path
-        elif rp.kind == "logtree":
-            json_only.setdefault(rp.split, {})[rp.iteration] = entry.path
-        elif rp.kind == "timing_gantt":
-            pages.splits.setdefault("timing", {})[rp.iteration] = entry.path
-    for split, its in json_only.items():  # link the JSON twin where no HTML was written
-        have = pages.splits.setdefault(split, {})
-        for it, path in its.items():
-            have.setdefault(it, path)
-    pages.layout = layout.detect_layout(paths)
-    return pages
-
 
 def validation(run: str, own: str | None, observe: MetricsObserver | None = None) -> Report:
     """``validate_run(run)``, less the one finding the report causes: itself as an unknown file.
