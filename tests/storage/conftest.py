@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gcs_emulator import Emulator
+from gcs_emulator import Emulator, serving
 
 from rlio.storage import Storage, open_storage
 
@@ -25,18 +24,8 @@ def gcs_emulator() -> Iterator[Emulator]:
     ``STORAGE_EMULATOR_HOST`` is set for this process and the writer processes tests start, and
     restored at the end.
     """
-    emu = Emulator(bucket=BUCKET).start()
-    saved = {k: os.environ.get(k) for k in emu.env}
-    os.environ.update(emu.env)
-    try:
+    with serving(BUCKET) as emu:
         yield emu
-    finally:
-        emu.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 @pytest.fixture

@@ -40,6 +40,7 @@ import subprocess
 import sys
 import threading
 import urllib.request
+from collections.abc import Iterator
 from functools import partial
 from http import HTTPStatus
 from http import server as http_server
@@ -375,6 +376,24 @@ class Emulator:
         self._call("GET", "/wipe?keep-buckets=true")
         self.set_faults([])
         self.stats(reset=True)
+
+
+@contextlib.contextmanager
+def serving(bucket: str) -> Iterator[Emulator]:
+    """A started emulator of ``bucket`` with ``STORAGE_EMULATOR_HOST`` (and gcsfs's flags) set in
+    ``os.environ`` meanwhile, so the writer processes a test starts use it too; restored after."""
+    emu = Emulator(bucket=bucket).start()
+    saved = {k: os.environ.get(k) for k in emu.env}
+    os.environ.update(emu.env)
+    try:
+        yield emu
+    finally:
+        emu.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import uuid
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from rlio.reader import open_run
 from rlio.storage import open_storage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "storage"))
-from gcs_emulator import Emulator
+from gcs_emulator import Emulator, serving
 
 pytestmark = pytest.mark.gcs
 BUCKET = "rlio-reader"
@@ -25,18 +24,8 @@ BUCKET = "rlio-reader"
 @pytest.fixture(scope="module")
 def gs_env() -> Iterator[Emulator]:
     """The storage tests' enforcing emulator on a free loopback port, for this module."""
-    emu = Emulator(bucket=BUCKET).start()
-    saved = {k: os.environ.get(k) for k in emu.env}
-    os.environ.update(emu.env)
-    try:
+    with serving(BUCKET) as emu:
         yield emu
-    finally:
-        emu.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _upload(local: Path) -> str:

@@ -21,7 +21,7 @@ from rlio import layout
 from rlio.validate.fleet import validate_runs
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "storage"))
-from gcs_emulator import Emulator
+from gcs_emulator import Emulator, serving
 
 
 def _stderr_on_a_pty(*args: str) -> tuple[int, bytes]:
@@ -115,18 +115,8 @@ def test_watch_prints_new_findings_and_exits_on_sigint(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def gcs() -> Iterator[Emulator]:
     """The GCS emulator on a free loopback port, with STORAGE_EMULATOR_HOST set meanwhile."""
-    emu = Emulator(bucket="rlio-fleet").start()
-    saved = {k: os.environ.get(k) for k in emu.env}
-    os.environ.update(emu.env)
-    try:
+    with serving("rlio-fleet") as emu:
         yield emu
-    finally:
-        emu.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def test_gs_prefix_discovery_is_one_listing(tmp_path: Path, gcs: Emulator) -> None:
