@@ -34,6 +34,7 @@ import orjson
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Row, interleaved
+from writer import rollout_records  # the same 4096 x 4 batch the older writer benchmark times
 
 NUMPY_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
 
@@ -73,25 +74,6 @@ def wide_record(i: int, rng: random.Random) -> dict[str, Any]:
     for k in range(198):
         rec[f"env/group_{k // 20}/metric_{k}"] = rng.random()
     return rec
-
-
-def rollout_records(n: int, steps: int, rng: random.Random) -> list[dict[str, Any]]:
-    """One iteration's rollout summaries as a training loop builds them."""
-    out = []
-    for t in range(n):
-        st = [{"step_idx": s, "ob_len": rng.randint(50, 900), "ac_len": rng.randint(5, 400),
-               "reward": round(rng.random(), 3), "episode_done": s == steps - 1,
-               "metrics": {"format_ok": 1.0, "tool_calls": 1}, "logs": {"tool": "calculator"}}
-              for s in range(steps)]
-        final = float(rng.random() < 0.5)
-        out.append({"schema_version": 1, "split": "train", "iteration": 7,
-                    "group_idx": t // 16, "traj_idx": t % 16, "tags": ["math"],
-                    "sampling_client_step": 7,
-                    "total_reward": sum(s["reward"] for s in st) + final,
-                    "final_reward": final,
-                    "trajectory_metrics": {"correct": final, "turns": steps},
-                    "steps": st, "final_ob_len": rng.randint(100, 2000)})
-    return out
 
 
 def conversation(i: int, rng: random.Random) -> list[dict[str, Any]]:
