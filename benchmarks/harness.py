@@ -38,11 +38,14 @@ class Row:
 def interleaved(variants: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
     """Median of each variant over ``rounds`` rounds, the variants run in turn every round.
 
-    Each callable returns the time it measured (seconds, or any unit, the same for all).
+    Each callable returns the time it measured (seconds, or any unit, the same for all). The
+    order is reversed every other round, so what one variant leaves behind (a journal commit
+    after an fsync, a warm cache) does not always land on the same other variant.
     """
     samples: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, fn in variants.items():
+    order = list(variants.items())
+    for k in range(rounds):
+        for name, fn in order if k % 2 == 0 else reversed(order):
             samples[name].append(fn())
     return {name: statistics.median(values) for name, values in samples.items()}
 

@@ -422,7 +422,7 @@ class RunWriter(TimingVerbs, WholeFileVerbs):
         if self._check:
             record = self._checked("checkpoint-line", record, "checkpoint record", index)
             refuse_unresumable(record, index)
-        self._append(L.CHECKPOINTS, self._encode(record, index), durable=True)
+        self._append(L.CHECKPOINTS, self._encode_line(record, index), durable=True)
 
     # -- per-iteration files ----------------------------------------------------------------
 
