@@ -50,13 +50,12 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] == "resume":
-        # ``rlio resume`` is one short process a restart script runs: its plain command lines
-        # skip argparse (building a parser costs as much as the read); anything else (--help, a
-        # misspelt option) goes through the full parser below.
-        from rlio.cli import resume
-
-        args: Any = resume.parse_plain(argv[1:])
+    if argv and argv[0] in ("resume", "validate"):
+        # ``rlio resume`` is one short process a restart script runs, and so is ``rlio validate``
+        # of a small run: their plain command lines skip argparse (building a parser costs as
+        # much as the work); anything else (--help, a misspelt option) goes through the full
+        # parser below.
+        args: Any = _command(argv[0]).parse_plain(argv[1:])
         if args is not None:
             return _dispatch(args)
     # A named command registers alone: building every subparser's help costs a whole command's
