@@ -6,8 +6,6 @@ import functools
 import os
 from typing import TYPE_CHECKING, Any, Final
 
-import orjson
-
 from rlio.layout import FILE_KINDS
 
 if TYPE_CHECKING:
@@ -64,5 +62,7 @@ def schema_bytes(name: str) -> bytes:
 @functools.cache
 def load_schema(name: str) -> dict[str, Any]:
     """The parsed schema ``name`` (cached; do not mutate)."""
-    doc: dict[str, Any] = orjson.loads(schema_bytes(name))
+    from rlio._codec.decoding import loads  # orjson only when something else needs it
+
+    doc: dict[str, Any] = loads(schema_bytes(name))
     return doc

@@ -18,8 +18,6 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, Final, TypeVar
 
-import orjson
-
 from rlio import layout
 from rlio._codec.lines import MAX_LINE, ForwardLines, next_line_start
 from rlio.errors import NotARunError, RunNotFoundError
@@ -401,8 +399,11 @@ class Validator:
 
     def _records(self, rel: str) -> Iterator[tuple[int, Any]]:
         """Every decodable record of a JSONL file with its line (for the duplicate-pair pass)."""
+        from rlio._codec.decoding import loader
+
+        loads = loader()
         with self.storage.open_read(rel) as stream:
             for n, line, _ in ForwardLines(stream, max_line=MAX_LINE):
                 if line is not None:
-                    with contextlib.suppress(orjson.JSONDecodeError):
-                        yield n, orjson.loads(line)
+                    with contextlib.suppress(ValueError):  # orjson.JSONDecodeError
+                        yield n, loads(line)

@@ -18,13 +18,11 @@ import functools
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, BinaryIO, Final
 
-import orjson
-
-from rlio._codec.jsonl import DecodeError, decode
+from rlio._codec.decoding import DecodeError, decode, loader
 from rlio._codec.lines import MAX_LINE, ForwardLines
+from rlio._record import Record
 from rlio.findings import (
     CATALOGUE,
     Finding,
@@ -227,24 +225,29 @@ def _expectation(sink: Sink, schema: str, instance: Any, line: int | None) -> No
              line=line, pointer=pointer)
 
 
-@dataclass
-class ScanStats:
+class ScanStats(Record):
     """What a JSONL pass saw: lines read and bytes consumed."""
 
-    lines: int = 0
-    bytes: int = 0
-    records: int = 0
+    _fields = ("lines", "bytes", "records")
+
+    def __init__(self, lines: int = 0, bytes: int = 0, records: int = 0) -> None:
+        self.lines = lines
+        self.bytes = bytes
+        self.records = records
 
 
-@dataclass
-class _Pending:
+class _Pending(Record):
     """A failed line held back until we know whether it is the file's last (torn) line."""
 
-    line: int
-    code: str
-    message: str
-    pointer: str = ""
-    damage: bool = False  # looks like a cut append between JSON lines (RL117 if one follows)
+    _fields = ("line", "code", "message", "pointer", "damage")
+
+    def __init__(self, line: int, code: str, message: str, pointer: str = "",
+                 damage: bool = False) -> None:
+        self.line = line
+        self.code = code
+        self.message = message
+        self.pointer = pointer
+        self.damage = damage  # looks like a cut append between JSON lines (RL117 if one follows)
 
 
 def scan_jsonl(
@@ -283,7 +286,7 @@ def scan_jsonl(
     resume_at = first_line + max(exact_first, _EXACT_FIRST)
     misses = 0
     since = first_line - 1
-    loads = orjson.loads
+    loads = loader()  # orjson.loads, or the same without orjson's import while little is read
     reader = ForwardLines(stream, max_line=MAX_LINE, limit=limit, first=first_line)
     stats = ScanStats()
     pending: _Pending | None = None
@@ -326,7 +329,7 @@ def scan_jsonl(
                 continue
         try:
             record = loads(line)
-        except orjson.JSONDecodeError:
+        except ValueError:  # orjson.JSONDecodeError: a refusal is always orjson's
             record, pending = _slow_decode(line, lineno, sink)
             if pending is not None:
                 pending.damage = not after_bad and _looks_cut(line)
