@@ -12,9 +12,9 @@ kinds are read first, because later checks read their facts; the cross-file chec
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
+from rlio._record import FrozenRecord
 from rlio.layout import RunPath
 from rlio.validate.checks.checkpoints import CheckpointChecks
 from rlio.validate.checks.logtree import logtree_checks, logtree_fast
@@ -43,8 +43,7 @@ DocumentCheck = Callable[[Any, Sink, RunPath], None]
 FastDocumentCheck = Callable[[bytes, Sink, RunPath], bool]
 
 
-@dataclass(frozen=True, slots=True)
-class KindChecks:
+class KindChecks(FrozenRecord):
     """The checks of one file kind beyond its schema.
 
     Attributes:
@@ -57,12 +56,22 @@ class KindChecks:
         chart: an HTML chart written by plotting libraries: only its end is checked.
     """
 
-    records: RecordChecksFactory | None = None
-    document: DocumentCheck | None = None
-    fast_document: FastDocumentCheck | None = None
-    facts: Literal["checkpoints", "metrics"] | None = None
-    ranged: bool = False
-    chart: bool = False
+    __slots__ = _fields = ("records", "document", "fast_document", "facts", "ranged", "chart")
+
+    records: RecordChecksFactory | None
+    document: DocumentCheck | None
+    fast_document: FastDocumentCheck | None
+    facts: Literal["checkpoints", "metrics"] | None
+    ranged: bool
+    chart: bool
+
+    def __init__(self, records: RecordChecksFactory | None = None,
+                 document: DocumentCheck | None = None,
+                 fast_document: FastDocumentCheck | None = None,
+                 facts: Literal["checkpoints", "metrics"] | None = None, ranged: bool = False,
+                 chart: bool = False) -> None:
+        self._set(records=records, document=document, fast_document=fast_document, facts=facts,
+                  ranged=ranged, chart=chart)
 
 
 def _checkpoints(sink: Sink, rp: RunPath, view: RunView) -> RecordChecks:
