@@ -11,7 +11,6 @@ cut back to its old size (undone); otherwise the file was cut and the move stand
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from typing import Any
 
@@ -34,6 +33,8 @@ def _fsync_dir(path: str) -> None:
 
 def write(root: str, *, rel: str, offset: int, end: int, sidecar: str, sidecar_size: int) -> str:
     """Make the intent to move ``rel[offset:end]`` to ``sidecar`` durable; its path."""
+    import json  # here: a validator imports this module, never writes an intent
+
     path = os.path.join(root, _name(rel))
     data = json.dumps({"rel": rel, "offset": offset, "end": end, "sidecar": sidecar,
                        "sidecar_size": sidecar_size}).encode()
@@ -85,6 +86,8 @@ def recover(root: str) -> int:
         names = [n for n in os.listdir(root) if n.startswith(INTENT_PREFIX)]
     except FileNotFoundError:
         return 0
+    import json
+
     for name in sorted(names):
         path = os.path.join(root, name)
         if name.endswith(".new"):  # killed while writing the intent: nothing was moved yet

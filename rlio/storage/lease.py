@@ -16,8 +16,6 @@ UTC time), stored with the lease so that a refused writer can say who holds the 
 from __future__ import annotations
 
 import contextlib
-import datetime
-import json
 import os
 import threading
 import time
@@ -35,7 +33,8 @@ LEASE_SECONDS = 60.0
 
 def holder_info(since: float | None = None) -> dict[str, Any]:
     """This process as a lease holder: host, pid and since when (ISO 8601, UTC)."""
-    import socket  # here: a validator or reader imports this module, never takes a lease
+    import datetime  # here: a validator or reader imports this module, never takes a lease
+    import socket
 
     when = datetime.datetime.fromtimestamp(time.time() if since is None else since,
                                            datetime.UTC)
@@ -45,6 +44,8 @@ def holder_info(since: float | None = None) -> dict[str, Any]:
 
 def parse_holder(data: bytes) -> dict[str, Any]:
     """The holder a lease's bytes name (an empty dict when unreadable)."""
+    import json
+
     try:
         value = json.loads(data)
     except (ValueError, UnicodeDecodeError):
@@ -110,6 +111,8 @@ class LocalLease(Lease):
                 break
             os.close(fd)  # the previous holder removed this file as it released it: again
         self._fd = fd
+        import json
+
         data = json.dumps(self.holder).encode()
         try:
             os.ftruncate(fd, 0)
@@ -126,6 +129,8 @@ class LocalLease(Lease):
         except filelock.Timeout:
             raise in_use(os.path.dirname(self._path), _read_holder(self._path)) from None
         self._fallback = lock
+        import json
+
         with contextlib.suppress(OSError), open(self._path, "wb") as f:
             f.write(json.dumps(self.holder).encode())
 
