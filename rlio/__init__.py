@@ -7,7 +7,6 @@ light (no jsonschema, fsspec or gcsfs) inside a training loop.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from rlio._version import __version__
 
@@ -47,7 +46,10 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = sorted(_EXPORTS)
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from rlio.errors import (
         LabelCollisionError,
         MissingExtraError,

@@ -11,7 +11,10 @@ every start. These classes are written by hand instead: a subclass declares ``__
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
+
 
 __all__ = ["FrozenRecord", "Record"]
 

@@ -30,7 +30,6 @@ import sys
 import threading
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
 
 from rlio._version import __version__
 
@@ -38,11 +37,14 @@ _MAGIC: Final = b"RLIO-SCHEMA-CACHE 1\n"
 _HEAD: Final = len(_MAGIC) + 12  # magic, CRC-32 (4 bytes), payload length (8 bytes)
 _TYPES: Final = {t.__name__: t for t in (dict, list, str, int, float, bool, type(None))}
 _SCALARS: Final = frozenset((str, int, float, bool, type(None)))
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Final, TypeAlias
+
     from rlio._schema.compiler import Generated
 
 #: ``rlio._schema.compiler.generate``.
-Generate = Callable[[dict[str, Any]], "Generated"]
+Generate: TypeAlias = "Callable[[dict[str, Any]], Generated]"
 
 
 def cache_dir() -> str:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import TYPE_CHECKING, Any, Final
 
 from rlio.layout import FILE_KINDS
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any, Final
 
 #: Schema names, one per file type of docs/format.md.
 SCHEMA_NAMES: Final = (

@@ -6,13 +6,14 @@ import importlib
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
 
 from rlio.cli.common import EXIT_OK, EXIT_UNREADABLE, fail
 from rlio.errors import MissingExtraError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
 #: Subcommands in the order ``rlio`` lists them; each is the module ``rlio.cli.<name>``, imported
 #: only when its parser is built (one command's start does not pay for the others' imports).

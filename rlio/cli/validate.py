@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
 
 from rlio.cli.common import (
     EXIT_FINDINGS,
@@ -16,10 +15,12 @@ from rlio.cli.common import (
     fail,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
     from concurrent.futures import Executor
+    from typing import Any
 
     from rlio.findings import Severity
     from rlio.validate.fleet import Progress

@@ -14,7 +14,6 @@ one short process) imports neither the memory backend nor ``threading``.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from rlio.storage.base import (
     HIDDEN_PREFIXES,
@@ -26,7 +25,10 @@ from rlio.storage.base import (
     is_log,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from rlio.storage.local import LocalStorage
     from rlio.storage.memory import MemoryStorage
     from rlio.storage.opener import open_storage

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Prefix of intent record names (hidden from ``walk`` through ``HIDDEN_PREFIXES``).
 INTENT_PREFIX = ".rlio-intent-"

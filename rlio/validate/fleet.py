@@ -17,7 +17,6 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
 
 from rlio import layout
 from rlio._record import FrozenRecord
@@ -25,8 +24,10 @@ from rlio.errors import NotARunError, RunNotFoundError
 from rlio.findings import Report, Severity
 from rlio.validate.engine import validate_run_sized
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # imported when a pool runs: a one-run validate never pays for it
     from concurrent.futures import Executor, Future
+    from typing import Any
 
 
 class Unreadable(FrozenRecord):

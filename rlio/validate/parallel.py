@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import BinaryIO, Final
 
 from rlio._record import FrozenRecord, Record
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
 from rlio.validate.checks.rollouts import KEY_ORDER_RECORDS, PairOrder, RolloutChecks
 from rlio.validate.scan import ScanStats, Sink, scan_jsonl
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO, Final
 
 _ROLLOUT_SCHEMA: Final = "rollout-summary-line"
 

@@ -18,7 +18,6 @@ import functools
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, BinaryIO, Final
 
 from rlio._codec.decoding import DecodeError, decode, loader
 from rlio._codec.lines import MAX_LINE, ForwardLines
@@ -31,6 +30,10 @@ from rlio.findings import (
 )
 from rlio.schema import Level, explain, fast_check, full_check
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, Final, TypeAlias
+
 #: A JSON document (config, logtree) larger than this is not parsed; RL114.
 MAX_DOCUMENT: Final = 512 << 20
 #: A line longer than this is reported at info level (RL115).
@@ -39,9 +42,9 @@ _CHUNK: Final = 1 << 20
 _TOO_DEEP_TO_EXPLAIN: Final = "record is nested too deeply to explain"
 
 #: ``on_record(record, line, schema_valid)``: the per-record checks of one file kind.
-RecordHook = Callable[[Any, int, bool], None]
+RecordHook: TypeAlias = "Callable[[Any, int, bool], None]"
 #: ``on_decoded(typed_record, line, raw_line)``: the same checks on a fast-decoded valid record.
-DecodedHook = Callable[[Any, int, bytes], None]
+DecodedHook: TypeAlias = "Callable[[Any, int, bytes], None]"
 #: The fast decoder pauses when at least this many lines, and most lines, missed it ...
 _MISSES_MIN: Final = 64
 #: ... for this many lines (then it is tried again).

@@ -14,13 +14,16 @@ import functools
 import operator
 from collections.abc import Callable, Iterator, Sequence
 from types import SimpleNamespace
-from typing import Any, Final
 
 from rlio import layout
 from rlio._record import Record
 from rlio._schema.loader import load_schema
 from rlio.rules import REWARD_TOLERANCE, bad_step_index, reward_mismatch, step_after_done
 from rlio.validate.scan import Sink, short
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 #: Records checked for their key order (RL202): writers emit one key order, the first tell.
 KEY_ORDER_RECORDS: Final = 100
