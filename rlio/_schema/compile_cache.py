@@ -23,11 +23,11 @@ generator is deterministic: the same schema gives the same names).
 
 from __future__ import annotations
 
+import _thread  # its lock, without the threading module a small run never needs
 import contextlib
 import marshal
 import os
 import sys
-import threading
 import zlib
 from collections.abc import Callable
 
@@ -182,7 +182,7 @@ def _namespace(recipe: dict[str, Any], schema: dict[str, Any],
     from rlio._schema.bound import CachedKeyed
 
     ns = compiler.base_namespace()
-    lock = threading.Lock()
+    lock = _thread.allocate_lock()
     state = {"real": False}
 
     def materialize() -> None:

@@ -15,9 +15,9 @@ no regex. jsonschema is never imported here.
 
 from __future__ import annotations
 
+import _thread  # its lock, without the threading module a small run never needs
 import functools
 import re
-import threading
 from collections import namedtuple
 from collections.abc import Callable
 from types import CodeType
@@ -126,7 +126,7 @@ class _Gen:
         self.keep: list[Any] = []  # keeps ids of bound objects unique
         self.matched: dict[str, str] = {}
         self.n = 0
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
 
     def name(self, prefix: str) -> str:
         self.n += 1

@@ -15,9 +15,9 @@ UTC time), stored with the lease so that a refused writer can say who holds the 
 
 from __future__ import annotations
 
+import _thread  # its lock, without the threading module a validator never needs
 import contextlib
 import os
-import threading
 import time
 from abc import ABC, abstractmethod
 
@@ -165,7 +165,7 @@ def _read_holder(path: str) -> dict[str, Any]:
 
 
 _HELD: dict[str, dict[str, Any]] = {}
-_HELD_LOCK = threading.Lock()
+_HELD_LOCK = _thread.allocate_lock()
 
 
 class InProcessLease(Lease):

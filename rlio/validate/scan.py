@@ -16,7 +16,6 @@ import codecs
 import contextlib
 import functools
 import sys
-import threading
 from collections.abc import Callable
 
 from rlio._codec.decoding import DecodeError, decode, loader
@@ -150,6 +149,8 @@ def call_deep(fn: Callable[..., Any], *args: Any) -> Any:
             box["value"] = fn(*args)
         except BaseException as exc:  # re-raised in the caller's thread
             box["error"] = exc
+
+    import threading  # here: only a deeply nested document needs a thread
 
     old_limit = sys.getrecursionlimit()
     thread = threading.Thread(target=target, name="rlio-deep-validate", daemon=True)
