@@ -6,8 +6,6 @@ light (no jsonschema, fsspec or gcsfs) inside a training loop.
 
 from __future__ import annotations
 
-import importlib
-
 from rlio._version import __version__
 
 _EXPORTS: dict[str, str] = {
@@ -87,6 +85,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'rlio' has no attribute {name!r}")
+    import importlib  # here: importlib (and warnings) would cost every command's start
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -21,7 +20,9 @@ COMMANDS = ("validate", "resume", "report", "show", "diff", "export", "demo", "s
 
 
 def _command(name: str) -> ModuleType:
-    return importlib.import_module(f"rlio.cli.{name}")
+    module = f"rlio.cli.{name}"
+    __import__(module)  # not importlib.import_module: importlib (and warnings) cost a start
+    return sys.modules[module]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
