@@ -4,7 +4,9 @@
   and a logtree document each) against ``open`` + ``orjson.loads`` of the same files' lines and
   documents (goal: 2x);
 - start-up: ``python -m rlio validate`` of a tiny run against ``python -c pass``, whole-process
-  wall time with bytecode caches warm (goal: within 50 ms; the row's ratio is rlio / floor);
+  wall time with bytecode caches warm (goal: within 50 ms; the row's ratio is rlio / floor); the
+  same through the console script's entry point (what users run), and ``python -c "import
+  orjson"`` for the share of the one dependency a start pays most for;
 - one 50 MB logtree JSON (``rlio demo``'s iteration logtree scaled up): validate CPU time
   against ``orjson.loads`` with the garbage collector off, the parsed value freed (goal: 1.5x),
   and the peak memory (maximum resident set, interpreter and the file's bytes included) of a
@@ -36,6 +38,8 @@ from rlio import layout
 from rlio.validate import validate_run
 
 _REPO = Path(__file__).resolve().parents[1]
+#: What the ``rlio`` console script (the venv's ``bin/rlio``) runs.
+_ENTRY_POINT = "import re, sys; from rlio.cli import main; sys.exit(main())"
 
 
 def _trajectory(iteration: int, group: int) -> dict[str, object]:
@@ -180,12 +184,24 @@ def rows(quick: bool) -> list[Row]:
         tiny = small_file_run(Path(tmp) / "tiny", 2)
         env = _env()
         cmd = [sys.executable, "-m", "rlio", "validate", str(tiny)]
+        # the console script's form: what the ``rlio`` entry point runs
+        script = [sys.executable, "-c", _ENTRY_POINT, "validate", str(tiny)]
+        bare = [sys.executable, "-c", "pass"]
+        orjson_only = [sys.executable, "-c", "import orjson"]
         _process(cmd, env)  # bytecode and schema caches warm
+        _process(script, env)
+        _process(orjson_only, env)
         med = interleaved({"rlio": lambda: _process(cmd, env),
-                           "floor": lambda: _process([sys.executable, "-c", "pass"], env)},
+                           "script": lambda: _process(script, env),
+                           "orjson": lambda: _process(orjson_only, env),
+                           "floor": lambda: _process(bare, env)},
                           5 if quick else 15)
         out.append(Row("rlio validate start-up (tiny run)", med["rlio"] * 1e3,
                        med["floor"] * 1e3, "ms", None, "python -c pass"))
+        out.append(Row("rlio validate start-up, console script (tiny run)",
+                       med["script"] * 1e3, med["floor"] * 1e3, "ms", None, "python -c pass"))
+        out.append(Row("breakdown: import orjson", med["orjson"] * 1e3, med["floor"] * 1e3, "ms",
+                       None, "python -c pass"))
 
         if not quick:
             big = Path(tmp) / "big"

@@ -6,9 +6,6 @@ light (no jsonschema, fsspec or gcsfs) inside a training loop.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
 from rlio._version import __version__
 
 _EXPORTS: dict[str, str] = {
@@ -47,7 +44,10 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = sorted(_EXPORTS)
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from rlio.errors import (
         LabelCollisionError,
         MissingExtraError,
@@ -85,6 +85,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'rlio' has no attribute {name!r}")
+    import importlib  # here: importlib (and warnings) would cost every command's start
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

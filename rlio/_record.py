@@ -11,9 +11,12 @@ every start. These classes are written by hand instead: a subclass declares ``__
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
-__all__ = ["FrozenRecord"]
+
+__all__ = ["FrozenRecord", "Record"]
 
 
 def _frozen(name: str) -> AttributeError:
@@ -62,6 +65,26 @@ class FrozenRecord:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._set(**state)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
+        return f"{type(self).__qualname__}({shown})"
+
+
+class Record:
+    """A mutable value class: equality and repr by ``_fields``, unhashable (a plain
+    ``@dataclass``'s behaviour, without its import-time cost). Subclasses set their attributes in
+    ``__init__``; without ``__slots__`` they keep a ``__dict__`` (pickle, ``cached_property``)."""
+
+    __slots__ = ()
+    _fields: ClassVar[tuple[str, ...]] = ()
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        mine = tuple(getattr(self, name) for name in self._fields)
+        return mine == tuple(getattr(other, name) for name in self._fields)
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)

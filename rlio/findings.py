@@ -8,11 +8,15 @@ README's table is generated from it (``python -m rlio.findings``).
 from __future__ import annotations
 
 import enum
+from collections import namedtuple
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
 
+from rlio._record import FrozenRecord
 from rlio._version import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
 
 
 class Severity(enum.IntEnum):
@@ -34,11 +38,17 @@ class Severity(enum.IntEnum):
             raise ValueError(f"severity must be error, warning or info, got {text!r}") from None
 
 
-class CodeInfo(NamedTuple):
-    """A catalogue entry: the default severity and a short title of one finding code."""
+if TYPE_CHECKING:
 
-    severity: Severity
-    title: str
+    class CodeInfo(NamedTuple):
+        """A catalogue entry: the default severity and a short title of one finding code."""
+
+        severity: Severity
+        title: str
+
+else:  # the same class without typing.NamedTuple's cost at import (its string annotations)
+    CodeInfo = namedtuple("CodeInfo", ("severity", "title"))
+    CodeInfo.__doc__ = "A catalogue entry: the default severity and a short title of one code."
 
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741 - catalogue shorthand
@@ -106,12 +116,12 @@ CATALOGUE: dict[str, CodeInfo] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One problem found in a run.
+class Finding(FrozenRecord):
+    """One problem found in a run (frozen; equality, hash and repr by the fields, in order).
 
     Not orderable with ``<``: the fields mix ``None`` and ``int`` lines and an enum, so the one
     report order is the explicit ``sort_key`` (``sorted(findings, key=Finding.sort_key)``).
+    Written by hand rather than as a dataclass: every ``rlio validate`` start imports it.
 
     Attributes:
         code: stable code from ``CATALOGUE`` (e.g. ``"RL201"``).
@@ -122,12 +132,24 @@ class Finding:
         message: one line naming the value and what was expected.
     """
 
+    __slots__ = _fields = ("code", "severity", "file", "line", "pointer", "message")
+
     code: str
     severity: Severity
     file: str
     line: int | None
     pointer: str
     message: str
+
+    def __init__(self, code: str, severity: Severity, file: str, line: int | None, pointer: str,
+                 message: str) -> None:
+        put = object.__setattr__
+        put(self, "code", code)
+        put(self, "severity", severity)
+        put(self, "file", file)
+        put(self, "line", line)
+        put(self, "pointer", pointer)
+        put(self, "message", message)
 
     def sort_key(self) -> tuple[str, int, str, str]:
         """Report order (file, line, pointer, code); a None line sorts first; never raises."""
@@ -165,13 +187,19 @@ def pointer_of(path: Iterable[str | int]) -> str:
     return "".join("/" + escape_pointer_token(p) for p in path)
 
 
-@dataclass(frozen=True)
-class Report:
-    """The outcome of validating one run: sorted findings and counts per severity."""
+class Report(FrozenRecord):
+    """The outcome of validating one run: sorted findings and counts per severity (frozen;
+    equality, hash and repr by the fields)."""
+
+    __slots__ = _fields = ("run", "findings", "layout")
 
     run: str
-    findings: tuple[Finding, ...] = field(default_factory=tuple)
-    layout: str | None = None
+    findings: tuple[Finding, ...]
+    layout: str | None
+
+    def __init__(self, run: str, findings: tuple[Finding, ...] = (),
+                 layout: str | None = None) -> None:
+        self._set(run=run, findings=findings, layout=layout)
 
     @classmethod
     def build(cls, run: str, findings: Iterable[Finding], *, layout: str | None = None) -> Report:

@@ -8,12 +8,16 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Iterable
-from typing import Any, Final, Literal, overload
 
 from rlio._record import FrozenRecord
 
-Layout = Literal["flat", "nested"]
-Artifact = Literal["html", "logtree", "rollout_summaries"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final, Literal, TypeAlias, overload
+
+# (the aliases are strings at run time: importing typing costs a command's start)
+Layout: TypeAlias = 'Literal["flat", "nested"]'
+Artifact: TypeAlias = 'Literal["html", "logtree", "rollout_summaries"]'
 
 METRICS: Final = "metrics.jsonl"
 CONFIG: Final = "config.json"
@@ -26,7 +30,7 @@ REPORT: Final = "report.html"
 #: The folder beside ``report.html`` where ``rlio report`` writes its iteration and prompt pages.
 REPORT_PAGES: Final = "report"
 
-Format = Literal["jsonl", "json", "html", "text", "opaque"]
+Format: TypeAlias = 'Literal["jsonl", "json", "html", "text", "opaque"]'
 
 HTML_TYPE: Final = "text/html; charset=utf-8"
 JSON_TYPE: Final = "application/json"
@@ -323,14 +327,15 @@ def parse_path(path: str) -> RunPath:
     return RunPath(path, "unknown")
 
 
-@overload
-def detect_layout(paths: Iterable[str], *, first: Literal[True]) -> Layout | None: ...
+if TYPE_CHECKING:
 
+    @overload
+    def detect_layout(paths: Iterable[str], *, first: Literal[True]) -> Layout | None: ...
 
-@overload
-def detect_layout(
-    paths: Iterable[str], *, first: bool = False
-) -> Layout | Literal["mixed"] | None: ...
+    @overload
+    def detect_layout(
+        paths: Iterable[str], *, first: bool = False
+    ) -> Layout | Literal["mixed"] | None: ...
 
 
 def detect_layout(paths: Iterable[str], *, first: bool = False) -> Layout | Literal["mixed"] | None:

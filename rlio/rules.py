@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Final
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 #: ``total_reward`` may differ from the step rewards plus ``final_reward`` by
 #: ``REWARD_TOLERANCE * (1 + sum of their magnitudes)``: an absolute floor for small sums and a

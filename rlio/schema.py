@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Literal
 
 from rlio._schema import severity
 from rlio._schema.bundle import BUNDLE_ID, bundle_schema
@@ -25,10 +24,14 @@ from rlio._schema.loader import (
     schema_dir,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal, TypeAlias
+
 __all__ = ["BUNDLE_ID", "KIND_SCHEMA", "SCHEMA_NAMES", "bundle_schema", "error_schema", "explain",
            "fast_check", "full_check", "is_valid", "load_schema", "schema_bytes", "schema_dir"]
 
-Level = Literal["error", "full"]
+Level: TypeAlias = 'Literal["error", "full"]'
 
 
 @functools.cache

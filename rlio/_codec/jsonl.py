@@ -4,9 +4,9 @@ Writing: ``encode_record`` turns a record into one JSON document (``encode_line`
 Values are normalized on the way (numpy scalars, enums, paths, dataclasses, pydantic models);
 anything that cannot be written faithfully raises ``RecordError`` naming the JSON pointer.
 
-Reading: ``decode`` accepts strict JSON and, on a slow path, the ``NaN``/``Infinity`` tokens the
-cookbook writes, and classifies every failure (invalid UTF-8, bad JSON, too deep) without raising
-anything but ``DecodeError``.
+Reading: ``decode`` (from ``rlio._codec.decoding``, re-exported here) accepts strict JSON and, on
+a slow path, the ``NaN``/``Infinity`` tokens the cookbook writes, and classifies every failure
+(invalid UTF-8, bad JSON, too deep) without raising anything but ``DecodeError``.
 """
 
 from __future__ import annotations
@@ -14,14 +14,17 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-import math
 import os
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 import orjson
 
+from rlio._codec.decoding import DecodeError, decode
 from rlio.errors import RecordError
+
+__all__ = ["INT_MAX", "INT_MIN", "DecodeError", "NonFinite", "decode", "encode_line",
+           "encode_record", "normalize_value", "tail_start"]
 
 NonFinite = Literal["null", "token"]
 
@@ -31,7 +34,6 @@ _LINE_OPTS = _OPTS | orjson.OPT_APPEND_NEWLINE
 #: written faithfully (``RecordError``).
 INT_MIN: Final = -(2**63)
 INT_MAX: Final = 2**64 - 1
-_NONFINITE_TOKENS = (b"NaN", b"Infinity")
 
 
 def normalize_value(obj: Any) -> Any:
@@ -162,58 +164,6 @@ def _record_error(record: Any, exc: BaseException, index: int | None) -> RecordE
         f"{where} at {pointer or '/'} cannot be written as JSON: {reason}",
         index=index, pointer=pointer,
     )
-
-
-class DecodeError(ValueError):
-    """A line or document could not be decoded.
-
-    Attributes:
-        kind: ``"utf8"`` (invalid UTF-8), ``"json"`` (not JSON), ``"deep"`` (nested too deep)
-            or ``"empty"`` (nothing but whitespace).
-        position: byte offset of the problem when known.
-    """
-
-    def __init__(self, kind: str, message: str, position: int | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.position = position
-
-
-def _nonfinite_marker(token: str) -> float:
-    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[token]
-
-
-def decode(data: bytes) -> tuple[Any, bool]:
-    """Parse one JSON document; returns ``(value, had_nonfinite_tokens)``.
-
-    Raises:
-        DecodeError: with ``kind`` telling what is wrong. Never anything else.
-    """
-    try:
-        return orjson.loads(data), False
-    except orjson.JSONDecodeError as exc:
-        msg = str(exc)
-        if msg.startswith("depth limit exceeded") or "recursion" in msg.lower():
-            raise DecodeError("deep", "nested deeper than 1024 levels", exc.pos) from None
-        if "not valid UTF-8" in msg:
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError as u:
-                raise DecodeError(
-                    "utf8", f"invalid UTF-8 at byte {u.start}: {data[u.start:u.start + 4]!r}",
-                    u.start,
-                ) from None
-            raise DecodeError("utf8", msg.split(":", 1)[0], exc.pos) from None
-        if not data.strip():
-            raise DecodeError("empty", "empty document", 0) from None
-        if any(t in data for t in _NONFINITE_TOKENS):
-            try:
-                return json.loads(data, parse_constant=_nonfinite_marker), True
-            except RecursionError:
-                raise DecodeError("deep", "nested deeper than the parser accepts") from None
-            except (ValueError, UnicodeDecodeError):
-                pass
-        raise DecodeError("json", msg.split(": line ", 1)[0], exc.pos) from None
 
 
 def tail_start(data: bytes) -> int:

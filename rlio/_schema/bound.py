@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
 
 from rlio._schema.model import SEEN_MAX, trivial
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Final
+
     from rlio._schema.compiler import _Gen
 
 _LAYOUTS_MAX: Final = 64  # compiled key layouts per patternProperties object

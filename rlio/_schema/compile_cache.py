@@ -23,27 +23,28 @@ generator is deterministic: the same schema gives the same names).
 
 from __future__ import annotations
 
+import _thread  # its lock, without the threading module a small run never needs
 import contextlib
 import marshal
 import os
 import sys
-import threading
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
-
-import orjson
 
 from rlio._version import __version__
 
 _MAGIC: Final = b"RLIO-SCHEMA-CACHE 1\n"
 _HEAD: Final = len(_MAGIC) + 12  # magic, CRC-32 (4 bytes), payload length (8 bytes)
 _TYPES: Final = {t.__name__: t for t in (dict, list, str, int, float, bool, type(None))}
+_SCALARS: Final = frozenset((str, int, float, bool, type(None)))
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Final, TypeAlias
+
     from rlio._schema.compiler import Generated
 
 #: ``rlio._schema.compiler.generate``.
-Generate = Callable[[dict[str, Any]], "Generated"]
+Generate: TypeAlias = "Callable[[dict[str, Any]], Generated]"
 
 
 def cache_dir() -> str:
@@ -74,6 +75,29 @@ def _tag() -> str:
     return " ".join(parts)
 
 
+def _schema_key(schema: Any) -> bytes | None:
+    """``schema`` as bytes that tell it from any other JSON value (key order kept: it decides
+    the generated names), or None when it holds anything but JSON values.
+
+    ``marshal`` format 2 (it never shares references, so equal values give equal bytes):
+    building the key must not import a JSON library a small run's start does not need.
+    """
+    if not _plain(schema, 0):
+        return None
+    return marshal.dumps(schema, 2)
+
+
+def _plain(value: Any, depth: int) -> bool:
+    if depth > 100:
+        return False
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _plain(v, depth + 1) for k, v in value.items())
+    if kind is list:
+        return all(_plain(v, depth + 1) for v in value)
+    return kind in _SCALARS
+
+
 def _path(folder: str, schema_bytes: bytes, tag: str) -> str:
     key = zlib.crc32(tag.encode(), zlib.crc32(schema_bytes))
     return os.path.join(folder, "schemas", f"{key:08x}-{len(schema_bytes)}.bin")
@@ -90,9 +114,8 @@ def compile_cached(schema: dict[str, Any]) -> Callable[[Any], bool]:
 def compiled(schema: dict[str, Any], generate: Generate) -> Callable[[Any], bool]:
     """The predicate of ``schema``: from the cache when a whole, current entry is there, else
     ``generate(schema)``, stored for the next process."""
-    try:
-        schema_bytes = orjson.dumps(schema)  # key order kept: it decides the generated names
-    except (TypeError, orjson.JSONEncodeError):
+    schema_bytes = _schema_key(schema)
+    if schema_bytes is None:
         return generate(schema).check
     tag = _tag()
     folder = cache_dir()
@@ -159,7 +182,7 @@ def _namespace(recipe: dict[str, Any], schema: dict[str, Any],
     from rlio._schema.bound import CachedKeyed
 
     ns = compiler.base_namespace()
-    lock = threading.Lock()
+    lock = _thread.allocate_lock()
     state = {"real": False}
 
     def materialize() -> None:

@@ -15,12 +15,12 @@ no regex. jsonschema is never imported here.
 
 from __future__ import annotations
 
+import _thread  # its lock, without the threading module a small run never needs
 import functools
 import re
-import threading
+from collections import namedtuple
 from collections.abc import Callable
 from types import CodeType
-from typing import Any, Final, NamedTuple
 
 from rlio._schema.bound import Keyed, Matched
 from rlio._schema.model import (
@@ -37,6 +37,10 @@ from rlio._schema.model import (
     trivial,
     unique,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final, NamedTuple
 
 _MISSING: Final = object()
 _INLINE_MAX: Final = 60  # subschema nodes; a larger non-recursive $ref target becomes a call
@@ -56,14 +60,20 @@ def compile_schema(schema: dict[str, Any]) -> Callable[[Any], bool]:
     return generate(schema).check
 
 
-class Generated(NamedTuple):
-    """A compiled schema: its predicate, the namespace and code of the generated module, and
-    how each bound object can be rebuilt (``value``, ``types``, ``regex`` or ``lazy``)."""
+if TYPE_CHECKING:
 
-    check: Callable[[Any], bool]
-    ns: dict[str, Any]
-    kinds: dict[str, str]
-    code: CodeType
+    class Generated(NamedTuple):
+        """A compiled schema: its predicate, the namespace and code of the generated module, and
+        how each bound object can be rebuilt (``value``, ``types``, ``regex`` or ``lazy``)."""
+
+        check: Callable[[Any], bool]
+        ns: dict[str, Any]
+        kinds: dict[str, str]
+        code: CodeType
+
+else:  # the same class without typing.NamedTuple's cost at import (its string annotations)
+    Generated = namedtuple("Generated", ("check", "ns", "kinds", "code"))
+    Generated.__doc__ = "A compiled schema: predicate, namespace, binding kinds and code."
 
 
 def base_namespace() -> dict[str, Any]:
@@ -116,7 +126,7 @@ class _Gen:
         self.keep: list[Any] = []  # keeps ids of bound objects unique
         self.matched: dict[str, str] = {}
         self.n = 0
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
 
     def name(self, prefix: str) -> str:
         self.n += 1

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import TYPE_CHECKING, Any, Final
-
-import orjson
 
 from rlio.layout import FILE_KINDS
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any, Final
 
 #: Schema names, one per file type of docs/format.md.
 SCHEMA_NAMES: Final = (
@@ -64,5 +63,7 @@ def schema_bytes(name: str) -> bytes:
 @functools.cache
 def load_schema(name: str) -> dict[str, Any]:
     """The parsed schema ``name`` (cached; do not mutate)."""
-    doc: dict[str, Any] = orjson.loads(schema_bytes(name))
+    from rlio._codec.decoding import loads  # orjson only when something else needs it
+
+    doc: dict[str, Any] = loads(schema_bytes(name))
     return doc

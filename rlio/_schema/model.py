@@ -13,7 +13,10 @@ import itertools
 import numbers
 import re
 from collections.abc import Generator, Iterable, Mapping, Sequence
-from typing import Any, Final
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final, TypeAlias
 
 DRAFTS: Final = {
     "http://json-schema.org/draft-06/schema": 6,
@@ -288,7 +291,7 @@ def trivial(s: Any) -> bool:
 
 # ------------------------------------------------------------- iterative interpreter (slow path)
 
-_Walk = Generator[tuple[Any, Any], Any, bool]
+_Walk: TypeAlias = "Generator[tuple[Any, Any], Any, bool]"
 
 
 def interpret(ctx: Context, schema: Any, instance: Any) -> bool:

@@ -16,7 +16,10 @@ Pure functions over parsed documents; the inputs are never mutated.
 
 from __future__ import annotations
 
-from typing import Any, Final
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
+
 
 #: The annotation keyword and its one recognised value.
 SEVERITY_KEY: Final = "x-rlio-severity"

@@ -7,10 +7,11 @@ import re
 import sys
 from collections.abc import Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any, TextIO
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any, TextIO
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 

@@ -6,10 +6,10 @@ Every file name and message from a run goes through ``printable`` (control chara
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from rlio.cli.common import printable
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rlio.findings import Finding, Report, Severity
     from rlio.validate.fleet import FleetReport

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from types import SimpleNamespace
 
 from rlio.cli.common import (
     EXIT_FINDINGS,
@@ -16,11 +15,23 @@ from rlio.cli.common import (
     fail,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
     from concurrent.futures import Executor
+    from typing import Any
 
     from rlio.findings import Severity
     from rlio.validate.fleet import Progress
+
+
+#: ``--format`` and ``--fail-on`` choices and the option defaults, shared by the parser and
+#: ``parse_plain``.
+FORMATS = ("text", "json", "github")
+FAIL_ON = ("error", "warning", "info")
+DEFAULTS: dict[str, object] = {"format": "text", "fail_on": "error", "jobs": None, "dask": None,
+                               "quiet": False, "watch": False, "interval": 2.0}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -48,10 +59,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("paths", metavar="PATH", nargs="+",
                    help="a run, a folder holding runs at any depth, or a URI prefix "
                    "(gs://bucket/sweep/)")
-    p.add_argument("--format", choices=("text", "json", "github"), default="text",
+    p.add_argument("--format", choices=FORMATS, default=DEFAULTS["format"],
                    help="text: one line per finding and a verdict per run; json: one document; "
                    "github: workflow annotations")
-    p.add_argument("--fail-on", choices=("error", "warning", "info"), default="error",
+    p.add_argument("--fail-on", choices=FAIL_ON, default=DEFAULTS["fail_on"],
                    help="lowest severity that makes the exit code 1")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="runs validated at once in a process pool (default: the CPU count)")
@@ -62,12 +73,55 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="no progress bar (it is shown only when stderr is a terminal)")
     p.add_argument("--watch", action="store_true",
                    help="keep re-checking one run as it changes; print new findings; Ctrl-C stops")
-    p.add_argument("--interval", type=float, default=2.0, metavar="S",
+    p.add_argument("--interval", type=float, default=DEFAULTS["interval"], metavar="S",
                    help="seconds between re-checks under --watch")
     p.set_defaults(handler=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def parse_plain(argv: Sequence[str]) -> SimpleNamespace | None:
+    """The arguments of a plain ``rlio validate`` command line (``argv`` after ``validate``), as
+    the parser above would read them, or None for anything else (``--help``, an abbreviated or
+    unknown option, a bad choice, ``--watch``, ``--dask``, ``--``, a value starting with ``-``):
+    the caller then runs the full parser, which prints its usual help or error.
+
+    ``rlio validate RUN`` of a small run is a short process: importing argparse and building the
+    parser cost a sizeable part of it, so the plain forms are read here.
+    """
+    values: dict[str, object] = dict(DEFAULTS)
+    paths: list[str] = []
+    closed = False  # the parser reads the PATHs as one run of arguments: none after an option
+    it = iter(argv)
+    for token in it:
+        if not token.startswith("-"):
+            if closed:
+                return None
+            paths.append(token)
+            continue
+        closed = bool(paths)
+        if token in ("--quiet", "-q"):
+            values["quiet"] = True
+            continue
+        name, eq, value = token.partition("=")
+        if name not in ("--format", "--fail-on", "--jobs"):
+            return None
+        if not eq:
+            value = next(it, "-")
+        if value.startswith("-"):
+            return None
+        if name == "--jobs":
+            if not (value.isascii() and value.isdigit()):
+                return None
+            values["jobs"] = int(value)
+            continue
+        if value not in (FORMATS if name == "--format" else FAIL_ON):
+            return None
+        values[name[2:].replace("-", "_")] = value
+    if not paths:
+        return None
+    return SimpleNamespace(command="validate", paths=paths, handler=run, **values)
+
+
+def run(args: argparse.Namespace | SimpleNamespace) -> int:
     """Validate ``args.paths`` and print the reports in ``args.format``."""
     from rlio.findings import Severity
 

@@ -13,9 +13,6 @@ one short process) imports neither the memory backend nor ``threading``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
 from rlio.storage.base import (
     HIDDEN_PREFIXES,
     TEMP_INFIX,
@@ -26,7 +23,10 @@ from rlio.storage.base import (
     is_log,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from rlio.storage.local import LocalStorage
     from rlio.storage.memory import MemoryStorage
     from rlio.storage.opener import open_storage
@@ -55,6 +55,8 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'rlio.storage' has no attribute {name!r}")
+    import importlib  # here: importlib (and warnings) would cost every command's start
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -19,14 +19,17 @@ import io
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from types import TracebackType
-from typing import BinaryIO, Literal, cast
 
 from rlio._record import FrozenRecord
 from rlio.errors import UnsafeStorageError
 from rlio.layout import APPEND_ONLY, parse_path
 from rlio.storage.lease import LEASE_SECONDS, InProcessLease, Lease
 
-EntryKind = Literal["file", "dir", "symlink", "other"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO, Literal, TypeAlias
+
+EntryKind: TypeAlias = 'Literal["file", "dir", "symlink", "other"]'
 
 #: Infix of temporary files written next to their target before an atomic rename.
 TEMP_INFIX = ".rlio-tmp-"
@@ -231,7 +234,7 @@ class Storage(ABC):
                 "into an overwrite); use appender()",
             )
         if mode == "wb":
-            return cast(BinaryIO, _ReplaceOnClose(self, rel))
+            return _ReplaceOnClose(self, rel)
         raise ValueError(f"mode must be 'rb', 'wb' or (local only) 'ab', got {mode!r}")
 
     @abstractmethod

@@ -11,9 +11,11 @@ cut back to its old size (undone); otherwise the file was cut and the move stand
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Prefix of intent record names (hidden from ``walk`` through ``HIDDEN_PREFIXES``).
 INTENT_PREFIX = ".rlio-intent-"
@@ -34,6 +36,8 @@ def _fsync_dir(path: str) -> None:
 
 def write(root: str, *, rel: str, offset: int, end: int, sidecar: str, sidecar_size: int) -> str:
     """Make the intent to move ``rel[offset:end]`` to ``sidecar`` durable; its path."""
+    import json  # here: a validator imports this module, never writes an intent
+
     path = os.path.join(root, _name(rel))
     data = json.dumps({"rel": rel, "offset": offset, "end": end, "sidecar": sidecar,
                        "sidecar_size": sidecar_size}).encode()
@@ -85,6 +89,8 @@ def recover(root: str) -> int:
         names = [n for n in os.listdir(root) if n.startswith(INTENT_PREFIX)]
     except FileNotFoundError:
         return 0
+    import json
+
     for name in sorted(names):
         path = os.path.join(root, name)
         if name.endswith(".new"):  # killed while writing the intent: nothing was moved yet

@@ -15,17 +15,18 @@ UTC time), stored with the lease so that a refused writer can say who holds the 
 
 from __future__ import annotations
 
+import _thread  # its lock, without the threading module a validator never needs
 import contextlib
-import datetime
-import json
 import os
-import threading
 import time
 from abc import ABC, abstractmethod
-from typing import Any
 
 from rlio.errors import RunInUseError
 from rlio.storage import locking
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Run-relative name of the lease (a file on disk, an object on gs://); hidden from ``walk``.
 LEASE_NAME = ".rlio-lease"
@@ -35,7 +36,8 @@ LEASE_SECONDS = 60.0
 
 def holder_info(since: float | None = None) -> dict[str, Any]:
     """This process as a lease holder: host, pid and since when (ISO 8601, UTC)."""
-    import socket  # here: a validator or reader imports this module, never takes a lease
+    import datetime  # here: a validator or reader imports this module, never takes a lease
+    import socket
 
     when = datetime.datetime.fromtimestamp(time.time() if since is None else since,
                                            datetime.UTC)
@@ -45,6 +47,8 @@ def holder_info(since: float | None = None) -> dict[str, Any]:
 
 def parse_holder(data: bytes) -> dict[str, Any]:
     """The holder a lease's bytes name (an empty dict when unreadable)."""
+    import json
+
     try:
         value = json.loads(data)
     except (ValueError, UnicodeDecodeError):
@@ -110,6 +114,8 @@ class LocalLease(Lease):
                 break
             os.close(fd)  # the previous holder removed this file as it released it: again
         self._fd = fd
+        import json
+
         data = json.dumps(self.holder).encode()
         try:
             os.ftruncate(fd, 0)
@@ -126,6 +132,8 @@ class LocalLease(Lease):
         except filelock.Timeout:
             raise in_use(os.path.dirname(self._path), _read_holder(self._path)) from None
         self._fallback = lock
+        import json
+
         with contextlib.suppress(OSError), open(self._path, "wb") as f:
             f.write(json.dumps(self.holder).encode())
 
@@ -157,7 +165,7 @@ def _read_holder(path: str) -> dict[str, Any]:
 
 
 _HELD: dict[str, dict[str, Any]] = {}
-_HELD_LOCK = threading.Lock()
+_HELD_LOCK = _thread.allocate_lock()
 
 
 class InProcessLease(Lease):

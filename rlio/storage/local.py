@@ -13,12 +13,15 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
-from typing import BinaryIO, cast
 
 from rlio.errors import AppendError
 from rlio.storage import intent, locking
 from rlio.storage.base import HIDDEN_PREFIXES, TEMP_INFIX, Appender, Entry, Storage
 from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease, LocalLease
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 #: Where the ``filelock`` fallback keeps its lock files when ``fcntl`` is missing.
 LOCKS_DIR = ".rlio-locks"
@@ -442,4 +445,4 @@ class LocalStorage(Storage):
         full = self._abs(rel)
         os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
         fd = os.open(full, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        return cast(BinaryIO, os.fdopen(fd, "ab", buffering=0))  # one write() per call
+        return os.fdopen(fd, "ab", buffering=0)  # one write() per call

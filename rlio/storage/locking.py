@@ -13,7 +13,10 @@ import contextlib
 import os
 from collections.abc import Iterator
 from types import ModuleType
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 fcntl: ModuleType | None
 try:

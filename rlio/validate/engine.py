@@ -16,9 +16,6 @@ import io
 import itertools
 import os
 from collections.abc import Callable, Iterator
-from typing import Any, BinaryIO, Final, TypeVar
-
-import orjson
 
 from rlio import layout
 from rlio._codec.lines import MAX_LINE, ForwardLines, next_line_start
@@ -47,6 +44,10 @@ from rlio.validate.scan import (
     scan_jsonl,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, Final, TypeVar
+
 #: Rollout-summary files at least this large are split across processes (when ``jobs`` > 1).
 PARALLEL_MIN_BYTES: Final = 48 << 20
 _HTML_SNIFF: Final = 1024
@@ -59,7 +60,8 @@ _HELPER_START_BYTES: Final = 10 << 20
 #: Local files up to this size are read in one call rather than streamed through a buffered
 #: reader: a run of thousands of small files pays an open and a read per file, nothing more.
 _SMALL_FILE: Final = 1 << 20
-_T = TypeVar("_T")
+if TYPE_CHECKING:
+    _T = TypeVar("_T")
 #: ``validate_run(observe=...)``: ``(file kind, sink, record checks) -> record checks``.
 Observe = Callable[[str, Sink, "RecordChecks | None"], "RecordChecks | None"]
 
@@ -401,8 +403,11 @@ class Validator:
 
     def _records(self, rel: str) -> Iterator[tuple[int, Any]]:
         """Every decodable record of a JSONL file with its line (for the duplicate-pair pass)."""
+        from rlio._codec.decoding import loader
+
+        loads = loader()
         with self.storage.open_read(rel) as stream:
             for n, line, _ in ForwardLines(stream, max_line=MAX_LINE):
                 if line is not None:
-                    with contextlib.suppress(orjson.JSONDecodeError):
-                        yield n, orjson.loads(line)
+                    with contextlib.suppress(ValueError):  # orjson.JSONDecodeError
+                        yield n, loads(line)

@@ -17,51 +17,66 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from rlio import layout
+from rlio._record import FrozenRecord
 from rlio.errors import NotARunError, RunNotFoundError
 from rlio.findings import Report, Severity
 from rlio.validate.engine import validate_run_sized
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # imported when a pool runs: a one-run validate never pays for it
     from concurrent.futures import Executor, Future
+    from typing import Any
 
 
-@dataclass(frozen=True)
-class Unreadable:
+class Unreadable(FrozenRecord):
     """A PATH that holds no run, or a run that could not be read: exit code 2."""
+
+    __slots__ = _fields = ("path", "message")
 
     path: str
     message: str
+
+    def __init__(self, path: str, message: str) -> None:
+        self._set(path=path, message=message)
 
     def to_dict(self) -> dict[str, str]:
         """``{"path", "message"}``."""
         return {"path": self.path, "message": self.message}
 
 
-@dataclass(frozen=True)
-class Progress:
+class Progress(FrozenRecord):
     """One progress event: ``done`` of ``total`` runs validated, ``files`` and ``bytes`` read
     so far. The first event (``done == 0``) comes once discovery knows the total."""
+
+    __slots__ = _fields = ("done", "total", "files", "bytes", "run")
 
     done: int
     total: int
     files: int
     bytes: int
-    run: str | None = None
+    run: str | None
+
+    def __init__(self, done: int, total: int, files: int, bytes: int,
+                 run: str | None = None) -> None:
+        self._set(done=done, total=total, files=files, bytes=bytes, run=run)
 
 
 ProgressCallback = Callable[[Progress], None]
 
 
-@dataclass(frozen=True)
-class FleetReport:
+class FleetReport(FrozenRecord):
     """The reports of every run found (in discovery order) and the paths that held none."""
 
-    runs: tuple[Report, ...] = ()
-    unreadable: tuple[Unreadable, ...] = field(default_factory=tuple)
+    __slots__ = _fields = ("runs", "unreadable")
+
+    runs: tuple[Report, ...]
+    unreadable: tuple[Unreadable, ...]
+
+    def __init__(self, runs: tuple[Report, ...] = (),
+                 unreadable: tuple[Unreadable, ...] = ()) -> None:
+        self._set(runs=runs, unreadable=unreadable)
 
     @property
     def ok(self) -> bool:

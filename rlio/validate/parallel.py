@@ -10,20 +10,25 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
-from typing import BinaryIO, Final
 
+from rlio._record import FrozenRecord, Record
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
 from rlio.validate.checks.rollouts import KEY_ORDER_RECORDS, PairOrder, RolloutChecks
 from rlio.validate.scan import ScanStats, Sink, scan_jsonl
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO, Final
+
 _ROLLOUT_SCHEMA: Final = "rollout-summary-line"
 
 
-@dataclass(frozen=True)
-class RangeTask:
+class RangeTask(FrozenRecord):
     """One byte range ``[start, end)`` of a rollout-summary file, starting on a line boundary."""
+
+    __slots__ = _fields = ("location", "rel", "file", "iteration", "label", "start", "end",
+                           "at_eof", "cap")
 
     location: str
     rel: str
@@ -35,14 +40,21 @@ class RangeTask:
     at_eof: bool
     cap: int
 
+    def __init__(self, location: str, rel: str, file: str, iteration: int | None,
+                 label: str | None, start: int, end: int, at_eof: bool, cap: int) -> None:
+        self._set(location=location, rel=rel, file=file, iteration=iteration, label=label,
+                  start=start, end=end, at_eof=at_eof, cap=cap)
 
-@dataclass
-class RangeResult:
+
+class RangeResult(Record):
     """Findings (line numbers relative to the range), counts and the pair order of a range."""
 
-    sink: Sink
-    stats: ScanStats
-    order: PairOrder
+    _fields = ("sink", "stats", "order")
+
+    def __init__(self, sink: Sink, stats: ScanStats, order: PairOrder) -> None:
+        self.sink = sink
+        self.stats = stats
+        self.order = order
 
 
 def scan_range(task: RangeTask, storage: Storage | None = None) -> RangeResult:

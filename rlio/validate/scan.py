@@ -16,15 +16,11 @@ import codecs
 import contextlib
 import functools
 import sys
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, BinaryIO, Final
 
-import orjson
-
-from rlio._codec.jsonl import DecodeError, decode
+from rlio._codec.decoding import DecodeError, decode, loader
 from rlio._codec.lines import MAX_LINE, ForwardLines
+from rlio._record import Record
 from rlio.findings import (
     CATALOGUE,
     Finding,
@@ -32,6 +28,10 @@ from rlio.findings import (
     finding,
 )
 from rlio.schema import Level, explain, fast_check, full_check
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, Final, TypeAlias
 
 #: A JSON document (config, logtree) larger than this is not parsed; RL114.
 MAX_DOCUMENT: Final = 512 << 20
@@ -41,9 +41,9 @@ _CHUNK: Final = 1 << 20
 _TOO_DEEP_TO_EXPLAIN: Final = "record is nested too deeply to explain"
 
 #: ``on_record(record, line, schema_valid)``: the per-record checks of one file kind.
-RecordHook = Callable[[Any, int, bool], None]
+RecordHook: TypeAlias = "Callable[[Any, int, bool], None]"
 #: ``on_decoded(typed_record, line, raw_line)``: the same checks on a fast-decoded valid record.
-DecodedHook = Callable[[Any, int, bytes], None]
+DecodedHook: TypeAlias = "Callable[[Any, int, bytes], None]"
 #: The fast decoder pauses when at least this many lines, and most lines, missed it ...
 _MISSES_MIN: Final = 64
 #: ... for this many lines (then it is tried again).
@@ -150,6 +150,8 @@ def call_deep(fn: Callable[..., Any], *args: Any) -> Any:
         except BaseException as exc:  # re-raised in the caller's thread
             box["error"] = exc
 
+    import threading  # here: only a deeply nested document needs a thread
+
     old_limit = sys.getrecursionlimit()
     thread = threading.Thread(target=target, name="rlio-deep-validate", daemon=True)
     old_stack = threading.stack_size()
@@ -227,24 +229,29 @@ def _expectation(sink: Sink, schema: str, instance: Any, line: int | None) -> No
              line=line, pointer=pointer)
 
 
-@dataclass
-class ScanStats:
+class ScanStats(Record):
     """What a JSONL pass saw: lines read and bytes consumed."""
 
-    lines: int = 0
-    bytes: int = 0
-    records: int = 0
+    _fields = ("lines", "bytes", "records")
+
+    def __init__(self, lines: int = 0, bytes: int = 0, records: int = 0) -> None:
+        self.lines = lines
+        self.bytes = bytes
+        self.records = records
 
 
-@dataclass
-class _Pending:
+class _Pending(Record):
     """A failed line held back until we know whether it is the file's last (torn) line."""
 
-    line: int
-    code: str
-    message: str
-    pointer: str = ""
-    damage: bool = False  # looks like a cut append between JSON lines (RL117 if one follows)
+    _fields = ("line", "code", "message", "pointer", "damage")
+
+    def __init__(self, line: int, code: str, message: str, pointer: str = "",
+                 damage: bool = False) -> None:
+        self.line = line
+        self.code = code
+        self.message = message
+        self.pointer = pointer
+        self.damage = damage  # looks like a cut append between JSON lines (RL117 if one follows)
 
 
 def scan_jsonl(
@@ -283,7 +290,7 @@ def scan_jsonl(
     resume_at = first_line + max(exact_first, _EXACT_FIRST)
     misses = 0
     since = first_line - 1
-    loads = orjson.loads
+    loads = loader()  # orjson.loads, or the same without orjson's import while little is read
     reader = ForwardLines(stream, max_line=MAX_LINE, limit=limit, first=first_line)
     stats = ScanStats()
     pending: _Pending | None = None
@@ -326,7 +333,7 @@ def scan_jsonl(
                 continue
         try:
             record = loads(line)
-        except orjson.JSONDecodeError:
+        except ValueError:  # orjson.JSONDecodeError: a refusal is always orjson's
             record, pending = _slow_decode(line, lineno, sink)
             if pending is not None:
                 pending.damage = not after_bad and _looks_cut(line)

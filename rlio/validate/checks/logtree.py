@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from rlio import layout
 from rlio._schema.loader import load_schema
@@ -14,6 +13,10 @@ from rlio.layout import RunPath, twin_path
 from rlio.storage.base import Storage
 from rlio.validate.checks.view import RunView
 from rlio.validate.scan import Sink, short
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _OFFSET = re.compile(r"(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)$")
 _TIME = re.compile(r"[T ][0-9]{2}:[0-9]{2}")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
-
 from rlio.rules import TRAINING_KEYS, is_summary_line
 from rlio.validate.checks.view import MetricsFacts, RunView
 from rlio.validate.scan import Sink
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 
 class MetricsChecks:

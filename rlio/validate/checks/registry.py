@@ -12,9 +12,8 @@ kinds are read first, because later checks read their facts; the cross-file chec
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
 
+from rlio._record import FrozenRecord
 from rlio.layout import RunPath
 from rlio.validate.checks.checkpoints import CheckpointChecks
 from rlio.validate.checks.logtree import logtree_checks, logtree_fast
@@ -23,28 +22,36 @@ from rlio.validate.checks.run import CROSS_FILE_CHECKS, CrossFileCheck
 from rlio.validate.checks.view import RunView
 from rlio.validate.scan import Sink
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final, Literal, Protocol, TypeAlias
 
-class RecordChecks(Protocol):
-    """The per-record checks of one file: called for every decoded record, then finished."""
 
-    def __call__(self, rec: Any, line: int, ok: bool) -> None:
-        """Judge one record (``ok``: its schema verdict)."""
+if TYPE_CHECKING:
 
-    def finish(self) -> Any:
-        """Judge what only the whole file shows; return the file's facts (or None)."""
+    class RecordChecks(Protocol):
+        """The per-record checks of one file: called for every decoded record, then finished."""
+
+        def __call__(self, rec: Any, line: int, ok: bool) -> None:
+            """Judge one record (``ok``: its schema verdict)."""
+
+        def finish(self) -> Any:
+            """Judge what only the whole file shows; return the file's facts (or None)."""
+
+else:  # at run time only the name, for annotations (typing.Protocol costs a start its import)
+    RecordChecks = type("RecordChecks", (), {"__doc__": "The per-record checks of one file."})
 
 
 #: ``(sink, path, view)`` -> the record checks of one file.
 RecordChecksFactory = Callable[[Sink, RunPath, RunView], RecordChecks]
 #: ``(document, sink, path)``: the checks of one parsed JSON document.
-DocumentCheck = Callable[[Any, Sink, RunPath], None]
+DocumentCheck: TypeAlias = "Callable[[Any, Sink, RunPath], None]"
 #: ``(raw bytes, sink, path)``: schema and document checks of a large document in bounded
 #: memory; False when it must take the exact path (``check_document``, then ``document``).
 FastDocumentCheck = Callable[[bytes, Sink, RunPath], bool]
 
 
-@dataclass(frozen=True, slots=True)
-class KindChecks:
+class KindChecks(FrozenRecord):
     """The checks of one file kind beyond its schema.
 
     Attributes:
@@ -57,12 +64,22 @@ class KindChecks:
         chart: an HTML chart written by plotting libraries: only its end is checked.
     """
 
-    records: RecordChecksFactory | None = None
-    document: DocumentCheck | None = None
-    fast_document: FastDocumentCheck | None = None
-    facts: Literal["checkpoints", "metrics"] | None = None
-    ranged: bool = False
-    chart: bool = False
+    __slots__ = _fields = ("records", "document", "fast_document", "facts", "ranged", "chart")
+
+    records: RecordChecksFactory | None
+    document: DocumentCheck | None
+    fast_document: FastDocumentCheck | None
+    facts: Literal["checkpoints", "metrics"] | None
+    ranged: bool
+    chart: bool
+
+    def __init__(self, records: RecordChecksFactory | None = None,
+                 document: DocumentCheck | None = None,
+                 fast_document: FastDocumentCheck | None = None,
+                 facts: Literal["checkpoints", "metrics"] | None = None, ranged: bool = False,
+                 chart: bool = False) -> None:
+        self._set(records=records, document=document, fast_document=fast_document, facts=facts,
+                  ranged=ranged, chart=chart)
 
 
 def _checkpoints(sink: Sink, rp: RunPath, view: RunView) -> RecordChecks:

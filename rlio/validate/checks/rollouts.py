@@ -13,14 +13,17 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Final
 
 from rlio import layout
+from rlio._record import Record
 from rlio._schema.loader import load_schema
 from rlio.rules import REWARD_TOLERANCE, bad_step_index, reward_mismatch, step_after_done
 from rlio.validate.scan import Sink, short
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 #: Records checked for their key order (RL202): writers emit one key order, the first tell.
 KEY_ORDER_RECORDS: Final = 100
@@ -29,17 +32,20 @@ _REWARD: Final = operator.attrgetter("reward")
 _DONE: Final = operator.attrgetter("episode_done")
 
 
-@dataclass
-class PairOrder:
+class PairOrder(Record):
     """How ``(group_idx, traj_idx)`` pairs ran through a byte range: strictly increasing or not.
 
     Strictly increasing pairs cannot repeat, so uniqueness costs no memory on the usual path; a
     range that breaks the order triggers a second, dictionary-based pass (``duplicate_pairs``).
     """
 
-    ordered: bool = True
-    first: tuple[int, int] | None = None
-    last: tuple[int, int] | None = None
+    _fields = ("ordered", "first", "last")
+
+    def __init__(self, ordered: bool = True, first: tuple[int, int] | None = None,
+                 last: tuple[int, int] | None = None) -> None:
+        self.ordered = ordered
+        self.first = first
+        self.last = last
 
     def then(self, later: PairOrder) -> PairOrder:
         """The order of this range followed by ``later``."""

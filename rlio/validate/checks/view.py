@@ -8,31 +8,36 @@ iteration set), then every other file, then the cross-file checks.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 
+from rlio._record import Record
 from rlio.layout import RunPath
 from rlio.storage.base import Storage
 
 
-@dataclass
-class CheckpointFacts:
+class CheckpointFacts(Record):
     """What the checkpoint ledger says: resumable records and the steps a resume can restart at."""
 
-    resumable: list[tuple[int, int]] = field(default_factory=list)  # (line, batch)
-    restart_steps: set[int] = field(default_factory=set)
-    records: int = 0
+    _fields = ("resumable", "restart_steps", "records")
+
+    def __init__(self, resumable: list[tuple[int, int]] | None = None,
+                 restart_steps: set[int] | None = None, records: int = 0) -> None:
+        # (line, batch) of each resumable record
+        self.resumable: list[tuple[int, int]] = [] if resumable is None else resumable
+        self.restart_steps: set[int] = set() if restart_steps is None else restart_steps
+        self.records = records
 
 
-@dataclass
-class MetricsFacts:
+class MetricsFacts(Record):
     """What metrics.jsonl says: the last training step and how many records it holds."""
 
-    last_train_step: int | None = None
-    records: int = 0
+    _fields = ("last_train_step", "records")
+
+    def __init__(self, last_train_step: int | None = None, records: int = 0) -> None:
+        self.last_train_step = last_train_step
+        self.records = records
 
 
-@dataclass
-class RunView:
+class RunView(Record):
     """Facts the per-file pass gathered, for the checks that come after.
 
     Attributes:
@@ -45,13 +50,19 @@ class RunView:
         storage: the run, for cross-file checks that read a few bytes of a file.
     """
 
-    layout: str | None
-    files: dict[str, RunPath]
-    present: dict[str, str]
-    display: dict[str, str]
-    metrics: MetricsFacts | None = None
-    checkpoints: CheckpointFacts | None = None
-    storage: Storage | None = None
+    _fields = ("layout", "files", "present", "display", "metrics", "checkpoints", "storage")
+
+    def __init__(self, layout: str | None, files: dict[str, RunPath], present: dict[str, str],
+                 display: dict[str, str], metrics: MetricsFacts | None = None,
+                 checkpoints: CheckpointFacts | None = None,
+                 storage: Storage | None = None) -> None:
+        self.layout = layout
+        self.files = files
+        self.present = present
+        self.display = display
+        self.metrics = metrics
+        self.checkpoints = checkpoints
+        self.storage = storage
 
     @functools.cached_property
     def iterations(self) -> frozenset[int]:
