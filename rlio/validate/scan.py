@@ -48,8 +48,10 @@ DecodedHook = Callable[[Any, int, bytes], None]
 _MISSES_MIN: Final = 64
 #: ... for this many lines (then it is tried again).
 _MISSES_PAUSE: Final = 4096
-#: Lines of a file judged on the exact path before the fast decoder is tried.
+#: Lines of a schema judged on the exact path before its fast decoder is built and tried (in
+#: one file, or across the many small files of a run: ``_judged`` counts them per process).
 _EXACT_FIRST: Final = 32
+_judged: dict[str, int] = {}
 
 
 def decoder_for(schema: str) -> Callable[[bytes], Any] | None:
@@ -275,12 +277,13 @@ def scan_jsonl(
             decoded dicts (their key order shows), each still parsed once.
     """
     check = full_check(schema)  # every rule: a record it accepts gives no finding
-    # the fast decoder is built (once per schema and process) only for a file that gets past
-    # its first _EXACT_FIRST lines: a small run never pays for compiling it
+    # the fast decoder is built (once per schema and process) only once _EXACT_FIRST lines of
+    # the schema were judged (in this file or earlier ones): a small run never pays for it
     want_fast = on_record is None or on_decoded is not None
     fast = None
     decode = None
-    resume_at = first_line + max(exact_first, _EXACT_FIRST)
+    judged = _judged.get(schema, 0) if want_fast else 0
+    resume_at = first_line + max(exact_first, _EXACT_FIRST - judged)
     misses = 0
     since = first_line - 1
     loads = orjson.loads
@@ -346,6 +349,8 @@ def scan_jsonl(
         else:
             _flush(sink, pending, False)
     stats.lines = lineno - first_line + 1
+    if want_fast and judged < _EXACT_FIRST:
+        _judged[schema] = judged + stats.lines
     stats.records = records
     stats.bytes = reader.offset
     return stats

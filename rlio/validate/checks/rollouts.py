@@ -64,6 +64,16 @@ def _documented_keys() -> tuple[str, ...]:
     return tuple(load_schema("rollout-summary-line")["required"])
 
 
+def _keys_of() -> Callable[[Any, bytes], tuple[str, ...]]:
+    """The key order of a typed record from its raw line (``rlio._schema.decoders``; imported
+    here, once a typed record exists: msgspec is loaded by then)."""
+    from rlio._schema.decoders import key_order_for
+
+    keys_of = key_order_for("rollout-summary-line")
+    assert keys_of is not None  # a typed record came from this schema's decoder
+    return keys_of
+
+
 def _view(rec: dict[str, Any]) -> SimpleNamespace:
     """A schema-valid rollout record decoded as a dict, read through the decoded record's
     attribute names (copied at C speed): one implementation of the checks serves both
@@ -83,7 +93,8 @@ class RolloutChecks:
     trajectory on the validator's hot path.
     """
 
-    def __init__(self, sink: Sink, *, iteration: int | None, label: str | None) -> None:
+    def __init__(self, sink: Sink, *, iteration: int | None, label: str | None,
+                 key_lines: int = KEY_ORDER_RECORDS) -> None:
         self.sink = sink
         self.split = layout.split_name(label)
         splits = _splits(label)
@@ -93,13 +104,14 @@ class RolloutChecks:
         add = sink.add
         expected_split = self.split
         last_g = last_t = -1
-        # key-order checks left. Only records decoded as dicts show the order (the scan decodes a
-        # file's first KEY_ORDER_RECORDS lines so); a typed record is never parsed again for it
+        # key-order checks left: of every record decoded as a dict, and of the typed records of
+        # the first ``key_lines`` lines, whose order is read from their raw bytes
         key_checks = KEY_ORDER_RECORDS
+        keys_of: Callable[[Any, bytes], tuple[str, ...]] | None = None
         tolerance = REWARD_TOLERANCE  # within the rule whatever the magnitudes: a cheap prefilter
 
         def check(rec: Any, line: int, source: bytes | dict[str, Any]) -> None:
-            nonlocal last_g, last_t, key_checks
+            nonlocal last_g, last_t, key_checks, keys_of
             it = rec.iteration
             if it != iteration and iteration is not None:
                 add("RL401", f"iteration {it} differs from {iteration} in the file name",
@@ -144,8 +156,13 @@ class RolloutChecks:
                         self._total(total, final, rewards, line)
             elif total is not None and final is not None:
                 self._total(total, final, (), line)
-            if key_checks and type(source) is not bytes:  # a dict shows its key order
-                found = tuple(source)
+            if key_checks and (type(source) is not bytes or line <= key_lines):
+                if type(source) is not bytes:  # a dict shows its key order
+                    found = tuple(source)
+                else:
+                    if keys_of is None:
+                        keys_of = _keys_of()
+                    found = keys_of(rec, source)
                 if found != keys:
                     add("RL202", f"keys are {short(list(found), 120)}; documented order is "
                                  f"{', '.join(keys)}", line=line)

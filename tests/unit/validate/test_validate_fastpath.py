@@ -170,10 +170,19 @@ def scan(data: bytes, **kw: Any) -> tuple[Sink, list[int], list[int]]:
     return sink, path_lines[0], path_lines[1]
 
 
-def test_plain_records_take_the_fast_path() -> None:
-    """Past a file's first lines (judged on the exact path, so a small file never builds the
-    decoder), records as writers encode them are all judged by the decoder."""
+def test_plain_records_take_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past a process's first lines of a schema (judged on the exact path, so a small run never
+    builds the decoder), records as writers encode them are all judged by the decoder, in
+    later files from their first line."""
+    monkeypatch.setattr(stream_mod, "_judged", {})
     head = stream_mod._EXACT_FIRST
+    small = jsonl([trajectory(1, g, 0) for g in range(4)]).encode()
+    for _ in range(0, head, 4):  # small files: each judged on the exact path, counted
+        sink, fast, exact = scan(small)
+        assert (fast, exact, sink.items) == ([], [1, 2, 3, 4], [])
+    sink, fast, exact = scan(small)
+    assert (fast, exact, sink.items) == ([1, 2, 3, 4], [], [])
+    monkeypatch.setattr(stream_mod, "_judged", {})
     recs = [trajectory(1, g, t, n_steps=1 + g % 3) for g in range(40) for t in range(2)]
     sink, fast, exact = scan(jsonl(recs).encode())
     assert exact == list(range(1, head + 1))
