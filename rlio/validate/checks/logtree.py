@@ -41,12 +41,13 @@ def logtree_checks(doc: Any, sink: Sink, rp: RunPath) -> None:
 
 
 def logtree_fast(data: bytes, sink: Sink, rp: RunPath) -> bool:
-    """Judge a large document in bounded memory (``rlio._schema.logtree_decoder``): True when it
-    is a valid logtree with known data types only, its findings (RL204, RL410) added; False
-    when it must be parsed on the exact path (nothing added)."""
-    from rlio._schema.logtree_decoder import decode_head  # msgspec types built on first use
+    """Judge a document with msgspec types (``rlio._schema.logtree_decoder``; a large one in
+    bounded memory, a small one in one decode): True when it is a valid logtree with known data
+    types only, its findings (RL204, RL410) added; False when it must be parsed on the exact
+    path (nothing added)."""
+    from rlio._schema import logtree_decoder as lt  # msgspec types built on first use
 
-    head = decode_head(data)
+    head = lt.decode_small(data) if len(data) <= lt.CHUNK else lt.decode_head(data)
     if head is None:
         return False
     _head_checks(head.started_at, head.path, sink, rp)
