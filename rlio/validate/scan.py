@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import functools
+import io
 import sys
 import threading
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from rlio.findings import (
     finding,
 )
 from rlio.schema import Level, explain, fast_check, full_check
+from rlio.validate.typed_prefix import typed_prefix
 
 #: A JSON document (config, logtree) larger than this is not parsed; RL114.
 MAX_DOCUMENT: Final = 512 << 20
@@ -54,6 +56,7 @@ _EXACT_FIRST: Final = 32
 _judged: dict[str, int] = {}
 
 
+@functools.cache
 def decoder_for(schema: str) -> Callable[[bytes], Any] | None:
     """The schema's fast decoder (``rlio._schema.decoders``), imported on first use: msgspec
     costs a small run's whole start, and only a file past its first lines uses it."""
@@ -284,15 +287,19 @@ def scan_jsonl(
     decode = None
     judged = _judged.get(schema, 0) if want_fast else 0
     resume_at = first_line + max(exact_first, _EXACT_FIRST - judged)
+    stats, start, records = ScanStats(), first_line, 0
+    if want_fast and resume_at == first_line and limit is None and type(stream) is io.BytesIO:
+        fast = decoder_for(schema)  # a warm small file: its typed lines skip the line reader
+        if fast is not None:
+            records, stats.bytes = typed_prefix(stream, fast, on_decoded, first_line, LONG_LINE)
+            first_line = resume_at = first_line + records
     misses = 0
     since = first_line - 1
     loads = orjson.loads
     reader = ForwardLines(stream, max_line=MAX_LINE, limit=limit, first=first_line)
-    stats = ScanStats()
     pending: _Pending | None = None
     after_bad = False  # the line before this one was held back as unparseable
     lineno = first_line - 1
-    records = 0
     for lineno, line, terminated in reader:
         if pending is not None:
             _flush(sink, pending, append_only and pending.damage and _parses(line))
@@ -348,11 +355,11 @@ def scan_jsonl(
             _torn(sink, pending.line, append_only, pending.message)
         else:
             _flush(sink, pending, False)
-    stats.lines = lineno - first_line + 1
+    stats.lines = lineno - start + 1
     if want_fast and judged < _EXACT_FIRST:
         _judged[schema] = judged + stats.lines
     stats.records = records
-    stats.bytes = reader.offset
+    stats.bytes += reader.offset
     return stats
 
 

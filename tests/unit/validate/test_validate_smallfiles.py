@@ -121,6 +121,13 @@ DAMAGE: list[tuple[str, Any]] = [
                                        b'NaN,"x":')),
     ("torn last line", lambda run: rollouts(run, 10).write_bytes(
         rollouts(run, 10).read_bytes()[:-20])),
+    ("blank line", lambda run: _replace(rollouts(run, 10), b"}\n", b"}\n\n")),
+    ("carriage return", lambda run: _replace(rollouts(run, 2), b"}\n", b"}\r\n")),
+    ("cut line between whole ones", lambda run: _replace(rollouts(run, 2), b"}\n",
+                                                         b"}\n{\"schema_version\":1,\n")),
+    ("invalid utf-8", lambda run: _replace(rollouts(run, 2), b'"train"', b'"tr\xffin"')),
+    ("no final newline", lambda run: rollouts(run, 3).write_bytes(
+        rollouts(run, 3).read_bytes()[:-1])),
     ("naive started_at", lambda run: _replace(logtree(run, 3), b"T00:00:00+00:00",
                                               b"T00:00:00")),
     ("wrong path", lambda run: _replace(logtree(run, 4), b"_000004.html", b"_000005.html")),
