@@ -33,7 +33,7 @@ from rlio.findings import (
     finding,
 )
 from rlio.schema import Level, explain, fast_check, full_check
-from rlio.validate.typed_prefix import typed_prefix
+from rlio.validate.typed_prefix import decoder_for, typed_prefix
 
 #: A JSON document (config, logtree) larger than this is not parsed; RL114.
 MAX_DOCUMENT: Final = 512 << 20
@@ -54,15 +54,6 @@ _MISSES_PAUSE: Final = 4096
 #: one file, or across the many small files of a run: ``_judged`` counts them per process).
 _EXACT_FIRST: Final = 32
 _judged: dict[str, int] = {}
-
-
-@functools.cache
-def decoder_for(schema: str) -> Callable[[bytes], Any] | None:
-    """The schema's fast decoder (``rlio._schema.decoders``), imported on first use: msgspec
-    costs a small run's whole start, and only a file past its first lines uses it."""
-    from rlio._schema.decoders import decoder_for as build
-
-    return build(schema)
 
 
 def short(value: Any, limit: int = 60) -> str:
@@ -120,6 +111,8 @@ class Sink:
 
     def finish(self) -> list[Finding]:
         """The findings, plus one RL104 for non-finite tokens and one RL112 per capped code."""
+        if not self.counts and not self.nonfinite_lines:
+            return []
         out = list(self.items)
         if self.nonfinite_lines:
             where = (f"in {self.nonfinite_lines} line(s); the first is here"

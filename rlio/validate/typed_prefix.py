@@ -10,9 +10,19 @@ as it would have judged it.
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Callable
 from typing import Any
+
+
+@functools.cache
+def decoder_for(schema: str) -> Callable[[bytes], Any] | None:
+    """The schema's fast decoder (``rlio._schema.decoders``), imported on first use: msgspec
+    costs a small run's whole start, and only a file past its first lines uses it."""
+    from rlio._schema.decoders import decoder_for as build
+
+    return build(schema)
 
 
 def typed_prefix(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
+from types import ModuleType
 from typing import Any
 
 from rlio import layout
@@ -45,8 +46,7 @@ def logtree_fast(data: bytes, sink: Sink, rp: RunPath) -> bool:
     bounded memory, a small one in one decode): True when it is a valid logtree with known data
     types only, its findings (RL204, RL410) added; False when it must be parsed on the exact
     path (nothing added)."""
-    from rlio._schema import logtree_decoder as lt  # msgspec types built on first use
-
+    lt = _decoder()
     head = lt.decode_small(data) if len(data) <= lt.CHUNK else lt.decode_head(data)
     if head is None:
         return False
@@ -54,12 +54,28 @@ def logtree_fast(data: bytes, sink: Sink, rp: RunPath) -> bool:
     return True
 
 
+@functools.cache
+def _decoder() -> ModuleType:
+    """``rlio._schema.logtree_decoder``, imported on first use (msgspec and its types)."""
+    from rlio._schema import logtree_decoder
+
+    return logtree_decoder
+
+
+@functools.lru_cache(maxsize=1024)
+def _naive(started: str) -> bool:
+    """Whether ``started`` has a time of day but no UTC offset (runs repeat one value)."""
+    return bool(_TIME.search(started)) and not _OFFSET.search(started)
+
+
 def _head_checks(started: Any, path: Any, sink: Sink, rp: RunPath) -> None:
     """RL204 (naive started_at), RL410 (path does not name the HTML twin)."""
     twin = twin_path(rp, "html")
-    if isinstance(started, str) and _TIME.search(started) and not _OFFSET.search(started):
+    if isinstance(started, str) and _naive(started):
         sink.add("RL204", f"started_at {short(started)} has no UTC offset (naive local time)",
                  pointer="/started_at")
+    if path == twin and "\\" not in twin and "//" not in twin and twin[:1] != "/":
+        return  # the usual document: its path is its twin's, which splits into itself
     if isinstance(path, str):
         parts = [p for p in re.split(r"[\\/]", path) if p]
         want = twin.split("/")  # nested: the iteration folder and the file; flat: the file

@@ -64,6 +64,7 @@ def _documented_keys() -> tuple[str, ...]:
     return tuple(load_schema("rollout-summary-line")["required"])
 
 
+@functools.cache
 def _keys_of() -> Callable[[Any, bytes], tuple[str, ...]]:
     """The key order of a typed record from its raw line (``rlio._schema.decoders``; imported
     here, once a typed record exists: msgspec is loaded by then)."""
