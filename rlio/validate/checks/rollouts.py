@@ -136,11 +136,11 @@ class RolloutChecks:
             if len(steps) == 1:  # the common single-turn trajectory, without building tuples
                 st = steps[0]
                 if st.step_idx != 0:
-                    self._bad_step_idx(steps, (st.step_idx,), line)
+                    _bad_step_idx(sink, steps, (st.step_idx,), line)
                 r = st.reward
                 if (total is not None and final is not None and r is not None
                         and abs(total - r - final) > tolerance):  # _total applies the rule
-                    self._total(total, final, (r,), line)
+                    _total(sink, total, final, (r,), line)
             elif steps:
                 # one pass for the usual record; anything unusual gets the full report (_steps)
                 rewards: list[Any] = []
@@ -148,15 +148,15 @@ class RolloutChecks:
                 end = len(steps) - 1
                 for i, st in enumerate(steps):
                     if st.step_idx != i or (st.episode_done and i < end):
-                        self._steps(steps, total, final, line)
+                        _steps(sink, steps, total, final, line)
                         break
                     keep(st.reward)
                 else:
                     if (total is not None and final is not None and None not in rewards
                             and abs(total - sum(rewards) - final) > tolerance):
-                        self._total(total, final, rewards, line)
+                        _total(sink, total, final, rewards, line)
             elif total is not None and final is not None:
-                self._total(total, final, (), line)
+                _total(sink, total, final, (), line)
             if key_checks and (type(source) is not bytes or line <= key_lines):
                 if type(source) is not bytes:  # a dict shows its key order
                     found = tuple(source)
@@ -184,32 +184,35 @@ class RolloutChecks:
         self.hook: Callable[[Any, int, bool], None] = hook
         self.finish: Callable[[], PairOrder] = finish
 
-    def _total(self, total: Any, final: Any, rewards: Sequence[Any], line: int) -> None:
-        expected = reward_mismatch(total, final, rewards)
-        if expected is not None:
-            self.sink.add("RL405", f"total_reward {short(total)} but the step rewards plus "
-                                   f"final_reward sum to {short(expected)}",
-                          line=line, pointer="/total_reward")
 
-    def _steps(self, steps: list[Any], total: Any, final: Any, line: int) -> None:
-        idx = tuple(map(_STEP_IDX, steps))
-        self._bad_step_idx(steps, idx, line)
-        dones = tuple(map(_DONE, steps))
-        at = step_after_done(dones)
-        if at is not None:
-            self.sink.add("RL406", f"{len(steps) - 1 - at} step(s) after episode_done: true at "
-                                   f"step {at}", line=line, pointer=f"/steps/{at + 1}")
-        rewards = tuple(map(_REWARD, steps))
-        if (total is not None and final is not None and None not in rewards
-                and abs(total - sum(rewards) - final) > REWARD_TOLERANCE):
-            self._total(total, final, rewards, line)
+def _total(sink: Sink, total: Any, final: Any, rewards: Sequence[Any], line: int) -> None:
+    expected = reward_mismatch(total, final, rewards)
+    if expected is not None:
+        sink.add("RL405", f"total_reward {short(total)} but the step rewards plus "
+                          f"final_reward sum to {short(expected)}",
+                 line=line, pointer="/total_reward")
 
-    def _bad_step_idx(self, steps: list[Any], idx: tuple[Any, ...], line: int) -> None:
-        at = bad_step_index(idx)
-        if at is not None:
-            self.sink.add("RL404", f"step_idx {short(idx[at])} at position {at}; step_idx must "
-                                   f"run 0..{len(steps) - 1}", line=line,
-                          pointer=f"/steps/{at}/step_idx")
+
+def _steps(sink: Sink, steps: list[Any], total: Any, final: Any, line: int) -> None:
+    idx = tuple(map(_STEP_IDX, steps))
+    _bad_step_idx(sink, steps, idx, line)
+    dones = tuple(map(_DONE, steps))
+    at = step_after_done(dones)
+    if at is not None:
+        sink.add("RL406", f"{len(steps) - 1 - at} step(s) after episode_done: true at "
+                          f"step {at}", line=line, pointer=f"/steps/{at + 1}")
+    rewards = tuple(map(_REWARD, steps))
+    if (total is not None and final is not None and None not in rewards
+            and abs(total - sum(rewards) - final) > REWARD_TOLERANCE):
+        _total(sink, total, final, rewards, line)
+
+
+def _bad_step_idx(sink: Sink, steps: list[Any], idx: tuple[Any, ...], line: int) -> None:
+    at = bad_step_index(idx)
+    if at is not None:
+        sink.add("RL404", f"step_idx {short(idx[at])} at position {at}; step_idx must "
+                          f"run 0..{len(steps) - 1}", line=line,
+                 pointer=f"/steps/{at}/step_idx")
 
 
 def duplicate_pairs(records: Iterator[tuple[int, Any]], sink: Sink) -> None:
