@@ -50,9 +50,11 @@ DecodedHook = Callable[[Any, int, bytes], None]
 _MISSES_MIN: Final = 64
 #: ... for this many lines (then it is tried again).
 _MISSES_PAUSE: Final = 4096
-#: Lines of a schema judged on the exact path before its fast decoder is built and tried (in
-#: one file, or across the many small files of a run: ``_judged`` counts them per process).
+#: Lines of a file judged on the exact path before the fast decoder is built and tried, and lines
+#: of a schema judged in this process (``_judged``) before every file takes it from its first
+#: line: building it (~30 ms) pays off over a few thousand lines, not a small run's files.
 _EXACT_FIRST: Final = 32
+_WARM_LINES: Final = 2048
 _judged: dict[str, int] = {}
 
 
@@ -273,13 +275,14 @@ def scan_jsonl(
             decoded dicts (their key order shows), each still parsed once.
     """
     check = full_check(schema)  # every rule: a record it accepts gives no finding
-    # the fast decoder is built (once per schema and process) only once _EXACT_FIRST lines of
-    # the schema were judged (in this file or earlier ones): a small run never pays for it
+    # the fast decoder is built (once per schema and process) only for a file that gets past
+    # its first _EXACT_FIRST lines, or in a process that judged _WARM_LINES of the schema
     want_fast = on_record is None or on_decoded is not None
     fast = None
     decode = None
     judged = _judged.get(schema, 0) if want_fast else 0
-    resume_at = first_line + max(exact_first, _EXACT_FIRST - judged)
+    resume_at = first_line + (exact_first if judged >= _WARM_LINES else
+                              max(exact_first, _EXACT_FIRST))
     stats, start, records = ScanStats(), first_line, 0
     if want_fast and resume_at == first_line and limit is None and type(stream) is io.BytesIO:
         fast = decoder_for(schema)  # a warm small file: its typed lines skip the line reader
@@ -349,7 +352,7 @@ def scan_jsonl(
         else:
             _flush(sink, pending, False)
     stats.lines = lineno - start + 1
-    if want_fast and judged < _EXACT_FIRST:
+    if want_fast and judged < _WARM_LINES:
         _judged[schema] = judged + stats.lines
     stats.records = records
     stats.bytes += reader.offset

@@ -171,13 +171,14 @@ def scan(data: bytes, **kw: Any) -> tuple[Sink, list[int], list[int]]:
 
 
 def test_plain_records_take_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past a process's first lines of a schema (judged on the exact path, so a small run never
-    builds the decoder), records as writers encode them are all judged by the decoder, in
-    later files from their first line."""
+    """Past a file's first lines, and once a process judged enough lines of a schema on the
+    exact path (so a small run never builds the decoder), records as writers encode them are
+    all judged by the decoder, in later small files from their first line."""
     monkeypatch.setattr(stream_mod, "_judged", {})
+    monkeypatch.setattr(stream_mod, "_WARM_LINES", 64)
     head = stream_mod._EXACT_FIRST
     small = jsonl([trajectory(1, g, 0) for g in range(4)]).encode()
-    for _ in range(0, head, 4):  # small files: each judged on the exact path, counted
+    for _ in range(0, 64, 4):  # small files: each judged on the exact path, counted
         sink, fast, exact = scan(small)
         assert (fast, exact, sink.items) == ([], [1, 2, 3, 4], [])
     sink, fast, exact = scan(small)

@@ -55,6 +55,7 @@ def both_ways(monkeypatch: pytest.MonkeyPatch, run: Path, **kw: Any) -> Rows:
         with monkeypatch.context() as m:
             m.setattr(scan_mod, "_judged", {})
             m.setattr(scan_mod, "_EXACT_FIRST", 0 if on else sys.maxsize)
+            m.setattr(scan_mod, "_WARM_LINES", 0 if on else sys.maxsize)
             m.setattr(engine, "SMALL_FAST_AFTER", 0 if on else sys.maxsize)
             out.append(rows(run, **kw))
     assert out[0] == out[1]
