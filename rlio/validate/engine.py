@@ -318,6 +318,7 @@ class Validator:
 
     def _document(self, rel: str, rp: layout.RunPath, kind: layout.FileKind, sink: Sink,
                   checks: KindChecks) -> None:
+        global _documents
         size = self._size(rel)
         if size > MAX_DOCUMENT:
             sink.add("RL114", f"document is {size >> 20} MiB, over the validator's "
@@ -331,7 +332,6 @@ class Validator:
             data = self._small(rel)
             if data is None:
                 data = self.storage.read_bytes(rel)
-            global _documents
             fast = checks.fast_document
             _documents += 1
             if (fast is not None and (len(data) >= FAST_DOCUMENT_MIN
