@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+import sys
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
@@ -41,6 +42,9 @@ CHUNK: Final = 1 << 20
 #: Children shorter than this are decoded in batches of about ``_BATCH`` bytes.
 _TINY: Final = 256
 _BATCH: Final = 64 << 10
+#: orjson's nesting limit. msgspec's is the recursion limit: above this plus one, msgspec could
+#: accept a document nested deeper than orjson (and so every reader) parses.
+MAX_LEVELS: Final = 1024
 #: sha256 of the sorted-key JSON of the logtree schema these types mirror.
 SCHEMA_DIGEST: Final = "f57bb82ab1daf33c55b8a5c1c2148e6f623797f3eae49adf4f5d2adb597a9fbc"
 _TAG_RE: Final = r"^[A-Za-z][A-Za-z0-9-]*$"
@@ -166,6 +170,26 @@ _DOC_KEYS: Final = frozenset({"title", "started_at", "path", "root", "write_id"}
 _DOC_REQUIRED: Final = frozenset({"title", "started_at", "root"})
 
 
+class SmallDoc(Struct, forbid_unknown_fields=True, gc=False, kw_only=True):
+    """A whole small document whose every tag is an HTML element, decoded in one call."""
+
+    title: str
+    started_at: Annotated[str, Meta(pattern=_STARTED_RE)]
+    root: HtmlNode
+    path: str | UnsetType | None = UNSET
+    write_id: str | UnsetType = UNSET
+
+
+class SmallDocAny(Struct, forbid_unknown_fields=True, gc=False, kw_only=True):
+    """A whole small document with any tag the schema's pattern allows."""
+
+    title: str
+    started_at: Annotated[str, Meta(pattern=_STARTED_RE)]
+    root: Node
+    path: str | UnsetType | None = UNSET
+    write_id: str | UnsetType = UNSET
+
+
 @dataclass(frozen=True, slots=True)
 class Head:
     """The top-level values of a document ``decode_head`` found valid."""
@@ -228,12 +252,39 @@ def decode_head(data: bytes) -> Head | None:
     of each split node.
     """
     decs = _decoders()
-    if decs is None:
+    if decs is None or sys.getrecursionlimit() > MAX_LEVELS + 1:
         return None
     try:
         return _Walk(decs).document(data)
     except Exception:  # refused, or beyond msgspec's reach (depth...): the exact path decides
         return None
+
+
+@functools.cache
+def _small_decoders() -> tuple[Any, Any] | None:
+    """The whole-document decoders (HTML tags first, then any tag), or None as ``_decoders``."""
+    if _decoders() is None:
+        return None
+    return msgspec.json.Decoder(SmallDoc).decode, msgspec.json.Decoder(SmallDocAny).decode
+
+
+def decode_small(data: bytes) -> Head | None:
+    """``decode_head`` for a small document: the same verdict from one msgspec decode of the
+    whole document (its memory is the decoded tree, a few times the document's size).
+
+    msgspec validates every occurrence of a duplicate key and keeps the last, as orjson does.
+    """
+    decs = _small_decoders()
+    if decs is None or sys.getrecursionlimit() > MAX_LEVELS + 1:
+        return None
+    try:
+        try:
+            doc = decs[0](data)
+        except msgspec.ValidationError:  # maybe a tag beyond HTML's
+            doc = decs[1](data)
+    except Exception:  # refused, or beyond msgspec's reach (depth...): the exact path decides
+        return None
+    return Head(doc.title, doc.started_at, None if doc.path is UNSET else doc.path)
 
 
 def _unique(frame: dict[Key, Any], allowed: frozenset[str],

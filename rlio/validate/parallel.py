@@ -78,10 +78,10 @@ def scan_rollouts(
 ) -> tuple[ScanStats, PairOrder]:
     """Scan rollout-summary lines from ``stream`` with every per-record check: what the scan
     saw and how the ``(group_idx, traj_idx)`` pairs ran."""
-    hook = RolloutChecks(sink, iteration=iteration, label=label)
+    hook = RolloutChecks(sink, iteration=iteration, label=label,
+                         key_lines=KEY_ORDER_RECORDS if from_start else 0)
     stats = scan_jsonl(stream, sink, schema=_ROLLOUT_SCHEMA, append_only=False,
-                      on_record=hook.hook, on_decoded=hook.check, limit=limit, at_eof=at_eof,
-                      exact_first=KEY_ORDER_RECORDS if from_start else 0)
+                      on_record=hook.hook, on_decoded=hook.check, limit=limit, at_eof=at_eof)
     return stats, hook.finish()
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import functools
+import io
 import sys
 from collections.abc import Callable
 
@@ -28,6 +29,7 @@ from rlio.findings import (
     finding,
 )
 from rlio.schema import Level, explain, fast_check, full_check
+from rlio.validate.typed_prefix import decoder_for, typed_prefix
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,16 +50,12 @@ DecodedHook: TypeAlias = "Callable[[Any, int, bytes], None]"
 _MISSES_MIN: Final = 64
 #: ... for this many lines (then it is tried again).
 _MISSES_PAUSE: Final = 4096
-#: Lines of a file judged on the exact path before the fast decoder is tried.
+#: Lines of a file judged on the exact path before the fast decoder is built and tried, and lines
+#: of a schema judged in this process (``_judged``) before every file takes it from its first
+#: line: building it (~30 ms) pays off over a few thousand lines, not a small run's files.
 _EXACT_FIRST: Final = 32
-
-
-def decoder_for(schema: str) -> Callable[[bytes], Any] | None:
-    """The schema's fast decoder (``rlio._schema.decoders``), imported on first use: msgspec
-    costs a small run's whole start, and only a file past its first lines uses it."""
-    from rlio._schema.decoders import decoder_for as build
-
-    return build(schema)
+_WARM_LINES: Final = 2048
+_judged: dict[str, int] = {}
 
 
 def short(value: Any, limit: int = 60) -> str:
@@ -115,6 +113,8 @@ class Sink:
 
     def finish(self) -> list[Finding]:
         """The findings, plus one RL104 for non-finite tokens and one RL112 per capped code."""
+        if not self.counts and not self.nonfinite_lines:
+            return []
         out = list(self.items)
         if self.nonfinite_lines:
             where = (f"in {self.nonfinite_lines} line(s); the first is here"
@@ -283,20 +283,26 @@ def scan_jsonl(
     """
     check = full_check(schema)  # every rule: a record it accepts gives no finding
     # the fast decoder is built (once per schema and process) only for a file that gets past
-    # its first _EXACT_FIRST lines: a small run never pays for compiling it
+    # its first _EXACT_FIRST lines, or in a process that judged _WARM_LINES of the schema
     want_fast = on_record is None or on_decoded is not None
     fast = None
     decode = None
-    resume_at = first_line + max(exact_first, _EXACT_FIRST)
+    judged = _judged.get(schema, 0) if want_fast else 0
+    resume_at = first_line + (exact_first if judged >= _WARM_LINES else
+                              max(exact_first, _EXACT_FIRST))
+    stats, start, records = ScanStats(), first_line, 0
+    if want_fast and resume_at == first_line and limit is None and type(stream) is io.BytesIO:
+        fast = decoder_for(schema)  # a warm small file: its typed lines skip the line reader
+        if fast is not None:
+            records, stats.bytes = typed_prefix(stream, fast, on_decoded, first_line, LONG_LINE)
+            first_line = resume_at = first_line + records
     misses = 0
     since = first_line - 1
     loads = loader()  # orjson.loads, or the same without orjson's import while little is read
     reader = ForwardLines(stream, max_line=MAX_LINE, limit=limit, first=first_line)
-    stats = ScanStats()
     pending: _Pending | None = None
     after_bad = False  # the line before this one was held back as unparseable
     lineno = first_line - 1
-    records = 0
     for lineno, line, terminated in reader:
         if pending is not None:
             _flush(sink, pending, append_only and pending.damage and _parses(line))
@@ -352,9 +358,11 @@ def scan_jsonl(
             _torn(sink, pending.line, append_only, pending.message)
         else:
             _flush(sink, pending, False)
-    stats.lines = lineno - first_line + 1
+    stats.lines = lineno - start + 1
+    if want_fast and judged < _WARM_LINES:
+        _judged[schema] = judged + stats.lines
     stats.records = records
-    stats.bytes = reader.offset
+    stats.bytes += reader.offset
     return stats
 
 

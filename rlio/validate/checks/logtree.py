@@ -16,6 +16,7 @@ from rlio.validate.scan import Sink, short
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any
 
 _OFFSET = re.compile(r"(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)$")
@@ -44,24 +45,40 @@ def logtree_checks(doc: Any, sink: Sink, rp: RunPath) -> None:
 
 
 def logtree_fast(data: bytes, sink: Sink, rp: RunPath) -> bool:
-    """Judge a large document in bounded memory (``rlio._schema.logtree_decoder``): True when it
-    is a valid logtree with known data types only, its findings (RL204, RL410) added; False
-    when it must be parsed on the exact path (nothing added)."""
-    from rlio._schema.logtree_decoder import decode_head  # msgspec types built on first use
-
-    head = decode_head(data)
+    """Judge a document with msgspec types (``rlio._schema.logtree_decoder``; a large one in
+    bounded memory, a small one in one decode): True when it is a valid logtree with known data
+    types only, its findings (RL204, RL410) added; False when it must be parsed on the exact
+    path (nothing added)."""
+    lt = _decoder()
+    head = lt.decode_small(data) if len(data) <= lt.CHUNK else lt.decode_head(data)
     if head is None:
         return False
     _head_checks(head.started_at, head.path, sink, rp)
     return True
 
 
+@functools.cache
+def _decoder() -> ModuleType:
+    """``rlio._schema.logtree_decoder``, imported on first use (msgspec and its types)."""
+    from rlio._schema import logtree_decoder
+
+    return logtree_decoder
+
+
+@functools.lru_cache(maxsize=1024)
+def _naive(started: str) -> bool:
+    """Whether ``started`` has a time of day but no UTC offset (runs repeat one value)."""
+    return bool(_TIME.search(started)) and not _OFFSET.search(started)
+
+
 def _head_checks(started: Any, path: Any, sink: Sink, rp: RunPath) -> None:
     """RL204 (naive started_at), RL410 (path does not name the HTML twin)."""
     twin = twin_path(rp, "html")
-    if isinstance(started, str) and _TIME.search(started) and not _OFFSET.search(started):
+    if isinstance(started, str) and _naive(started):
         sink.add("RL204", f"started_at {short(started)} has no UTC offset (naive local time)",
                  pointer="/started_at")
+    if path == twin and "\\" not in twin and "//" not in twin and twin[:1] != "/":
+        return  # the usual document: its path is its twin's, which splits into itself
     if isinstance(path, str):
         parts = [p for p in re.split(r"[\\/]", path) if p]
         want = twin.split("/")  # nested: the iteration folder and the file; flat: the file

@@ -70,6 +70,17 @@ def _documented_keys() -> tuple[str, ...]:
     return tuple(load_schema("rollout-summary-line")["required"])
 
 
+@functools.cache
+def _keys_of() -> Callable[[Any, bytes], tuple[str, ...]]:
+    """The key order of a typed record from its raw line (``rlio._schema.decoders``; imported
+    here, once a typed record exists: msgspec is loaded by then)."""
+    from rlio._schema.decoders import key_order_for
+
+    keys_of = key_order_for("rollout-summary-line")
+    assert keys_of is not None  # a typed record came from this schema's decoder
+    return keys_of
+
+
 def _view(rec: dict[str, Any]) -> SimpleNamespace:
     """A schema-valid rollout record decoded as a dict, read through the decoded record's
     attribute names (copied at C speed): one implementation of the checks serves both
@@ -89,7 +100,8 @@ class RolloutChecks:
     trajectory on the validator's hot path.
     """
 
-    def __init__(self, sink: Sink, *, iteration: int | None, label: str | None) -> None:
+    def __init__(self, sink: Sink, *, iteration: int | None, label: str | None,
+                 key_lines: int = KEY_ORDER_RECORDS) -> None:
         self.sink = sink
         self.split = layout.split_name(label)
         splits = _splits(label)
@@ -99,13 +111,14 @@ class RolloutChecks:
         add = sink.add
         expected_split = self.split
         last_g = last_t = -1
-        # key-order checks left. Only records decoded as dicts show the order (the scan decodes a
-        # file's first KEY_ORDER_RECORDS lines so); a typed record is never parsed again for it
+        # key-order checks left: of every record decoded as a dict, and of the typed records of
+        # the first ``key_lines`` lines, whose order is read from their raw bytes
         key_checks = KEY_ORDER_RECORDS
+        keys_of: Callable[[Any, bytes], tuple[str, ...]] | None = None
         tolerance = REWARD_TOLERANCE  # within the rule whatever the magnitudes: a cheap prefilter
 
         def check(rec: Any, line: int, source: bytes | dict[str, Any]) -> None:
-            nonlocal last_g, last_t, key_checks
+            nonlocal last_g, last_t, key_checks, keys_of
             it = rec.iteration
             if it != iteration and iteration is not None:
                 add("RL401", f"iteration {it} differs from {iteration} in the file name",
@@ -129,11 +142,11 @@ class RolloutChecks:
             if len(steps) == 1:  # the common single-turn trajectory, without building tuples
                 st = steps[0]
                 if st.step_idx != 0:
-                    self._bad_step_idx(steps, (st.step_idx,), line)
+                    _bad_step_idx(sink, steps, (st.step_idx,), line)
                 r = st.reward
                 if (total is not None and final is not None and r is not None
                         and abs(total - r - final) > tolerance):  # _total applies the rule
-                    self._total(total, final, (r,), line)
+                    _total(sink, total, final, (r,), line)
             elif steps:
                 # one pass for the usual record; anything unusual gets the full report (_steps)
                 rewards: list[Any] = []
@@ -141,17 +154,22 @@ class RolloutChecks:
                 end = len(steps) - 1
                 for i, st in enumerate(steps):
                     if st.step_idx != i or (st.episode_done and i < end):
-                        self._steps(steps, total, final, line)
+                        _steps(sink, steps, total, final, line)
                         break
                     keep(st.reward)
                 else:
                     if (total is not None and final is not None and None not in rewards
                             and abs(total - sum(rewards) - final) > tolerance):
-                        self._total(total, final, rewards, line)
+                        _total(sink, total, final, rewards, line)
             elif total is not None and final is not None:
-                self._total(total, final, (), line)
-            if key_checks and type(source) is not bytes:  # a dict shows its key order
-                found = tuple(source)
+                _total(sink, total, final, (), line)
+            if key_checks and (type(source) is not bytes or line <= key_lines):
+                if type(source) is not bytes:  # a dict shows its key order
+                    found = tuple(source)
+                else:
+                    if keys_of is None:
+                        keys_of = _keys_of()
+                    found = keys_of(rec, source)
                 if found != keys:
                     add("RL202", f"keys are {short(list(found), 120)}; documented order is "
                                  f"{', '.join(keys)}", line=line)
@@ -172,32 +190,35 @@ class RolloutChecks:
         self.hook: Callable[[Any, int, bool], None] = hook
         self.finish: Callable[[], PairOrder] = finish
 
-    def _total(self, total: Any, final: Any, rewards: Sequence[Any], line: int) -> None:
-        expected = reward_mismatch(total, final, rewards)
-        if expected is not None:
-            self.sink.add("RL405", f"total_reward {short(total)} but the step rewards plus "
-                                   f"final_reward sum to {short(expected)}",
-                          line=line, pointer="/total_reward")
 
-    def _steps(self, steps: list[Any], total: Any, final: Any, line: int) -> None:
-        idx = tuple(map(_STEP_IDX, steps))
-        self._bad_step_idx(steps, idx, line)
-        dones = tuple(map(_DONE, steps))
-        at = step_after_done(dones)
-        if at is not None:
-            self.sink.add("RL406", f"{len(steps) - 1 - at} step(s) after episode_done: true at "
-                                   f"step {at}", line=line, pointer=f"/steps/{at + 1}")
-        rewards = tuple(map(_REWARD, steps))
-        if (total is not None and final is not None and None not in rewards
-                and abs(total - sum(rewards) - final) > REWARD_TOLERANCE):
-            self._total(total, final, rewards, line)
+def _total(sink: Sink, total: Any, final: Any, rewards: Sequence[Any], line: int) -> None:
+    expected = reward_mismatch(total, final, rewards)
+    if expected is not None:
+        sink.add("RL405", f"total_reward {short(total)} but the step rewards plus "
+                          f"final_reward sum to {short(expected)}",
+                 line=line, pointer="/total_reward")
 
-    def _bad_step_idx(self, steps: list[Any], idx: tuple[Any, ...], line: int) -> None:
-        at = bad_step_index(idx)
-        if at is not None:
-            self.sink.add("RL404", f"step_idx {short(idx[at])} at position {at}; step_idx must "
-                                   f"run 0..{len(steps) - 1}", line=line,
-                          pointer=f"/steps/{at}/step_idx")
+
+def _steps(sink: Sink, steps: list[Any], total: Any, final: Any, line: int) -> None:
+    idx = tuple(map(_STEP_IDX, steps))
+    _bad_step_idx(sink, steps, idx, line)
+    dones = tuple(map(_DONE, steps))
+    at = step_after_done(dones)
+    if at is not None:
+        sink.add("RL406", f"{len(steps) - 1 - at} step(s) after episode_done: true at "
+                          f"step {at}", line=line, pointer=f"/steps/{at + 1}")
+    rewards = tuple(map(_REWARD, steps))
+    if (total is not None and final is not None and None not in rewards
+            and abs(total - sum(rewards) - final) > REWARD_TOLERANCE):
+        _total(sink, total, final, rewards, line)
+
+
+def _bad_step_idx(sink: Sink, steps: list[Any], idx: tuple[Any, ...], line: int) -> None:
+    at = bad_step_index(idx)
+    if at is not None:
+        sink.add("RL404", f"step_idx {short(idx[at])} at position {at}; step_idx must "
+                          f"run 0..{len(steps) - 1}", line=line,
+                 pointer=f"/steps/{at}/step_idx")
 
 
 def duplicate_pairs(records: Iterator[tuple[int, Any]], sink: Sink) -> None:

@@ -170,10 +170,20 @@ def scan(data: bytes, **kw: Any) -> tuple[Sink, list[int], list[int]]:
     return sink, path_lines[0], path_lines[1]
 
 
-def test_plain_records_take_the_fast_path() -> None:
-    """Past a file's first lines (judged on the exact path, so a small file never builds the
-    decoder), records as writers encode them are all judged by the decoder."""
+def test_plain_records_take_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past a file's first lines, and once a process judged enough lines of a schema on the
+    exact path (so a small run never builds the decoder), records as writers encode them are
+    all judged by the decoder, in later small files from their first line."""
+    monkeypatch.setattr(stream_mod, "_judged", {})
+    monkeypatch.setattr(stream_mod, "_WARM_LINES", 64)
     head = stream_mod._EXACT_FIRST
+    small = jsonl([trajectory(1, g, 0) for g in range(4)]).encode()
+    for _ in range(0, 64, 4):  # small files: each judged on the exact path, counted
+        sink, fast, exact = scan(small)
+        assert (fast, exact, sink.items) == ([], [1, 2, 3, 4], [])
+    sink, fast, exact = scan(small)
+    assert (fast, exact, sink.items) == ([1, 2, 3, 4], [], [])
+    monkeypatch.setattr(stream_mod, "_judged", {})
     recs = [trajectory(1, g, t, n_steps=1 + g % 3) for g in range(40) for t in range(2)]
     sink, fast, exact = scan(jsonl(recs).encode())
     assert exact == list(range(1, head + 1))

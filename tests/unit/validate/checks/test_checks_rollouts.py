@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -155,23 +156,38 @@ def test_steps_after_episode_done() -> None:
 
 
 def test_key_order_is_rl202_once() -> None:
-    """Keys out of the schema's order are one RL202, judged on records decoded as dicts; a typed
-    record's raw line is never parsed again for it (the scan hands a file's first line over as a
-    dict instead: its first 100 lines)."""
+    """Keys out of the schema's order are one RL202, judged on records decoded as dicts and on
+    the typed records of a file's first 100 lines (read from their raw line); a typed record
+    past those lines (or in a range not at the file's start) is never judged for it."""
     bad = dict(reversed(list(rec().items())))
     found, _ = run(bad, dict(bad, traj_idx=1), rec(0, 2), dict(bad, traj_idx=3))
     assert found == [("RL202", 1, "")]
-    s = Sink("r.jsonl", 100)
-    checks = RolloutChecks(s, iteration=3, label=None)
 
     class Typed:
         iteration, split, group_idx, traj_idx = 3, "train", 0, 0
         total_reward, final_reward, steps = 0.0, 0.0, []
 
+    s = Sink("r.jsonl", 100)
+    checks = RolloutChecks(s, iteration=3, label=None, key_lines=0)
     checks.check(Typed(), 1, orjson.dumps(bad))
     assert s.items == []
     checks.check(Typed(), 2, bad)
     assert [f.code for f in s.items] == ["RL202"]
+    s = Sink("r.jsonl", 100)
+    checks = RolloutChecks(s, iteration=3, label=None)
+    checks.check(Typed(), 101, orjson.dumps(bad) + b"\n")
+    assert s.items == []
+    checks.check(Typed(), 1, orjson.dumps(bad) + b"\n")
+    assert [(f.code, f.message) for f in s.items] == [
+        ("RL202", found_message(bad))]
+
+
+def found_message(rec: dict[str, Any]) -> str:
+    """The RL202 message of a record with these keys, as the dict path words it."""
+    s = Sink("r.jsonl", 100)
+    RolloutChecks(s, iteration=3, label=None).check(SimpleNamespace(**{**rec, "steps": []}), 1,
+                                                    rec)
+    return next(f.message for f in s.items if f.code == "RL202")
 
 
 def test_key_order_of_a_file_read_on_the_fast_path(tmp_path: Path) -> None:
