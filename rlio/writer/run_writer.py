@@ -152,6 +152,10 @@ class RunWriter(TimingVerbs, WholeFileVerbs):
         self._n_metrics = 0
         self._metrics_layouts: MetricsCheck | None = None
         self._layout_get: Callable[[tuple[Any, ...]], Any] | None = None
+        # The last compiled layout used, as (its keys as a list, its check): training loops
+        # repeat one layout, and comparing the keys' list costs less than hashing their tuple.
+        # Equal lists mean the same layout: a key orjson writes is an exact str.
+        self._last_layout: tuple[Any, Any] = ((), None)
         self._hot = False
         self.resume_state: ResumeState | None = None
         if resume:
@@ -347,9 +351,16 @@ class RunWriter(TimingVerbs, WholeFileVerbs):
                 if get is None:  # unchecked: only what orjson can write
                     if "step" not in metrics and INT_MIN <= step <= INT_MAX:
                         body = orjson.dumps(metrics, default=normalize_value, option=_LINE_OPTS)
-                else:
-                    keys = tuple(metrics)
-                    check = get(keys) or self._metrics_layouts.layout(keys)  # type: ignore[union-attr]
+                else:  # the last layout again (a list compare: no tuple hashed, no probe)?
+                    keys = [*metrics]
+                    last = self._last_layout
+                    if keys == last[0]:
+                        check = last[1]
+                    else:
+                        layout = tuple(keys)
+                        check = get(layout) or self._metrics_layouts.layout(layout)  # type: ignore[union-attr]
+                        if check is not None:
+                            self._last_layout = (keys, check)
                     if check is not None and check(metrics, step):
                         body = orjson.dumps(metrics, None, _LINE_OPTS)
             except Exception:  # a user type the check or the encoder trips on: general path
