@@ -34,7 +34,8 @@ LAYOUTS: list[list[Any]] = [
 VALUES = (st.none() | st.booleans() | st.integers(-3, 3) | st.integers(2**63 - 1, 2**64)
           | st.floats() | st.sampled_from([math.nan, 1.0, 0.5, np.float32(0.5), np.int64(-2),
                                            np.bool_(True), np.float64(math.inf)])
-          | st.text(max_size=2) | st.lists(st.integers(), max_size=1))
+          | st.text(max_size=2) | st.lists(st.integers(), max_size=1)
+          | st.dictionaries(st.text(max_size=1), st.integers(), max_size=1))
 
 
 def fresh(key: Any) -> Any:
