@@ -152,9 +152,8 @@ class RunWriter(TimingVerbs, WholeFileVerbs):
         self._n_metrics = 0
         self._metrics_layouts: MetricsCheck | None = None
         self._layout_get: Callable[[tuple[Any, ...]], Any] | None = None
-        # The last compiled layout used, as (its keys as a list, its check): training loops
-        # repeat one layout, and comparing the keys' list costs less than hashing their tuple.
-        # Equal lists mean the same layout: a key orjson writes is an exact str.
+        # The last layout used, (its keys as a list, its check): a list compare costs less than
+        # hashing a tuple; equal lists are the same layout (orjson writes exact str keys only).
         self._last_layout: tuple[Any, Any] = ((), None)
         self._hot = False
         self.resume_state: ResumeState | None = None
@@ -351,14 +350,10 @@ class RunWriter(TimingVerbs, WholeFileVerbs):
                 if get is None:  # unchecked: only what orjson can write
                     if "step" not in metrics and INT_MIN <= step <= INT_MAX:
                         body = orjson.dumps(metrics, default=normalize_value, option=_LINE_OPTS)
-                else:  # the last layout again (a list compare: no tuple hashed, no probe)?
-                    keys = [*metrics]
-                    last = self._last_layout
-                    if keys == last[0]:
-                        check = last[1]
-                    else:
-                        layout = tuple(keys)
-                        check = get(layout) or self._metrics_layouts.layout(layout)  # type: ignore[union-attr]
+                else:
+                    keys, (last, check) = [*metrics], self._last_layout
+                    if keys != last:  # not the last layout (a list compare: no tuple hashed)
+                        check = self._metrics_layouts.layout(tuple(keys), metrics.values())  # type: ignore[union-attr]
                         if check is not None:
                             self._last_layout = (keys, check)
                     if check is not None and check(metrics, step):
@@ -369,15 +364,14 @@ class RunWriter(TimingVerbs, WholeFileVerbs):
                 # body[0] is its "{": replacing it is one copy (a slice and a concatenation: two)
                 line = body.replace(b"{", b'{"step":%d,' % step, 1) if len(body) > 3 else (
                     b'{"step":%d}\n' % step)
-                lock = self._metrics_lock  # acquire/release: half the cost of a with block
-                lock.acquire()
+                self._metrics_lock.acquire()  # half the cost of a with block
                 try:
                     if self._closed:
                         self._require_open()
                     self._metrics_line(line)  # type: ignore[misc]  # set: _hot implies it
                     self._n_metrics += 1
                 finally:
-                    lock.release()
+                    self._metrics_lock.release()
                 return
         index = self._n_metrics
         if step is not None:
