@@ -206,8 +206,11 @@ class MetricsCheck:
         if value is _UNSEEN:
             return _first_test(plain, var)
         t = type(value)
-        _item_type(value)  # a numpy scalar type joins the sets accepting its .item()'s type
-        if t not in _type_set(plain):
+        try:  # a numpy scalar type joins the sets accepting its .item()'s type
+            known = _item_type(value) is not None or t in _type_set(plain)
+        except Exception:  # an odd type (its hash raises): no identity test for it
+            known = False
+        if not known or t not in _type_set(plain):
             return _first_test(plain, var)
         if t is type(None):
             return f"{var} is None"

@@ -16,6 +16,7 @@ import types
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -88,3 +89,26 @@ def test_equal_keys_of_another_type_are_judged_as_the_general_path_judges() -> N
         hot_out, general_out = outcomes(hot, calls), outcomes(general, proxied)
     assert hot_out == general_out
     assert hot_out[0][-2] is not None and hot_out[0][-1] is None  # the bad value is refused
+
+
+SEEN_AT_COMPILE = [np.float32(0.5), np.float64(0.5), np.int64(3), np.bool_(True), 0.5, 3, None,
+                   True, "s", math.nan]
+
+
+@pytest.mark.parametrize("first", SEEN_AT_COMPILE, ids=repr)
+def test_type_seen_at_compile_time_does_not_change_later_verdicts(first: Any) -> None:
+    """A layout compiled while its values had one type judges later values of every other
+    type (numpy, plain, bool, str, NaN, nested, a float subclass) as the general path does."""
+
+    class Loud(float):
+        """A float subclass."""
+
+    later = [*SEEN_AT_COMPILE, np.float16(1.5), np.uint8(7), Loud(0.5), [1], {"a": 1}, 2**64]
+    keys = ["env/all/x", "time/t:count", "optim/lr", "flag", "progress/batch"]
+    calls: list[tuple[Any, int]] = [({k: first for k in keys}, 0), ({k: first for k in keys}, 1)]
+    calls += [({k: value for k in keys}, 2 + i) for i, value in enumerate(later)]
+    calls += [({**{k: first for k in keys}, key: value}, 100 + i)
+              for i, (key, value) in enumerate((k, v) for k in keys for v in later)]
+    with tempfile.TemporaryDirectory() as hot, tempfile.TemporaryDirectory() as general:
+        proxied = [(types.MappingProxyType(m), s) for m, s in calls]
+        assert outcomes(hot, calls) == outcomes(general, proxied)
