@@ -22,7 +22,7 @@ the writer's general path judges the line and names the problem. numpy is never 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Final
 
 import orjson
@@ -37,6 +37,7 @@ __all__ = ["MetricsCheck", "compile_metrics_check"]
 LayoutCheck = Callable[[dict[str, Any], int], bool]
 _LAYOUTS_MAX: Final = 64  # compiled key layouts per writer process and schema
 _LAYOUT_KEYS_MAX: Final = 4096
+_UNSEEN: Final = object()  # no value seen at a key (its first test is then float's)
 
 # ------------------------------------------------------------------------ numpy scalar types
 
@@ -81,6 +82,13 @@ def _type_set(plain: frozenset[type]) -> set[type]:
             members = _TYPE_SETS[plain] = set(plain) | {
                 t for t, p in _ITEM_TYPE.items() if p in plain}
     return members
+
+
+def _first_test(plain: frozenset[type], var: str) -> str:
+    """An expression true when ``var``'s type is the one of ``plain`` values most often have
+    (float, else the first by name): an identity test, cheaper than set membership."""
+    first = "float" if float in plain else sorted(t.__name__ for t in plain)[0]
+    return f"{var} is None" if first == "NoneType" else f"type({var}) is {first}"
 
 
 def _learn(x: Any, members: set[type]) -> bool:
@@ -159,9 +167,10 @@ class MetricsCheck:
         self._n = 0
         self._step = self._statements(apart, "s", step=True)
 
-    def layout(self, keys: tuple[Any, ...]) -> LayoutCheck | None:
+    def layout(self, keys: tuple[Any, ...], values: Collection[Any] = ()) -> LayoutCheck | None:
         """The compiled check of ``keys`` (compiled on its second sight), or None: first seen,
-        holds the step's key, or past the bound of compiled layouts."""
+        holds the step's key, or past the bound of compiled layouts. ``values`` (the call's
+        values, in order) tell which type to test first at each key."""
         found = self.layouts.get(keys)
         if found is not None or self.apart in keys or len(keys) > _LAYOUT_KEYS_MAX:
             return found
@@ -171,7 +180,7 @@ class MetricsCheck:
                 if len(self._seen) < SEEN_MAX:
                     self._seen[keys] = seen
                 return None
-            check = self.layouts[keys] = self._compile(keys)
+            check = self.layouts[keys] = self._compile(keys, values)
             self._seen.pop(keys, None)
             return check
 
@@ -186,10 +195,27 @@ class MetricsCheck:
             return ["return False"]
         comp = self.comp
         members = comp.const(_type_set(plain))
-        first = "float" if float in plain else next(iter(sorted(t.__name__ for t in plain)))
-        first_test = f"{var} is not None" if first == "NoneType" else f"type({var}) is not {first}"
+        first_test = f"not {_first_test(plain, var)}"
         return [f"if {first_test} and type({var}) not in {members} and not "
                 f"{comp.const(_learn)}({var}, {members}): return False"]
+
+    def _seen_test(self, plain: frozenset[type], var: str, value: Any) -> str:
+        """An identity test of ``var``'s type against ``value``'s when the set of ``plain`` holds
+        it (numpy types join it here), so it implies the membership test; else ``_first_test``.
+        """
+        if value is _UNSEEN:
+            return _first_test(plain, var)
+        t = type(value)
+        try:  # a numpy scalar type joins the sets accepting its .item()'s type
+            known = _item_type(value) is not None or t in _type_set(plain)
+        except Exception:  # an odd type (its hash raises): no identity test for it
+            known = False
+        if not known or t not in _type_set(plain):
+            return _first_test(plain, var)
+        if t is type(None):
+            return f"{var} is None"
+        name = t.__name__ if t in (float, int, bool, str) else self.comp.const(t)
+        return f"type({var}) is {name}"
 
     def _statements(self, key: Any, var: str, *, step: bool = False) -> list[str]:
         """Statements that ``return False`` unless the value ``var`` at ``key`` is valid."""
@@ -212,30 +238,35 @@ class MetricsCheck:
             out += comp.block(sub, var, 2)
         return out
 
-    def _compile(self, keys: tuple[Any, ...]) -> LayoutCheck:
+    def _compile(self, keys: tuple[Any, ...], values: Collection[Any] = ()) -> LayoutCheck:
         """The layout's check: the keys whose verdict is their value's type alone are judged
-        together, one set display of their types per accepted set (a few bytecodes a value, no
-        branch), and one at a time (learning numpy types) only when that fails. So are the
-        keys with types always accepted (an int under ``integer``), by their compiled
-        statements when that fails; the other keys by their compiled statements."""
+        together, one ``and`` chain of an identity test of the type the value had when the
+        layout was compiled (when accepted; else float) or else a membership test of the
+        accepted set (cheaper than a set display of their types), and one at a time (learning
+        numpy types) only when that fails. So are the keys with types always accepted (an int
+        under ``integer``), by their compiled statements when that fails; the other keys by
+        their compiled statements."""
         self._n += 1
         name = f"_metrics_layout{self._n}"
         names = [f"a{i}" for i in range(len(keys))]
         groups: dict[frozenset[type], list[str]] = {}
         typed: list[str] = []
         valued: list[str] = []
-        for key, var in zip(keys, names, strict=True):
+        seen = list(values) if len(values) == len(keys) else [_UNSEEN] * len(keys)
+        firsts: dict[str, str] = {}
+        for key, var, value in zip(keys, names, seen, strict=True):
             found = _type_only(self._subschemas(key))
             if found is None or not found[0]:
                 valued += self._statements(key, var)
             else:
                 groups.setdefault(found[0], []).append(var)
                 typed += self._statements(key, var)
+                firsts[var] = self._seen_test(found[0], var, value)
         body = [*self._step]
         if groups:
             members = {plain: self.comp.const(_type_set(plain)) for plain in groups}
-            together = " and ".join(f"{{{', '.join(f'type({v})' for v in group)}}} <= "
-                                    f"{members[plain]}" for plain, group in groups.items())
+            together = " and ".join(f"({firsts[v]} or type({v}) in {members[plain]})"
+                                    for plain, group in groups.items() for v in group)
             body += [f"if not ({together}):", *indent(typed)]
         body += valued
         unpack = f"{', '.join(names)}, = v.values()" if keys else "pass"

@@ -152,6 +152,9 @@ class RunWriter(TimingVerbs, WholeFileVerbs):
         self._n_metrics = 0
         self._metrics_layouts: MetricsCheck | None = None
         self._layout_get: Callable[[tuple[Any, ...]], Any] | None = None
+        # The last layout used, (its keys as a list, its check): a list compare costs less than
+        # hashing a tuple; equal lists are the same layout (orjson writes exact str keys only).
+        self._last_layout: tuple[Any, Any] = ((), None)
         self._hot = False
         self.resume_state: ResumeState | None = None
         if resume:
@@ -348,8 +351,11 @@ class RunWriter(TimingVerbs, WholeFileVerbs):
                     if "step" not in metrics and INT_MIN <= step <= INT_MAX:
                         body = orjson.dumps(metrics, default=normalize_value, option=_LINE_OPTS)
                 else:
-                    keys = tuple(metrics)
-                    check = get(keys) or self._metrics_layouts.layout(keys)  # type: ignore[union-attr]
+                    keys, (last, check) = [*metrics], self._last_layout
+                    if keys != last:  # not the last layout (a list compare: no tuple hashed)
+                        check = self._metrics_layouts.layout(tuple(keys), metrics.values())  # type: ignore[union-attr]
+                        if check is not None:
+                            self._last_layout = (keys, check)
                     if check is not None and check(metrics, step):
                         body = orjson.dumps(metrics, None, _LINE_OPTS)
             except Exception:  # a user type the check or the encoder trips on: general path
@@ -358,11 +364,14 @@ class RunWriter(TimingVerbs, WholeFileVerbs):
                 # body[0] is its "{": replacing it is one copy (a slice and a concatenation: two)
                 line = body.replace(b"{", b'{"step":%d,' % step, 1) if len(body) > 3 else (
                     b'{"step":%d}\n' % step)
-                with self._metrics_lock:
+                self._metrics_lock.acquire()  # half the cost of a with block
+                try:
                     if self._closed:
                         self._require_open()
                     self._metrics_line(line)  # type: ignore[misc]  # set: _hot implies it
                     self._n_metrics += 1
+                finally:
+                    self._metrics_lock.release()
                 return
         index = self._n_metrics
         if step is not None:
