@@ -11,9 +11,12 @@ as it would have judged it.
 from __future__ import annotations
 
 import functools
-import io
-from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a small run's start; annotations only
+    import io
+    from collections.abc import Callable
+    from typing import Any
 
 
 @functools.cache

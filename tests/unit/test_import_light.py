@@ -64,3 +64,34 @@ def test_writing_a_local_run_imports_no_heavy_dependency(tmp_path: pathlib.Path)
     """)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == []
+
+
+#: What a small run's ``rlio validate`` never imports: each costs milliseconds of every start
+#: (orjson alone pulls in dataclasses, inspect, uuid and datetime).
+VALIDATE_START_FORBIDDEN = ("orjson", "msgspec", "typing", "dataclasses", "argparse", "inspect",
+                            "jsonschema", "threading")
+
+
+def test_validating_a_small_run_imports_none_of_the_start_up_costs(
+        tmp_path: pathlib.Path) -> None:
+    """`rlio validate` of a small rlio-written run loads no orjson, msgspec, typing, argparse,
+    dataclasses or threading, and still reports the run valid."""
+    run = tmp_path / "run"
+    with_writer = run_python(f"""
+        from rlio import RunWriter
+        with RunWriter({str(run)!r}) as w:
+            w.write_config({{"lr": 1e-5}})
+            for i in range(3):
+                w.log_metrics({{"progress/batch": i, "optim/lr": 1e-5}}, step=i)
+            w.record_checkpoint("000002", batch=2, state_path="tinker://r/2")
+    """)
+    assert with_writer.returncode == 0, with_writer.stderr
+    proc = run_python(f"""
+        import json, sys
+        from rlio.cli.main import main
+        code = main(["validate", {str(run)!r}])
+        print(json.dumps([code, [m for m in {VALIDATE_START_FORBIDDEN!r} if m in sys.modules]]))
+    """)
+    assert proc.returncode == 0, proc.stderr
+    code, loaded = json.loads(proc.stdout.splitlines()[-1])
+    assert (code, loaded) == (0, [])
