@@ -394,6 +394,28 @@ class ObservedChecks(MetricsReader):
         if len(block) >= _BLOCK:
             self._read_block()
 
+    def block(self, recs: list[dict[str, Any]], layouts: list[tuple[str, ...]],
+              distinct: dict[tuple[str, ...], None], first: int) -> bool:
+        """Judge a block of records at once (when the checks can), then keep them for the
+        charts in the same ``_BLOCK``-record pieces one call per record makes."""
+        if not self.checks.block(recs, layouts, distinct, first):
+            return False
+        keys = self.scan.keys.keys()
+        at, n = 0, len(recs)
+        while at < n:
+            block = self._block
+            end = min(n, at + _BLOCK - len(block))
+            piece = recs[at:end]
+            new = distinct if end - at == n else dict.fromkeys(layouts[at:end])
+            for lay in new:
+                if not keys >= set(lay):
+                    self._new_keys(dict.fromkeys(lay))
+            block += piece
+            at = end
+            if len(block) >= _BLOCK:
+                self._read_block()
+        return True
+
     def finish(self) -> Any:
         """The checks' facts, once the scan went to ``done``."""
         facts = self.checks.finish()
