@@ -161,22 +161,27 @@ class Column:
     def _fold(self) -> None:
         """Fold the oldest exact points into buckets of ``width``, leaving ``_TAIL`` exact.
 
-        One C-level pass per extreme over each bucket's slice; buckets are few (``_BUCKETS``
-        new ones per doubling of ``width``), so the Python work per bucket does not add up.
+        Each run of buckets of one width (up to the next merge) is folded with C-level passes:
+        the points grouped ``width`` at a time (``zip``), then ``min``/``max`` and ``index`` per
+        group by ``map``, so no Python code runs per bucket.
         """
         px, py = self._px, self._py
         start = 0
         while len(px) - start >= _TAIL + self.width:
             w = self.width
-            seg = py[start:start + w]
-            lo, hi = min(seg), max(seg)
-            self._b0.append(px[start])
-            self._b1.append(px[start + w - 1])
-            self._lx.append(px[start + seg.index(lo)])
-            self._hx.append(px[start + seg.index(hi)])
-            self._ly.append(lo)
-            self._hy.append(hi)
-            start += w
+            k = min((len(px) - start - _TAIL) // w, 2 * _BUCKETS - len(self._b0))
+            end = start + k * w
+            groups = list(zip(*[iter(py[start:end])] * w, strict=True))
+            lows = list(map(min, groups))
+            highs = list(map(max, groups))
+            at = range(start, end, w)
+            self._b0 += px[start:end:w]
+            self._b1 += px[start + w - 1:end:w]
+            self._lx += map(px.__getitem__, map(operator.add, at, map(tuple.index, groups, lows)))
+            self._hx += map(px.__getitem__, map(operator.add, at, map(tuple.index, groups, highs)))
+            self._ly += lows
+            self._hy += highs
+            start = end
             if len(self._b0) >= 2 * _BUCKETS:
                 self._merge()
         del px[:start], py[:start]
@@ -394,11 +399,11 @@ class ObservedChecks(MetricsReader):
         if len(block) >= _BLOCK:
             self._read_block()
 
-    def block(self, recs: list[dict[str, Any]], layouts: list[tuple[str, ...]],
-              distinct: dict[tuple[str, ...], None], first: int) -> bool:
+    def block(self, recs: list[dict[str, Any]], layouts: dict[tuple[str, ...], None],
+              first: int) -> bool:
         """Judge a block of records at once (when the checks can), then keep them for the
         charts in the same ``_BLOCK``-record pieces one call per record makes."""
-        if not self.checks.block(recs, layouts, distinct, first):
+        if not self.checks.block(recs, layouts, first):
             return False
         keys = self.scan.keys.keys()
         at, n = 0, len(recs)
@@ -406,7 +411,7 @@ class ObservedChecks(MetricsReader):
             block = self._block
             end = min(n, at + _BLOCK - len(block))
             piece = recs[at:end]
-            new = distinct if end - at == n else dict.fromkeys(layouts[at:end])
+            new = layouts if len(layouts) == 1 else dict.fromkeys(map(tuple, piece))
             for lay in new:
                 if not keys >= set(lay):
                     self._new_keys(dict.fromkeys(lay))

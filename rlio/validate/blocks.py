@@ -62,10 +62,11 @@ class BlockChecks(Protocol):
     def __call__(self, rec: Any, line: int, ok: bool) -> None:
         """Judge one record (the exact path)."""
 
-    def block(self, recs: list[dict[str, Any]], layouts: list[tuple[str, ...]],
-              distinct: dict[tuple[str, ...], None], first: int) -> bool:
+    def block(self, recs: list[dict[str, Any]], layouts: dict[tuple[str, ...], None],
+              first: int) -> bool:
         """Judge schema-valid records of lines ``first``, ``first + 1``...; False (and nothing
-        changed) when only the exact path can."""
+        changed) when only the exact path can. ``layouts``: each record has the keys of one of
+        them, its first key first (one layout: the keys of ``recs[0]`` in their order)."""
 
     def finish(self) -> Any:
         """Judge what only the whole file shows."""
@@ -168,15 +169,16 @@ class ColumnRules:
             self.rules[key] = rule
         return rule
 
-    def clear(self, recs: list[dict[str, Any]], distinct: dict[tuple[str, ...], None]) -> bool:
-        """Whether every record (all dicts) passes the schema for sure, key column by column."""
+    def clear(self, recs: list[dict[str, Any]], layouts: dict[tuple[str, ...], None],
+              columns: list[tuple[Any, ...]] | None) -> bool:
+        """Whether every record (all dicts) passes the schema for sure, key column by column
+        (``columns``: the values of the one layout's keys, when the records share one)."""
         rule = self.rule
-        if len(distinct) == 1:
-            layout = next(iter(distinct))
-            cols: Iterable[tuple[str, Iterable[Any]]] = zip(
-                layout, zip(*map(dict.values, recs), strict=True), strict=True)
+        if columns is not None:
+            cols: Iterable[tuple[str, Iterable[Any]]] = zip(next(iter(layouts)), columns,
+                                                             strict=True)
         else:
-            keys = dict.fromkeys(chain.from_iterable(distinct))
+            keys = dict.fromkeys(chain.from_iterable(layouts))
             cols = ((k, map(dict.get, recs, repeat(k), repeat(_MISSING))) for k in keys)
         for key, col in cols:
             r = rule(key) if type(key) is str else None
@@ -284,8 +286,27 @@ def _block(lines: list[bytes], rules: ColumnRules, checks: BlockChecks, first: i
         return 0
     if set(map(type, recs)) != _DICTS or max(map(len, lines)) >= LONG_LINE - 2:
         return 0
-    layouts = list(map(tuple, recs))
-    distinct = dict.fromkeys(layouts)
-    if not rules.clear(recs, distinct) or not checks.block(recs, layouts, distinct, first):
+    layouts, columns = _layouts(recs)
+    if not rules.clear(recs, layouts, columns) or not checks.block(recs, layouts, first):
         return 0
     return len(recs)
+
+
+def _layouts(recs: list[dict[str, Any]]) -> tuple[dict[tuple[str, ...], None],
+                                                  list[tuple[Any, ...]] | None]:
+    """The records' key layouts, and the columns of the one layout when they share one.
+
+    Records share a layout here when each has as many keys as the first, all of the first's
+    keys (so the same set) and the same first key; their values are fetched in the first's key
+    order (only the first key's place and the set of keys mean anything to the checks).
+    """
+    first = tuple(recs[0])
+    if len(first) > 1 and set(map(len, recs)) == {len(first)}:
+        try:
+            rows = list(map(operator.itemgetter(*first), recs))
+        except KeyError:
+            pass
+        else:
+            if set(map(next, map(iter, recs))) == {first[0]}:  # (no record is empty)
+                return {first: None}, list(zip(*rows, strict=True))
+    return dict.fromkeys(map(tuple, recs)), None

@@ -60,14 +60,14 @@ class MetricsChecks:
         else:
             self._train_line(s, line)
 
-    def block(self, recs: list[dict[str, Any]], layouts: list[tuple[str, ...]],
-              distinct: dict[tuple[str, ...], None], first: int) -> bool:
+    def block(self, recs: list[dict[str, Any]], layouts: dict[tuple[str, ...], None],
+              first: int) -> bool:
         """Judge a block of schema-valid records at once when it is the common case: training
         lines whose step goes on by one, ``step`` first. False (nothing judged) otherwise."""
         mode = self._progress_mode
         if mode is None:
             return False
-        for lay in distinct:
+        for lay in layouts:
             if "step" not in lay or (not self._order_reported and lay[0] != "step") or (
                     mode and TRAINING.isdisjoint(lay)):
                 return False
