@@ -202,7 +202,8 @@ class _Chain(io.RawIOBase):
     """``head`` then the rest of ``stream``: the exact path reads on where the blocks stopped."""
 
     def __init__(self, head: bytes, stream: BinaryIO) -> None:
-        self.head = head
+        self.head = memoryview(head)
+        self.at = 0
         self.stream = stream
 
     def readable(self) -> bool:
@@ -210,9 +211,10 @@ class _Chain(io.RawIOBase):
 
     def readinto(self, b: Any) -> int:
         view = memoryview(b).cast("B")
-        if self.head:
-            n = min(len(view), len(self.head))
-            view[:n], self.head = self.head[:n], self.head[n:]
+        if self.at < len(self.head):
+            n = min(len(view), len(self.head) - self.at)
+            view[:n] = self.head[self.at:self.at + n]
+            self.at += n
             return n
         data = self.stream.read(len(view))
         view[: len(data)] = data
@@ -221,14 +223,14 @@ class _Chain(io.RawIOBase):
 
 def scan_blocks(
     stream: BinaryIO, sink: Sink, *, schema: str, append_only: bool, checks: BlockChecks,
-    chunk: int = _CHUNK,
+    chunk: int = _CHUNK, carry: int = _CARRY_MAX,
 ) -> ScanStats:
     """Judge every line of a JSONL stream, as ``scan_jsonl(..., on_record=checks)`` would.
 
     Blocks that pass the column rules and ``checks.block`` are judged at once; every other block
     takes ``scan_jsonl``. A block whose last line does not parse is carried into the next one,
     so the exact path holds no line back across a block's end (it has to see the line after a
-    bad one to judge it).
+    bad one to judge it); past ``carry`` bytes of them, the rest of the file takes it.
     """
     rules = column_rules(schema)
     hook: RecordHook = checks
@@ -246,7 +248,7 @@ def scan_blocks(
         return got.lines
 
     while True:
-        if len(buf) > max(LONG_LINE, _CARRY_MAX if b"\n" in buf else 0):
+        if len(buf) > (carry if b"\n" in buf else LONG_LINE):
             done += exact(io.BufferedReader(_Chain(buf, stream)), True)  # long line, much damage
             break
         data = stream.read(chunk)

@@ -45,7 +45,7 @@ class Counted(MetricsChecks):
         return done
 
 
-def judge(data: bytes, *, blocks: int | None, iterations: list[int] = (),  # type: ignore[assignment]
+def judge(data: bytes, *, blocks: int | None, carry: int = 8 << 20, iterations: list[int] = (),  # type: ignore[assignment]
           restart: set[int] = frozenset(), observe: bool = False,  # type: ignore[assignment]
           cap: int = 5) -> tuple[list[Finding], MetricsFacts, Any, int]:
     """Findings, facts, chart scan (when observed) and blocks judged at once, of one path."""
@@ -58,7 +58,7 @@ def judge(data: bytes, *, blocks: int | None, iterations: list[int] = (),  # typ
                    on_record=hook)
     else:
         scan_blocks(io.BytesIO(data), sink, schema="metrics-line", append_only=True,
-                    checks=hook, chunk=blocks)
+                    checks=hook, chunk=blocks, carry=carry)
     facts = hook.finish()
     scan = None
     if got:
@@ -177,3 +177,16 @@ def test_unmodelled_keywords_give_no_rule() -> None:
     assert b is not None and not b.clears([0]) and b.clears([1e-9, None])
     assert not b.clears([1e-9, "s"])  # a bound over strings too: left to the exact path
     assert not Rule(frozenset({int, float, str}), 0).clears([1, "s"])
+
+
+def test_much_damage_hands_the_rest_to_the_exact_path() -> None:
+    """Blocks that keep ending on a bad line are carried, then the rest of the file is read on
+    the exact path from where the blocks stopped: the same findings."""
+    rng = random.Random(4)
+    good = b"".join(line(i, rng) for i in range(300))
+    bad = b"".join(line(i, rng)[:-30] + b"\n" for i in range(300, 600))  # every line cut
+    data = good + bad + b"".join(line(i, rng) for i in range(600, 700))
+    exact = judge(data, blocks=None)
+    fast = judge(data, blocks=4096, carry=20_000)
+    assert fast[:2] == exact[:2]
+    assert fast[3] > 0 and any(f.code == "RL102" for f in fast[0])
