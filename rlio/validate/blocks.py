@@ -14,6 +14,7 @@ lines, messages, order) are the exact path's. Memory stays flat: one block at a 
 
 from __future__ import annotations
 
+import gc
 import io
 import operator
 from collections.abc import Iterable
@@ -29,7 +30,7 @@ from rlio.schema import load_schema
 from rlio.validate.scan import LONG_LINE, RecordHook, ScanStats, Sink, scan_jsonl
 
 #: Bytes read per block (a few hundred metrics lines: small enough to stay in the CPU's cache).
-_CHUNK: Final = 128 << 10
+_CHUNK: Final = 64 << 10
 #: Failed lines carried into the next block (their last line did not parse) before the rest of
 #: the file goes to the exact path.
 _CARRY_MAX: Final = 8 << 20
@@ -233,9 +234,22 @@ def scan_blocks(
     bad one to judge it); past ``carry`` bytes of them, the rest of the file takes it.
     """
     rules = column_rules(schema)
-    hook: RecordHook = checks
     if rules is None:
-        return scan_jsonl(stream, sink, schema=schema, append_only=append_only, on_record=hook)
+        return scan_jsonl(stream, sink, schema=schema, append_only=append_only, on_record=checks)
+    # a block's records are acyclic and all alive until the block is judged: a collection
+    # (one every few blocks) would only traverse them, and the whole heap now and then
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _scan(stream, sink, schema, append_only, checks, chunk, carry, rules)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _scan(stream: BinaryIO, sink: Sink, schema: str, append_only: bool, checks: BlockChecks,
+          chunk: int, carry: int, rules: ColumnRules) -> ScanStats:
+    hook: RecordHook = checks
     stats = ScanStats()
     done = 0  # lines judged
     buf = b""
