@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from itertools import compress, repeat
 from typing import Any, Final
 
-from rlio.rules import TRAINING_KEYS
+from rlio.report.column_views import MISSING, ColumnsView, Missing, RecordsView, View
 
 EVAL_REWARD_SUFFIX: Final = "/env/all/reward/total"
 _MAX_EVAL_CHARTS: Final = 8
@@ -33,11 +33,6 @@ _FIRST_WIDTH: Final = 4
 _TAIL: Final = 4096
 #: Records read column by column at once.
 _BLOCK: Final = 2048
-class _Missing:
-    """The type of the value of a key a record lacks."""
-
-
-_MISSING: Final = _Missing()
 _NUMBERS: Final = frozenset({float, int})  # bool is not a metric value
 
 
@@ -161,22 +156,27 @@ class Column:
     def _fold(self) -> None:
         """Fold the oldest exact points into buckets of ``width``, leaving ``_TAIL`` exact.
 
-        One C-level pass per extreme over each bucket's slice; buckets are few (``_BUCKETS``
-        new ones per doubling of ``width``), so the Python work per bucket does not add up.
+        Each run of buckets of one width (up to the next merge) is folded with C-level passes:
+        the points grouped ``width`` at a time (``zip``), then ``min``/``max`` and ``index`` per
+        group by ``map``, so no Python code runs per bucket.
         """
         px, py = self._px, self._py
         start = 0
         while len(px) - start >= _TAIL + self.width:
             w = self.width
-            seg = py[start:start + w]
-            lo, hi = min(seg), max(seg)
-            self._b0.append(px[start])
-            self._b1.append(px[start + w - 1])
-            self._lx.append(px[start + seg.index(lo)])
-            self._hx.append(px[start + seg.index(hi)])
-            self._ly.append(lo)
-            self._hy.append(hi)
-            start += w
+            k = min((len(px) - start - _TAIL) // w, 2 * _BUCKETS - len(self._b0))
+            end = start + k * w
+            groups = list(zip(*[iter(py[start:end])] * w, strict=True))
+            lows = list(map(min, groups))
+            highs = list(map(max, groups))
+            at = range(start, end, w)
+            self._b0 += px[start:end:w]
+            self._b1 += px[start + w - 1:end:w]
+            self._lx += map(px.__getitem__, map(operator.add, at, map(tuple.index, groups, lows)))
+            self._hx += map(px.__getitem__, map(operator.add, at, map(tuple.index, groups, highs)))
+            self._ly += lows
+            self._hy += highs
+            start = end
             if len(self._b0) >= 2 * _BUCKETS:
                 self._merge()
         del px[:start], py[:start]
@@ -285,17 +285,16 @@ class MetricsReader:
                     want[k] = None
                     self._evals += 1
 
-    def _xs(self, block: list[dict[str, Any]]) -> list[Any]:
+    def _xs(self, block: View) -> list[Any]:
         """Each record's x (ints, or floats for records without an x key)."""
-        steps = list(map(dict.get, block, repeat("step")))
+        steps = block.get("step")
         if set(map(type, steps)) == {int}:
             self._x_kind = 0
             return steps
         out: list[Any] = []
         base = self.scan.records
-        for i, rec in enumerate(block):
-            for kind, name in enumerate(_X_KEYS):
-                v = rec.get(name)
+        for i, vs in enumerate(zip(*map(block.get, _X_KEYS), strict=True)):
+            for kind, v in enumerate(vs):
                 if type(v) is int:
                     out.append(v)
                     self._x_kind = min(self._x_kind, kind)
@@ -305,32 +304,35 @@ class MetricsReader:
         return out
 
     def _read_block(self) -> None:
-        block = self._block
-        if not block:
+        if not self._block:
             return
+        self._read(RecordsView(self._block))
         self._block = []
+
+    def _read(self, block: View) -> None:
+        """Fold one block of records (as records or as columns) into the columns."""
         m = self.scan
         xs = self._xs(block)
         self._training(block, xs)
         top = float(max(xs))
         m.last_x = top if m.last_x is None else max(m.last_x, top)
-        m.records += len(block)
+        m.records += block.n
         increasing = _increasing(xs)
         keys = m.keys
         for k in self._want:
             if k not in keys:
                 continue
-            vals = list(map(dict.get, block, repeat(k), repeat(_MISSING)))
+            vals = block.get(k)
             types = set(map(type, vals))
             kx, inc = xs, increasing
-            if _Missing in types:  # lines without the key (eval lines, say)
-                mask = list(map(operator.is_not, vals, repeat(_MISSING)))
+            if Missing in types:  # lines without the key (eval lines, say)
+                mask = list(map(operator.is_not, vals, repeat(MISSING)))
                 vals = list(compress(vals, mask))
                 if not vals:
                     continue
                 kx = list(compress(xs, mask))
                 inc = increasing or _increasing(kx)
-                types.discard(_Missing)
+                types.discard(Missing)
             col = m.columns.get(k)
             if col is None:
                 col = m.columns[k] = Column()
@@ -344,7 +346,7 @@ class MetricsReader:
                 else:
                     col.skipped += 1
 
-    def _training(self, block: list[dict[str, Any]], xa: list[Any]) -> None:
+    def _training(self, block: View, xa: list[Any]) -> None:
         """Note where training lines' x drops back (a resume), as the validator reads lines.
 
         Training lines carry a progress key (eval lines repeat a step; they don't resume); in a
@@ -352,15 +354,14 @@ class MetricsReader:
         """
         prev = self._last_train_x
         if (prev is None or xa[0] >= prev) and list(xa) == sorted(xa):  # nothing can drop back
-            for i in range(len(block) - 1, -1, -1):
-                if not block[i].keys().isdisjoint(TRAINING_KEYS):
+            for i in range(block.n - 1, -1, -1):
+                if block.progress_at(i):
                     self._last_train_x, self._seen_progress = xa[i], True
                     return
             if not self._seen_progress:
                 self._last_train_x = xa[-1]
             return
-        for rec, x in zip(block, xa, strict=True):
-            progress = not rec.keys().isdisjoint(TRAINING_KEYS)
+        for progress, x in zip(block.progress(), xa, strict=True):
             self._seen_progress = self._seen_progress or progress
             if progress or not self._seen_progress:
                 if self._last_train_x is not None and x < self._last_train_x:
@@ -380,6 +381,7 @@ class ObservedChecks(MetricsReader):
         super().__init__(wanted, MetricsScan(present=True))
         self.checks = checks
         self.done = done
+        self._cols: ColumnsView | None = None  # the current block, once a block of lines came
 
     def __call__(self, rec: Any, line: int = 0, ok: bool = True) -> None:
         """Judge the record, then keep it for the charts."""
@@ -389,10 +391,54 @@ class ObservedChecks(MetricsReader):
             return
         if not self.scan.keys.keys() >= rec.keys():
             self._new_keys(rec)
+        cols = self._cols
+        if cols is not None:
+            cols.add([rec], [*self._want, *_X_KEYS], None)
+            if cols.n >= _BLOCK:
+                self._read_block()
+            return
         block = self._block
         block.append(rec)
         if len(block) >= _BLOCK:
             self._read_block()
+
+    def block(self, recs: list[dict[str, Any]], layouts: dict[tuple[str, ...], None],
+              first: int) -> bool:
+        """Judge a block of records at once (when the checks can), then take the charts'
+        columns from them in the same ``_BLOCK``-record pieces one call per record makes.
+
+        The checks judged every record's step an int, so the other x keys of these records are
+        never read (``_xs`` takes the step first): only ``step`` and the wanted keys are kept.
+        """
+        if not self.checks.block(recs, layouts, first):
+            return False
+        shared = next(iter(layouts)) if len(layouts) == 1 else None
+        keys = self.scan.keys.keys()
+        at, n = 0, len(recs)
+        while at < n:
+            cols = self._cols
+            if cols is None:
+                cols = self._cols = ColumnsView()
+                if self._block:  # the block's records so far came one by one
+                    cols.add(self._block, [*self._want, *_X_KEYS], None)
+                    self._block = []
+            end = min(n, at + _BLOCK - cols.n)
+            piece = recs[at:end]
+            for lay in layouts if shared is not None else dict.fromkeys(map(tuple, piece)):
+                if not keys >= set(lay):
+                    self._new_keys(dict.fromkeys(lay))
+            cols.add(piece, [*self._want, "step"], shared)
+            at = end
+            if cols.n >= _BLOCK:
+                self._read_block()
+        return True
+
+    def _read_block(self) -> None:
+        cols, self._cols = self._cols, None
+        if cols is None:
+            super()._read_block()
+        elif cols.n:
+            self._read(cols)
 
     def finish(self) -> Any:
         """The checks' facts, once the scan went to ``done``."""

@@ -65,6 +65,8 @@ _HELPER_START_BYTES: Final = 10 << 20
 #: Local files up to this size are read in one call rather than streamed through a buffered
 #: reader: a run of thousands of small files pays an open and a read per file, nothing more.
 _SMALL_FILE: Final = 1 << 20
+#: A JSONL file this large whose checks judge blocks is read by blocks (``rlio.validate.blocks``).
+_BLOCKS_MIN: Final = 1 << 20
 if TYPE_CHECKING:
     _T = TypeVar("_T")
 #: ``validate_run(observe=...)``: ``(file kind, sink, record checks) -> record checks``.
@@ -269,6 +271,12 @@ class Validator:
     def _stream(self, rel: str, kind: layout.FileKind, sink: Sink,
                 checks: RecordChecks | None) -> None:
         with self._open(rel) as stream:
+            if hasattr(checks, "block") and self._size(rel) >= _BLOCKS_MIN:
+                from rlio.validate.blocks import scan_blocks  # large files only: light start
+
+                scan_blocks(stream, sink, schema=kind.schema or "",
+                            append_only=kind.append_only, checks=checks)  # type: ignore[arg-type]
+                return
             scan_jsonl(stream, sink, schema=kind.schema or "", append_only=kind.append_only,
                        on_record=checks)
 
