@@ -13,7 +13,6 @@ is a finding, never an exception.
 from __future__ import annotations
 
 import codecs
-import contextlib
 import functools
 import io
 import sys
@@ -136,47 +135,13 @@ def capped(code: str, extra: int, cap: int, *, file: str) -> Finding:
                             "per code)", file=file, severity=sev)
 
 
-def call_deep(fn: Callable[..., Any], *args: Any) -> Any:
-    """Run ``fn(*args)`` in a thread with a large stack and recursion limit.
-
-    For validating documents nested deeper than Python's default recursion limit allows (JSON up to
-    orjson's 1,024 levels). Re-raises RecursionError if even that is not enough.
-    """
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn(*args)
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-
-    import threading  # here: only a deeply nested document needs a thread
-
-    old_limit = sys.getrecursionlimit()
-    thread = threading.Thread(target=target, name="rlio-deep-validate", daemon=True)
-    old_stack = threading.stack_size()
-    sys.setrecursionlimit(max(old_limit, 200_000))
-    try:
-        # read when the thread starts; a platform refusing a large stack keeps the default
-        with contextlib.suppress(ValueError, RuntimeError):
-            threading.stack_size(512 << 20)
-        try:
-            thread.start()
-        finally:
-            threading.stack_size(old_stack)
-        thread.join()
-    finally:
-        sys.setrecursionlimit(old_limit)
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
-
-
 def verdict(check: Callable[[Any], bool], instance: Any) -> bool:
     """The fast check's verdict; instances too deep for the Python stack go to a deep thread."""
     try:
         return bool(check(instance))
     except RecursionError:
+        from rlio.validate.deep import call_deep
+
         return bool(call_deep(check, instance))
 
 
@@ -185,6 +150,8 @@ def explain_one(schema: str, instance: Any, *, level: Level = "error") -> tuple[
     try:
         found = explain(schema, instance, level=level)
         if found is not None and found[1] == _TOO_DEEP_TO_EXPLAIN:
+            from rlio.validate.deep import call_deep
+
             found = call_deep(functools.partial(explain, level=level), schema, instance)
     except RecursionError:
         found = ("", _TOO_DEEP_TO_EXPLAIN)
