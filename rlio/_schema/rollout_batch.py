@@ -22,16 +22,17 @@ from __future__ import annotations
 import functools
 import math
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain, islice, repeat
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from rlio._schema.loader import load_schema
 from rlio._schema.model import NOOP, pure_types, trivial
 from rlio._schema.rollout_scan import _ARRAY_KEYWORDS, _OBJECT_KEYWORDS, _SPEC_KEYS, _plain
 from rlio.rules import REWARD_TOLERANCE
 
-__all__ = ["BatchCheck", "column_check", "compile_rollout_batch", "rollout_batch"]
+__all__ = ["BatchCheck", "Column", "column_check", "columns_valid", "compile_rollout_batch",
+           "rollout_batch"]
 
 #: ``check(column) -> bool``: True only when every value of ``column`` is valid.
 ColumnCheck = Callable[[Sequence[Any]], bool]
@@ -44,10 +45,31 @@ _not_none: Final = functools.partial(operator.is_not, None)
 _values: Final = dict.values
 #: Types a ``const`` is modelled for (hashable, equal only to themselves among exact types).
 _CONST_TYPES: Final = frozenset({int, str, bool, _NONE})
+_DICT: Final = frozenset({dict})
+_STR: Final = frozenset({str})
+_INT: Final = frozenset({int})
+_LIST: Final = frozenset({list})
 
 
-def _accept_all(column: Sequence[Any]) -> bool:
-    return True
+class Column(NamedTuple):
+    """A compiled column check: the exact types allowed (None: any) and a check of the values
+    beyond their types (None: none), run on a column whose types passed."""
+
+    types: frozenset[type] | None
+    rest: ColumnCheck | None
+
+    def __call__(self, col: Sequence[Any]) -> bool:
+        return ((self.types is None or set(map(type, col)) <= self.types)
+                and (self.rest is None or self.rest(col)))
+
+    def once(self, values: Iterable[Any]) -> bool:
+        """The check on values read once (an iterator, materialised only when needed)."""
+        if self.rest is None:
+            return self.types is None or set(map(type, values)) <= self.types
+        return self(tuple(values))
+
+
+_ANY: Final = Column(None, None)
 
 
 def _keywords(node: dict[str, Any]) -> set[str]:
@@ -55,7 +77,7 @@ def _keywords(node: dict[str, Any]) -> set[str]:
 
 
 def column_check(node: Any, resolve: Callable[[Any], Any],
-                 regex: Callable[[str], Callable[[str], Any]]) -> ColumnCheck | None:
+                 regex: Callable[[str], Callable[[str], Any]]) -> Column | None:
     """A check of a column of values against schema ``node``, or None when not modelled.
 
     Modelled: a schema accepting everything; ``const`` of an int, string, boolean or null;
@@ -64,16 +86,9 @@ def column_check(node: Any, resolve: Callable[[Any], Any],
     and ``additionalProperties`` (an object only, no other property keyword). ``resolve``
     follows ``$ref`` wrappers, ``regex(pattern)`` gives the compiled pattern's ``search``.
     """
-    found = _column(node, resolve, regex)
-    return None if found is None else found[0]
-
-
-def _column(node: Any, resolve: Callable[[Any], Any],
-            regex: Callable[[str], Callable[[str], Any]]) -> tuple[ColumnCheck, bool] | None:
-    """``column_check`` and whether the check reads its column once (takes an iterator)."""
     node = resolve(node)
     if trivial(node):
-        return _accept_all, True
+        return _ANY
     if not isinstance(node, dict):
         return None
     keys = _keywords(node)
@@ -81,26 +96,26 @@ def _column(node: Any, resolve: Callable[[Any], Any],
         const = node["const"]
         if type(const) not in _CONST_TYPES:
             return None
-        const_type, const_set = {type(const)}, {const}
-        return (lambda col: set(map(type, col)) <= const_type and set(col) <= const_set), False
+        const_set = {const}
+        return Column(frozenset({type(const)}), lambda col: set(col) <= const_set)
     if "type" not in keys:
         return None
     names = node["type"] if isinstance(node["type"], list) else [node["type"]]
     allowed = set(pure_types(names))
     if "minimum" in keys:
         allowed.discard(float)  # NaN defeats min(): float columns take the exact path
+    types = frozenset(allowed)
     subs: list[ColumnCheck] = []
     for key in sorted(keys - {"type"}):
-        sub = _keyword_check(node, key, frozenset(allowed), resolve, regex)
+        sub = _keyword_check(node, key, types, resolve, regex)
         if sub is None:
             return None
         subs.append(sub)
     if not subs:
-        return (lambda col: set(map(type, col)) <= allowed), True
+        return Column(types, None)
     if len(subs) == 1:
-        (sub,) = subs
-        return (lambda col: set(map(type, col)) <= allowed and sub(col)), False
-    return (lambda col: set(map(type, col)) <= allowed and all(sub(col) for sub in subs)), False
+        return Column(types, subs[0])
+    return Column(types, lambda col: all(sub(col) for sub in subs))
 
 
 def _keyword_check(node: dict[str, Any], key: str, allowed: frozenset[type],
@@ -117,23 +132,32 @@ def _keyword_check(node: dict[str, Any], key: str, allowed: frozenset[type],
         search = regex(value)
         return lambda col: all(map(search, set(col)))
     if key == "items" and allowed == {list} and not isinstance(value, list):
-        found = _column(value, resolve, regex)
-        if found is None:
+        items = column_check(value, resolve, regex)
+        if items is None:
             return None
-        items, once = found
-        if once:
-            return lambda col: items(chain.from_iterable(col))  # type: ignore[arg-type]
-        return lambda col: items(tuple(chain.from_iterable(col)))
+        return lambda col: items.once(chain.from_iterable(col))
     if key == "additionalProperties" and allowed == {dict} and not _keywords(node) & {
             "properties", "patternProperties", "required", "propertyNames"}:
-        found = _column(value, resolve, regex)
-        if found is None:
+        extra = column_check(value, resolve, regex)
+        if extra is None:
             return None
-        extra, once = found
-        if once:
-            return lambda col: extra(chain.from_iterable(map(_values, col)))  # type: ignore[arg-type]
-        return lambda col: extra(tuple(chain.from_iterable(map(_values, col))))
+        return lambda col: extra.once(chain.from_iterable(map(_values, col)))
     return None
+
+
+def columns_valid(values: tuple[Any, ...], width: int, columns: Sequence[Column]) -> bool:
+    """Whether ``columns[k]`` accepts ``values[k::width]`` for every k: the types of all values
+    taken in one pass (and compared at once when every row has the same types)."""
+    types = tuple(map(type, values))
+    first = types[:width]
+    uniform = types == first * (len(values) // width)
+    for k, column in enumerate(columns):
+        if column.types is not None and not (
+                first[k] in column.types if uniform else set(types[k::width]) <= column.types):
+            return False
+        if column.rest is not None and not column.rest(values[k::width]):
+            return False
+    return True
 
 
 def _search(rx: Any) -> Callable[[str], Callable[[str], Any]]:
@@ -164,8 +188,8 @@ def compile_rollout_batch(schema: dict[str, Any]) -> BatchCheck | None:
         return None
     maybe = {k: column_check(props[k], resolve, regex) for k in keys if k != "steps"}
     step_maybe = {k: column_check(step_props[k], resolve, regex) for k in step_props}
-    checks = {k: c for k, c in maybe.items() if c is not None}
-    step_checks = {k: c for k, c in step_maybe.items() if c is not None}
+    checks: dict[str, Column] = {k: c for k, c in maybe.items() if c is not None}
+    step_checks: dict[str, Column] = {k: c for k, c in step_maybe.items() if c is not None}
     if len(checks) != len(maybe) or len(step_checks) != len(step_maybe):
         return None
     return _Batch(keys, checks, step_props, step_req, step_checks)
@@ -174,30 +198,44 @@ def compile_rollout_batch(schema: dict[str, Any]) -> BatchCheck | None:
 class _Batch:
     """The compiled batch check: ``batch(records, iteration, split, seen)`` (``BatchCheck``)."""
 
-    def __init__(self, keys: tuple[str, ...], checks: dict[str, ColumnCheck],
+    def __init__(self, keys: tuple[str, ...], checks: dict[str, Column],
                  step_props: dict[str, Any], step_req: set[str],
-                 step_checks: dict[str, ColumnCheck]) -> None:
+                 step_checks: dict[str, Column]) -> None:
         self.keys, self.width = keys, len(keys)
-        at = {k: n for n, k in enumerate(keys)}
-        self.at = at
+        self.at = {k: n for n, k in enumerate(keys)}
         self.split_check, self.it_check = checks["split"], checks["iteration"]
-        self.columns = [(at[k], c) for k, c in checks.items() if k not in ("split", "iteration")]
+        # split and iteration must be the file's (whose schema verdict is taken once a call),
+        # steps a list (judged apart)
+        fixed = {"split": Column(_STR, None), "iteration": Column(_INT, None),
+                 "steps": Column(_LIST, None)}
+        self.columns = [fixed.get(k) or checks[k] for k in keys]
         self.step_props, self.step_req, self.step_checks = step_props, step_req, step_checks
-        self.layouts: dict[tuple[str, ...], bool] = {}
+        self.layouts: dict[tuple[str, ...], list[Column] | None] = {}
 
-    def documented(self, layout: tuple[str, ...]) -> bool:
-        """Whether a step key layout holds the required keys, documented keys only, in order."""
-        found = self.layouts.get(layout)
-        if found is None:
-            names = set(layout)
-            found = (len(names) == len(layout) and self.step_req <= names <= set(self.step_props)
-                     and layout == tuple(k for k in self.step_props if k in names))
-            if len(self.layouts) < 64:
-                self.layouts[layout] = found
+    def step_columns(self, layout: tuple[str, ...]) -> list[Column] | None:
+        """The column checks of a step key layout when it holds the required keys, documented
+        keys only, in documented order; else None."""
+        if layout in self.layouts:
+            return self.layouts[layout]
+        names = set(layout)
+        found = None
+        if (len(names) == len(layout) and self.step_req <= names <= set(self.step_props)
+                and layout == tuple(k for k in self.step_props if k in names)):
+            found = [self.step_checks[k] for k in layout]
+        if len(self.layouts) < 64:
+            self.layouts[layout] = found
         return found
 
     def __call__(self, recs: list[Any], it: int, split: str,
                  seen: set[tuple[Any, Any]]) -> set[tuple[Any, Any]] | None:
+        try:
+            return self.judge(recs, it, split, seen)
+        except Exception:  # a user type a builtin trips on: the exact path names the problem
+            return None
+
+    def judge(self, recs: list[Any], it: int, split: str,
+              seen: set[tuple[Any, Any]]) -> set[tuple[Any, Any]] | None:
+        """``__call__`` without the guard."""
         n, width, at = len(recs), self.width, self.at
         if not n or set(map(type, recs)) != _DICT:
             return None
@@ -206,38 +244,33 @@ class _Batch:
         if tuple(chain.from_iterable(recs)) != self.keys * n:
             return None
         values = tuple(chain.from_iterable(map(_values, recs)))
-        splits, its = values[at["split"]::width], values[at["iteration"]::width]
-        if (set(map(type, splits)) != _STR or set(splits) != {split}
-                or set(map(type, its)) != _INT or set(its) != {it}
+        if (not columns_valid(values, width, self.columns)
+                or set(values[at["split"]::width]) != {split}
+                or set(values[at["iteration"]::width]) != {it}
                 or not (self.split_check((split,)) and self.it_check((it,)))):
-            return None
-        if not all(check(values[k::width]) for k, check in self.columns):
             return None
         pairs = set(zip(values[at["group_idx"]::width], values[at["traj_idx"]::width], strict=True))
         if len(pairs) != n or not seen.isdisjoint(pairs):
             return None
         step_lists = values[at["steps"]::width]
-        if set(map(type, step_lists)) != _LIST:
-            return None
-        flat = tuple(chain.from_iterable(step_lists))
+        flat: list[Any] = functools.reduce(operator.iadd, step_lists, [])
         rewards = self.steps_valid(flat, step_lists) if flat else ()
         if rewards is None:
             return None
         totals, finals = values[at["total_reward"]::width], values[at["final_reward"]::width]
         return pairs if _rewards_agree(totals, finals, step_lists, rewards) else None
 
-    def steps_valid(self, flat: tuple[Any, ...], step_lists: tuple[Any, ...]
-                    ) -> tuple[Any, ...] | None:
+    def steps_valid(self, flat: list[Any], step_lists: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """The reward column of the steps ``flat`` when they pass every check, else None."""
         if set(map(type, flat)) != _DICT:
             return None
         layout = tuple(flat[0])
-        width = len(layout)
-        if not self.documented(layout) or tuple(chain.from_iterable(flat)) != layout * len(flat):
+        columns = self.step_columns(layout)
+        if columns is None or tuple(chain.from_iterable(flat)) != layout * len(flat):
             return None
+        width = len(layout)
         values = tuple(chain.from_iterable(map(_values, flat)))
-        checks = self.step_checks
-        if not all(checks[k](values[n::width]) for n, k in enumerate(layout)):
+        if not columns_valid(values, width, columns):
             return None
         if values[layout.index("step_idx")::width] != tuple(
                 chain.from_iterable(map(range, map(len, step_lists)))):
@@ -245,10 +278,6 @@ class _Batch:
         return values[layout.index("reward")::width]
 
 
-_DICT: Final = {dict}
-_STR: Final = {str}
-_INT: Final = {int}
-_LIST: Final = {list}
 
 
 def _rewards_agree(totals: Sequence[Any], finals: Sequence[Any], step_lists: Sequence[Any],
