@@ -18,7 +18,6 @@ import orjson
 
 from rlio._codec.jsonl import _LINE_OPTS, normalize_value
 from rlio._schema.loader import load_schema
-from rlio._schema.rollout_batch import BatchCheck
 from rlio._schema.rollout_scan import RolloutScan
 from rlio.errors import RecordError
 from rlio.rules import REWARD_TOLERANCE, bad_step_index, reward_mismatch
@@ -161,48 +160,18 @@ def stream_straight(recs: list[Any], write: Callable[[bytes], None],
             write(b"".join([general(rec, start + k, seen) for k, rec in enumerate(part)]))
 
 
-#: Records judged per call of the batch check (columns of a slice stay in the cache).
-BATCH: Final = 256
-
-
-def stream_batches(recs: list[Any], it: int, split: str, write: Callable[[bytes | bytearray], None],
-                   batch: BatchCheck, seen: set[tuple[Any, Any]]) -> int:
-    """Hand ``write`` the lines of the leading slices of ``recs`` that ``batch`` accepts, each
-    encoded by orjson in one C-level pass; the pairs of written records go into ``seen``.
-    Returns the index of the first record not written (a slice refused or orjson failing)."""
-    dumps = orjson.dumps
-    for start in range(0, len(recs), BATCH):
-        part = recs[start:start + BATCH]
-        pairs = batch(part, it, split, seen)
-        if pairs is None:
-            return start
-        try:
-            data = b"".join(map(dumps, part, repeat(normalize_value, len(part)),
-                                repeat(_LINE_OPTS, len(part))))
-        except (TypeError, ValueError, RecursionError):
-            return start
-        write(data)
-        seen |= pairs
-    return len(recs)
-
-
-def stream_rollouts(recs: list[Any], it: int, split: str,
-                    write: Callable[[bytes | bytearray], None], *,
+def stream_rollouts(recs: list[Any], it: int, split: str, write: Callable[[bytearray], None], *,
                     scan: RolloutScan | None,
-                    general: Callable[[Any, int, set[tuple[Any, Any]]], bytes],
-                    batch: BatchCheck | None = None) -> None:
+                    general: Callable[[Any, int, set[tuple[Any, Any]]], bytes]) -> None:
     """Hand ``write`` the JSONL lines of ``recs`` in pieces of about ``PIECE`` bytes.
 
-    Leading slices ``batch`` accepts are written whole (``stream_batches``). From the first
-    slice it refuses, records go through ``scan`` while they need nothing else; a record it
-    stops at takes ``general(record, index, seen)`` (reorder, check, cross-check, encode;
-    raising ``RecordError`` for a bad one), and the scan resumes after it.
+    Records go through ``scan`` while they need nothing else; a record it stops at takes
+    ``general(record, index, seen)`` (reorder, check, cross-check, encode; raising
+    ``RecordError`` for a bad one), and the scan resumes after it.
     """
     seen: set[tuple[Any, Any]] = set()
-    i, n = 0, len(recs)
-    if batch is not None:
-        i = stream_batches(recs, it, split, write, batch, seen)
     buf = bytearray()
+    i, n = 0, len(recs)
     while i < n:
         if scan is not None:
             i = scan.scan(recs, i, it, split, seen, buf, PIECE)

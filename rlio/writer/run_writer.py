@@ -29,7 +29,6 @@ import orjson
 from rlio import layout as L
 from rlio._codec.jsonl import _LINE_OPTS, INT_MAX, INT_MIN, NonFinite, encode_line, normalize_value
 from rlio._codec.normalize import checked_slow
-from rlio._schema.rollout_batch import rollout_batch
 from rlio._schema.rollout_scan import rollout_scan
 from rlio.errors import LabelCollisionError, RecordError
 from rlio.resume import ResumeState, prepare_resume
@@ -474,8 +473,7 @@ class RunWriter(TimingVerbs, WholeFileVerbs):
         if check is None and self._nonfinite == "null" and in_order(recs, it, split):
             stream_straight(recs, write, general)  # unchecked and in order: orjson straight
         else:
-            batch = rollout_batch() if scan is not None else None  # column-wise, slice by slice
-            stream_rollouts(recs, it, split, write, scan=scan, general=general, batch=batch)
+            stream_rollouts(recs, it, split, write, scan=scan, general=general)
 
     @contextlib.contextmanager
     def logtree(

@@ -1,8 +1,9 @@
-"""The column-wise batch check of ``write_rollout_summaries`` against the per-record paths.
+"""``write_rollout_summaries``' one-pass scan against the general path, on larger damaged batches.
 
-The batch check (``rlio._schema.rollout_batch``) may only ever accept a slice that the scan and
-the general path would write unchanged: every test here compares the bytes written (or the
-RecordError raised) with the batch check on, with only the scan, and with the general path alone.
+Batches of up to 515 records, with damage the scan must hand to the general path
+(numpy scalars, NaN, swapped step keys of one type, duplicate ids far apart, reward sums about the
+tolerance): every test compares the bytes written (or the RecordError raised) with the scan and
+with the general path alone.
 """
 
 from __future__ import annotations
@@ -15,23 +16,20 @@ import tempfile
 from typing import Any
 
 import numpy as np
-import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rlio.writer.run_writer as writer_module
 from rlio import RecordError, RunWriter
-from rlio._schema.blocks import BlockCompiler
-from rlio._schema.compiler import compile_schema
 from rlio._schema.loader import load_schema
-from rlio._schema.rollout_batch import column_check, compile_rollout_batch, rollout_batch
 from rlio.rules import REWARD_TOLERANCE
-from rlio.writer.rollouts import BATCH, stream_batches
 
 ROLLOUT = load_schema("rollout-summary-line")
 STEP_KEYS = tuple(ROLLOUT["$defs"]["step"]["properties"])
-MODES = ("batch", "scan", "general")
+MODES = ("scan", "general")
+#: A batch size of the tests (twice it and more: lines streamed in more than one piece).
+BATCH = 256
 
 
 def step(i: int, reward: Any = 0.25, **over: Any) -> dict[str, Any]:
@@ -57,8 +55,6 @@ def write_outcome(root: str, recs: list[Any], mode: str,
                   monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, Any]:
     """(file bytes, (index, pointer, message) of the RecordError or None) in one mode."""
     with monkeypatch.context() as m:
-        if mode != "batch":
-            m.setattr(writer_module, "rollout_batch", lambda: None)
         if mode == "general":
             m.setattr(writer_module, "rollout_scan", lambda: None)
         error = None
@@ -126,7 +122,7 @@ def _reorder_step(rec: dict[str, Any], i: int, swap: bool = False) -> None:
 
 @st.composite
 def damaged_batches(draw: st.DrawFn) -> list[Any]:
-    """Batches of 1 to 700 records (so up to three slices), a few of them damaged."""
+    """Batches of 1 to 515 records, a few of them damaged."""
     n = draw(st.sampled_from([1, 2, 5, BATCH - 1, BATCH, BATCH + 1, 2 * BATCH + 3]))
     steps = draw(st.sampled_from([None, 0, 1, 4]))  # None: every record its own count
     recs: list[Any] = []
@@ -145,7 +141,7 @@ def damaged_batches(draw: st.DrawFn) -> list[Any]:
             elif kind == 2:  # a key missing (from the record or a step)
                 target = rec if draw(st.booleans()) else rec["steps"][0]
                 target.pop(draw(st.sampled_from(list(target))))
-            elif kind == 3:  # a duplicate id, maybe in another slice
+            elif kind == 3:  # a duplicate id, maybe far apart
                 j = draw(st.integers(0, n - 1))
                 rec["group_idx"], rec["traj_idx"] = recs[j]["group_idx"], recs[j]["traj_idx"]
             elif kind == 4:  # the optional stop_reason on every step of this record
@@ -174,114 +170,40 @@ def damaged_batches(draw: st.DrawFn) -> list[Any]:
 
 @settings(max_examples=120, deadline=None)
 @given(damaged_batches())
-def test_batch_check_scan_and_general_path_write_the_same(recs: list[Any]) -> None:
-    """With the batch check, with the scan only and with the general path alone, the writer
-    writes the same bytes or raises the same error (index, pointer and message)."""
-    batch, scan, general = outcomes(recs)
-    assert batch == scan == general
+def test_scan_and_general_path_write_the_same_on_damaged_batches(recs: list[Any]) -> None:
+    """With the scan and with the general path alone, the writer writes the same bytes or
+    raises the same error (index, pointer and message)."""
+    scan, general = outcomes(recs)
+    assert scan == general
 
 
 @pytest.mark.parametrize(("path", "value"), DAMAGE, ids=[
     f"{'/'.join(map(str, p))}={v!r}"[:40] for p, v in DAMAGE])
 @pytest.mark.parametrize("at", [1, BATCH + 2])
 def test_each_damage_same_outcome_in_every_mode(path: list[Any], value: Any, at: int) -> None:
-    """Every damage in DAMAGE, in the first slice or a later one: all modes agree."""
+    """Every damage in DAMAGE, early or late in the batch: both paths agree."""
     recs = [record(i // 8, i % 8) for i in range(BATCH + 5)]
     _set(recs[at], path, value)
-    batch, scan, general = outcomes(recs)
-    assert batch == scan == general
+    scan, general = outcomes(recs)
+    assert scan == general
 
 
 @pytest.mark.parametrize("at", [(0, 0), (0, 2), (BATCH + 1, 1)])
 @pytest.mark.parametrize("swap", [True, False])
 def test_step_keys_out_of_order_take_the_per_record_path(at: tuple[int, int], swap: bool) -> None:
     """A step whose keys are out of documented order (even swapped keys of one type) is
-    reordered as today, wherever it sits in the batch."""
+    reordered, wherever it sits in the batch, by both paths alike."""
     recs = [record(i // 8, i % 8) for i in range(BATCH + 5)]
     _reorder_step(recs[at[0]], at[1], swap=swap)
-    batch, scan, general = outcomes(recs)
-    assert batch == scan == general and batch[1] is None
-
-
-def test_minimum_on_numbers_leaves_floats_to_the_exact_path() -> None:
-    """``minimum`` on a number column: floats take the exact path (min() over a column with a
-    NaN depends on where the NaN is), ints are judged by min()."""
-    node = {"type": "number", "minimum": 0}
-    check = column_check(node, COMP.resolve, _search)
-    assert check is not None
-    assert check((5, 0)) and not check((5, -1))
-    assert not check((5.0, math.nan)) and not check((math.nan, -5.0)) and not check((0.5,))
+    scan, general = outcomes(recs)
+    assert scan == general and scan[1] is None
 
 
 @pytest.mark.parametrize("late", [1, BATCH, 2 * BATCH + 1])
-def test_duplicate_id_across_slices_is_named_as_today(late: int) -> None:
-    """A (group_idx, traj_idx) repeated in a later slice: the same RecordError in every mode."""
+def test_duplicate_id_far_apart_is_named_by_both_paths(late: int) -> None:
+    """A (group_idx, traj_idx) repeated hundreds of records later: the same RecordError."""
     recs = [record(i // 8, i % 8) for i in range(2 * BATCH + 4)]
     recs[late]["group_idx"], recs[late]["traj_idx"] = 0, 0
-    batch, scan, general = outcomes(recs)
-    assert batch == scan == general
-    assert batch[1] is not None and batch[1][:2] == (late, "/traj_idx")
-
-
-@pytest.mark.parametrize("key", [k for k in ROLLOUT["properties"] if k != "steps"])
-def test_column_checks_accept_only_what_the_schema_accepts(key: str) -> None:
-    """Each property's column check: a value it accepts, the schema's exact check accepts."""
-    exact = compile_schema({**ROLLOUT["properties"][key], "$defs": ROLLOUT["$defs"]})
-    check = column_check(ROLLOUT["properties"][key], COMP.resolve, _search)
-    assert check is not None
-    values: list[Any] = [
-        0, 1, -1, 2**64, True, False, 1.0, 0.5, -0.0, math.nan, math.inf, None, "", "train",
-        "eval/x", "eval/", "nope", [], ["a"], ["a", 1], ("a",), {}, {"x": 1}, {"x": [1]},
-        {"x": None}, {"x": True}, {"x": math.nan}, np.int64(1), np.float64(1.0), np.bool_(True),
-        np.str_("train"), [np.str_("a")], {"x": np.float32(1.0)}]
-    accepted = [v for v in values if check((v,))]
-    assert accepted, key  # not vacuous
-    for v in accepted:
-        assert exact(v), (key, v)
-    assert check(tuple(accepted)) and not check(tuple(values))
-
-
-COMP = BlockCompiler(ROLLOUT)
-
-
-def _search(pattern: str) -> Any:
-    return COMP.ctx.rx[pattern].search
-
-
-def test_step_column_checks_accept_only_what_the_schema_accepts() -> None:
-    """Each step property's column check: a value it accepts, the schema's exact check accepts."""
-    props = ROLLOUT["$defs"]["step"]["properties"]
-    values: list[Any] = [0, -1, 1.0, True, None, "x", 0.25, math.nan, {}, {"a": 1}, {"a": [1]},
-                         [], np.int64(0), np.float64(0.5), np.bool_(False)]
-    for key, node in props.items():
-        check = column_check(node, COMP.resolve, _search)
-        assert check is not None, key
-        exact = compile_schema({**node, "$defs": ROLLOUT["$defs"]})
-        for v in values:
-            if check((v,)):
-                assert exact(v), (key, v)
-
-
-def test_common_batches_never_leave_the_batch_check() -> None:
-    """Records as training loops build them are judged whole slices at a time (the hot path)."""
-    batch = rollout_batch()
-    assert batch is not None
-    recs = [record(g, t, n=4) for g in range(100) for t in range(8)]
-    recs += [record(100, t, n=t % 5) for t in range(40)]  # step counts differing
-    recs += [record(101, t, n=2, total_reward=3, final_reward=2,
-                    steps=[step(0, 1), step(1, 0)]) for t in range(3)]  # int rewards
-    pieces: list[bytes | bytearray] = []
-    assert stream_batches(recs, 4, "train", pieces.append, batch, set()) == len(recs)
-    assert b"".join(pieces) == b"".join(orjson.dumps(r) + b"\n" for r in recs)
-
-
-def test_batch_check_refuses_schemas_it_does_not_model() -> None:
-    """A schema with a keyword the column checks do not model gets no batch check."""
-    assert compile_rollout_batch({"type": "object"}) is None
-    odd = copy.deepcopy(ROLLOUT)
-    odd["properties"]["tags"]["maxItems"] = 3
-    assert compile_rollout_batch(odd) is None
-    odd = copy.deepcopy(ROLLOUT)
-    odd["$defs"]["step"]["properties"]["ob_len"]["multipleOf"] = 2
-    assert compile_rollout_batch(odd) is None
-    assert compile_rollout_batch(ROLLOUT) is not None
+    scan, general = outcomes(recs)
+    assert scan == general
+    assert scan[1] is not None and scan[1][:2] == (late, "/traj_idx")
