@@ -1,0 +1,209 @@
+"""``write_rollout_summaries``' one-pass scan against the general path, on larger damaged batches.
+
+Batches of up to 515 records, with damage the scan must hand to the general path
+(numpy scalars, NaN, swapped step keys of one type, duplicate ids far apart, reward sums about the
+tolerance): every test compares the bytes written (or the RecordError raised) with the scan and
+with the general path alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import pathlib
+import tempfile
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rlio.writer.run_writer as writer_module
+from rlio import RecordError, RunWriter
+from rlio._schema.loader import load_schema
+from rlio.rules import REWARD_TOLERANCE
+
+ROLLOUT = load_schema("rollout-summary-line")
+STEP_KEYS = tuple(ROLLOUT["$defs"]["step"]["properties"])
+MODES = ("scan", "general")
+#: A batch size of the tests (twice it and more: lines streamed in more than one piece).
+BATCH = 256
+
+
+def step(i: int, reward: Any = 0.25, **over: Any) -> dict[str, Any]:
+    out = {"step_idx": i, "ob_len": 10 + i, "ac_len": 3, "reward": reward,
+           "episode_done": False, "metrics": {"m": 1.5, "n": 2}, "logs": {"t": "x"}}
+    out.update(over)
+    return out
+
+
+def record(g: int, t: int, n: int = 3, **over: Any) -> dict[str, Any]:
+    """A complete record in documented key order, as training loops build it."""
+    out: dict[str, Any] = {
+        "schema_version": 1, "split": "train", "iteration": 4, "group_idx": g, "traj_idx": t,
+        "tags": ["a"], "sampling_client_step": 4, "total_reward": 0.25 * n + 1.0,
+        "final_reward": 1.0, "trajectory_metrics": {"turns": n, "ok": True},
+        "steps": [step(i) for i in range(n)], "final_ob_len": 7,
+    }
+    out.update(over)
+    return out
+
+
+def write_outcome(root: str, recs: list[Any], mode: str,
+                  monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, Any]:
+    """(file bytes, (index, pointer, message) of the RecordError or None) in one mode."""
+    with monkeypatch.context() as m:
+        if mode == "general":
+            m.setattr(writer_module, "rollout_scan", lambda: None)
+        error = None
+        with RunWriter(root) as run:
+            try:
+                run.write_rollout_summaries(4, copy.deepcopy(recs))
+            except RecordError as exc:
+                error = (exc.index, exc.pointer, str(exc))
+    path = pathlib.Path(root, "train_iteration_000004_rollout_summaries.jsonl")
+    return (path.read_bytes() if path.exists() else b"<absent>"), error
+
+
+def outcomes(recs: list[Any]) -> list[tuple[bytes, Any]]:
+    """The outcome of writing ``recs`` in each of ``MODES``."""
+    with tempfile.TemporaryDirectory() as d, pytest.MonkeyPatch.context() as mp:
+        return [write_outcome(os.path.join(d, mode), recs, mode, mp) for mode in MODES]
+
+
+def _set(rec: Any, path: list[Any], value: Any) -> None:
+    node: Any = rec
+    for p in path[:-1]:
+        node = node[p]
+    node[path[-1]] = value
+
+
+#: Damage at one place: (path, value). Wrong types, NaN, numpy scalars, ranges, extra keys.
+DAMAGE: list[tuple[list[Any], Any]] = [
+    (["group_idx"], -1), (["group_idx"], True), (["group_idx"], 1.0), (["traj_idx"], 2.5),
+    (["group_idx"], np.int64(0)), (["schema_version"], 2), (["schema_version"], 1.0),
+    (["schema_version"], True), (["schema_version"], np.int64(1)), (["split"], "eval/x"),
+    (["split"], 3), (["iteration"], 5), (["iteration"], 4.0), (["iteration"], np.int64(4)),
+    (["tags"], ["a", 1]), (["tags"], ("a",)), (["tags"], []), (["tags"], [np.str_("a")]),
+    (["sampling_client_step"], None), (["sampling_client_step"], -1),
+    (["sampling_client_step"], 4.0), (["total_reward"], None), (["total_reward"], math.nan),
+    (["total_reward"], math.inf), (["total_reward"], 99.0), (["total_reward"], np.float64(1.75)),
+    (["total_reward"], np.float32(1.75)), (["total_reward"], 1.75 + 5e-7),
+    (["total_reward"], 1.75 + 2e-6), (["total_reward"], 2), (["final_reward"], None),
+    (["final_reward"], "1"), (["final_reward"], math.nan), (["final_reward"], True),
+    (["trajectory_metrics"], {"x": [1]}), (["trajectory_metrics"], {"x": None}),
+    (["trajectory_metrics"], {"x": np.float64(1.0)}), (["trajectory_metrics"], {1: 1.0}),
+    (["trajectory_metrics"], {"x": math.nan}), (["trajectory_metrics"], []),
+    (["final_ob_len"], -3), (["final_ob_len"], 2**64), (["final_ob_len"], 2**63),
+    (["steps"], []), (["steps"], ()), (["steps", 0, "step_idx"], 1),
+    (["steps", 1, "step_idx"], 1.0), (["steps", 1, "step_idx"], True),
+    (["steps", 0, "ob_len"], "10"), (["steps", 0, "ob_len"], np.int32(10)),
+    (["steps", 0, "ac_len"], -1), (["steps", 0, "reward"], None),
+    (["steps", 0, "reward"], math.inf), (["steps", 0, "reward"], math.nan),
+    (["steps", 0, "reward"], np.float32(0.25)), (["steps", 0, "reward"], 0),
+    (["steps", 0, "episode_done"], 0), (["steps", 0, "episode_done"], np.bool_(False)),
+    (["steps", 0, "metrics"], {"k": {"n": 1}}), (["steps", 0, "metrics"], {"k": math.nan}),
+    (["steps", 0, "logs"], None), (["steps", 0, "stop_reason"], "stop"),
+    (["steps", 0, "trace"], {"any": [1, {"x": None}]}), (["steps", 0, "extra"], 1),
+    (["extra"], 1), (["steps", 0], [1, 2]), (["steps", 0], None),
+]
+
+
+def _reorder_step(rec: dict[str, Any], i: int, swap: bool = False) -> None:
+    """Step ``i``'s keys reversed, or (``swap``) only ob_len and ac_len swapped: values of the
+    same type, so only the key order tells the layout apart."""
+    items = list(rec["steps"][i].items())
+    if swap:
+        items[1], items[2] = items[2], items[1]
+    rec["steps"][i] = dict(items if swap else reversed(items))
+
+
+@st.composite
+def damaged_batches(draw: st.DrawFn) -> list[Any]:
+    """Batches of 1 to 515 records, a few of them damaged."""
+    n = draw(st.sampled_from([1, 2, 5, BATCH - 1, BATCH, BATCH + 1, 2 * BATCH + 3]))
+    steps = draw(st.sampled_from([None, 0, 1, 4]))  # None: every record its own count
+    recs: list[Any] = []
+    for i in range(n):
+        count = draw(st.integers(0, 4)) if steps is None and i < 8 else (steps or 0)
+        recs.append(record(i // 16, i % 16, n=count))
+    for _ in range(draw(st.integers(0, 3))):
+        i = draw(st.integers(0, n - 1))
+        rec = recs[i]
+        kind = draw(st.integers(0, 8))
+        try:
+            if kind == 0:  # keys out of order
+                recs[i] = dict(reversed(list(rec.items())))
+            elif kind == 1:  # a step's keys out of order
+                _reorder_step(rec, draw(st.integers(0, 3)), swap=draw(st.booleans()))
+            elif kind == 2:  # a key missing (from the record or a step)
+                target = rec if draw(st.booleans()) else rec["steps"][0]
+                target.pop(draw(st.sampled_from(list(target))))
+            elif kind == 3:  # a duplicate id, maybe far apart
+                j = draw(st.integers(0, n - 1))
+                rec["group_idx"], rec["traj_idx"] = recs[j]["group_idx"], recs[j]["traj_idx"]
+            elif kind == 4:  # the optional stop_reason on every step of this record
+                rec["steps"] = [{k: s.get(k, "stop") for k in STEP_KEYS
+                                 if k in s or k == "stop_reason"} for s in rec["steps"]]
+            elif kind == 5:  # the keys the call fills in left out
+                for k in ("schema_version", "split", "iteration"):
+                    rec.pop(k)
+            elif kind == 6:  # rewards whose sum is off by about the tolerance
+                rewards = [draw(st.floats(-1e12, 1e12)) for _ in rec["steps"]]
+                for s, r in zip(rec["steps"], rewards, strict=True):
+                    s["reward"] = r
+                parts = [rec["final_reward"], *rewards]
+                scale = 1.0 + math.fsum(map(abs, parts))
+                off = draw(st.sampled_from([0.0, 0.5, 0.999, 1.0, 1.001, 2.0, -1.0, -1.001]))
+                rec["total_reward"] = math.fsum(parts) + off * REWARD_TOLERANCE * scale
+            elif kind == 7:  # not a dict at all
+                recs[i] = draw(st.sampled_from([None, [1], "x", 3]))
+            else:
+                path, value = draw(st.sampled_from(DAMAGE))
+                _set(rec, path, copy.deepcopy(value))
+        except (KeyError, IndexError, TypeError, AttributeError):
+            pass  # an earlier change removed what this one would change
+    return recs
+
+
+@settings(max_examples=120, deadline=None)
+@given(damaged_batches())
+def test_scan_and_general_path_write_the_same_on_damaged_batches(recs: list[Any]) -> None:
+    """With the scan and with the general path alone, the writer writes the same bytes or
+    raises the same error (index, pointer and message)."""
+    scan, general = outcomes(recs)
+    assert scan == general
+
+
+@pytest.mark.parametrize(("path", "value"), DAMAGE, ids=[
+    f"{'/'.join(map(str, p))}={v!r}"[:40] for p, v in DAMAGE])
+@pytest.mark.parametrize("at", [1, BATCH + 2])
+def test_each_damage_same_outcome_in_every_mode(path: list[Any], value: Any, at: int) -> None:
+    """Every damage in DAMAGE, early or late in the batch: both paths agree."""
+    recs = [record(i // 8, i % 8) for i in range(BATCH + 5)]
+    _set(recs[at], path, value)
+    scan, general = outcomes(recs)
+    assert scan == general
+
+
+@pytest.mark.parametrize("at", [(0, 0), (0, 2), (BATCH + 1, 1)])
+@pytest.mark.parametrize("swap", [True, False])
+def test_step_keys_out_of_order_take_the_per_record_path(at: tuple[int, int], swap: bool) -> None:
+    """A step whose keys are out of documented order (even swapped keys of one type) is
+    reordered, wherever it sits in the batch, by both paths alike."""
+    recs = [record(i // 8, i % 8) for i in range(BATCH + 5)]
+    _reorder_step(recs[at[0]], at[1], swap=swap)
+    scan, general = outcomes(recs)
+    assert scan == general and scan[1] is None
+
+
+@pytest.mark.parametrize("late", [1, BATCH, 2 * BATCH + 1])
+def test_duplicate_id_far_apart_is_named_by_both_paths(late: int) -> None:
+    """A (group_idx, traj_idx) repeated hundreds of records later: the same RecordError."""
+    recs = [record(i // 8, i % 8) for i in range(2 * BATCH + 4)]
+    recs[late]["group_idx"], recs[late]["traj_idx"] = 0, 0
+    scan, general = outcomes(recs)
+    assert scan == general
+    assert scan[1] is not None and scan[1][:2] == (late, "/traj_idx")
