@@ -103,6 +103,27 @@ def trajectory(iteration: int, group: int = 0, traj: int = 0, *, split: str = "t
     return record
 
 
+def ordered_step(i: int, reward: Any = 0.25, **over: Any) -> dict[str, Any]:
+    """A rollout step with every key in documented order (what the writer's scan takes)."""
+    out = {"step_idx": i, "ob_len": 10 + i, "ac_len": 3, "reward": reward,
+           "episode_done": False, "metrics": {"m": 1.5, "n": 2}, "logs": {"t": "x"}}
+    out.update(over)
+    return out
+
+
+def ordered_record(g: int, t: int, n: int = 3, **over: Any) -> dict[str, Any]:
+    """A complete rollout record of iteration 4 in documented key order, as training loops
+    build it: ``n`` ordered steps, rewards summing to ``total_reward``."""
+    out: dict[str, Any] = {
+        "schema_version": 1, "split": "train", "iteration": 4, "group_idx": g, "traj_idx": t,
+        "tags": ["a"], "sampling_client_step": 4, "total_reward": 0.25 * n + 1.0,
+        "final_reward": 1.0, "trajectory_metrics": {"turns": n, "ok": True},
+        "steps": [ordered_step(i) for i in range(n)], "final_ob_len": 7,
+    }
+    out.update(over)
+    return out
+
+
 def metrics_line(step: int, **values: Any) -> dict[str, Any]:
     """A training metrics line at ``step`` (``progress/batch`` too), plus ``values``."""
     return {"step": step, "progress/batch": step, "optim/lr": 1e-5, **values}

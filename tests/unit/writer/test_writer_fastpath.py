@@ -22,7 +22,7 @@ from typing import Any
 import jsonschema
 import orjson
 import pytest
-from factories import strict_json
+from factories import ordered_record, ordered_step, strict_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -186,24 +186,6 @@ def test_key_check_refuses_schemas_that_are_not_per_key(schema: dict[str, Any]) 
 
 # -- rollout summaries: the one-pass scan against the general path ------------------------------
 
-def step(i: int, reward: Any = 0.25, **over: Any) -> dict[str, Any]:
-    out = {"step_idx": i, "ob_len": 10 + i, "ac_len": 3, "reward": reward,
-           "episode_done": False, "metrics": {"m": 1.5}, "logs": {"t": "x"}}
-    out.update(over)
-    return out
-
-
-def record(g: int, t: int, n: int = 3, **over: Any) -> dict[str, Any]:
-    """A complete record in documented key order (what the scan is for)."""
-    out: dict[str, Any] = {
-        "schema_version": 1, "split": "train", "iteration": 4, "group_idx": g, "traj_idx": t,
-        "tags": ["a"], "sampling_client_step": 4, "total_reward": 0.25 * n + 1.0,
-        "final_reward": 1.0, "trajectory_metrics": {"turns": n, "ok": True},
-        "steps": [step(i) for i in range(n)], "final_ob_len": 7,
-    }
-    out.update(over)
-    return out
-
 
 def _set(rec: dict[str, Any], path: list[Any], value: Any) -> None:
     node: Any = rec
@@ -229,7 +211,7 @@ CHANGES: list[tuple[list[Any], Any]] = [
     (["steps", 0, "episode_done"], 0), (["steps", 0, "metrics"], {"k": {"n": 1}}),
     (["steps", 0, "logs"], None), (["steps", 0, "stop_reason"], "stop"),
     (["steps", 0, "stop_reason"], 3), (["steps", 0, "trace"], {"any": [1, {"x": None}]}),
-    (["steps", 0, "extra"], 1), (["extra"], 1), (["steps", 0], OrderedDict(step(0))),
+    (["steps", 0, "extra"], 1), (["extra"], 1), (["steps", 0], OrderedDict(ordered_step(0))),
     (["steps", 0], [1, 2]),
 ]
 
@@ -237,7 +219,7 @@ CHANGES: list[tuple[list[Any], Any]] = [
 @st.composite
 def rollout_batches(draw: st.DrawFn) -> list[Any]:
     n = draw(st.integers(1, 6))
-    recs: list[Any] = [record(i // 2, i % 2, n=draw(st.integers(0, 3))) for i in range(n)]
+    recs: list[Any] = [ordered_record(i // 2, i % 2, n=draw(st.integers(0, 3))) for i in range(n)]
     for _ in range(draw(st.integers(0, 2))):
         i = draw(st.integers(0, n - 1))
         kind = draw(st.integers(0, 7))
@@ -298,7 +280,7 @@ def test_each_change_same_outcome_with_and_without_scan(tmp_path: pathlib.Path,
                                                         monkeypatch: pytest.MonkeyPatch,
                                                         path: list[Any], value: Any) -> None:
     """Every one-place change in CHANGES: the scan and the general path agree."""
-    recs = [record(0, 0), record(0, 1), record(1, 0)]
+    recs = [ordered_record(0, 0), ordered_record(0, 1), ordered_record(1, 0)]
     _set(recs[1], path, value)
     fast = write_outcome(str(tmp_path / "fast"), recs, scan=True, monkeypatch=monkeypatch)
     slow = write_outcome(str(tmp_path / "slow"), recs, scan=False, monkeypatch=monkeypatch)
@@ -309,9 +291,9 @@ def test_scan_accepts_only_schema_valid_records() -> None:
     """Whatever the scan accepts, python-jsonschema accepts (in strict-JSON form)."""
     scan = rollout_scan()
     assert scan is not None
-    recs = [record(0, 0)]
+    recs = [ordered_record(0, 0)]
     for i, (path, value) in enumerate(CHANGES):
-        rec = record(1, i)
+        rec = ordered_record(1, i)
         _set(rec, path, copy.deepcopy(value))
         recs.append(rec)
     buf = bytearray()
@@ -332,7 +314,7 @@ def test_scan_takes_whole_batches_of_common_records() -> None:
     """Records as training loops build them never leave the scan (it is the hot path)."""
     scan = rollout_scan()
     assert scan is not None and scan.fixed(4, "train")
-    recs = [record(g, t, n=4) for g in range(50) for t in range(8)]
+    recs = [ordered_record(g, t, n=4) for g in range(50) for t in range(8)]
     buf = bytearray()
     assert scan.scan(recs, 0, 4, "train", set(), buf, 1 << 30) == len(recs)
     assert bytes(buf) == b"".join(orjson.dumps(r) + b"\n" for r in recs)
@@ -353,11 +335,11 @@ def test_late_bad_record_after_streamed_pieces_leaves_the_file_unchanged(
         tmp_path: pathlib.Path) -> None:
     """A bad record after megabytes of lines went to the temp file: old file kept, temp gone."""
     path = tmp_path / "train_iteration_000004_rollout_summaries.jsonl"
-    recs = [record(g, t, tags=["x" * 500]) for g in range(400) for t in range(8)]
+    recs = [ordered_record(g, t, tags=["x" * 500]) for g in range(400) for t in range(8)]
     with RunWriter(tmp_path) as run:
         run.write_rollout_summaries(4, recs[:2])
         before = path.read_bytes()
-        recs[-1] = record(0, 0)  # a duplicate id, found last
+        recs[-1] = ordered_record(0, 0)  # a duplicate id, found last
         with pytest.raises(RecordError) as info:
             run.write_rollout_summaries(4, recs)
     assert info.value.index == len(recs) - 1 and info.value.pointer == "/traj_idx"
@@ -367,7 +349,7 @@ def test_late_bad_record_after_streamed_pieces_leaves_the_file_unchanged(
 
 def test_large_batch_is_written_whole_and_exact(tmp_path: pathlib.Path) -> None:
     """Several pieces streamed: the file is the records' lines in order, nothing else."""
-    recs = [record(g, t, tags=[f"t{g}-{t}" * 40]) for g in range(300) for t in range(8)]
+    recs = [ordered_record(g, t, tags=[f"t{g}-{t}" * 40]) for g in range(300) for t in range(8)]
     with RunWriter(tmp_path) as run:
         run.write_rollout_summaries(4, recs)
     data = (tmp_path / "train_iteration_000004_rollout_summaries.jsonl").read_bytes()

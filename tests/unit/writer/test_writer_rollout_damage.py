@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from factories import ordered_record
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,24 +32,6 @@ MODES = ("scan", "general")
 #: A batch size of the tests (twice it and more: lines streamed in more than one piece).
 BATCH = 256
 
-
-def step(i: int, reward: Any = 0.25, **over: Any) -> dict[str, Any]:
-    out = {"step_idx": i, "ob_len": 10 + i, "ac_len": 3, "reward": reward,
-           "episode_done": False, "metrics": {"m": 1.5, "n": 2}, "logs": {"t": "x"}}
-    out.update(over)
-    return out
-
-
-def record(g: int, t: int, n: int = 3, **over: Any) -> dict[str, Any]:
-    """A complete record in documented key order, as training loops build it."""
-    out: dict[str, Any] = {
-        "schema_version": 1, "split": "train", "iteration": 4, "group_idx": g, "traj_idx": t,
-        "tags": ["a"], "sampling_client_step": 4, "total_reward": 0.25 * n + 1.0,
-        "final_reward": 1.0, "trajectory_metrics": {"turns": n, "ok": True},
-        "steps": [step(i) for i in range(n)], "final_ob_len": 7,
-    }
-    out.update(over)
-    return out
 
 
 def write_outcome(root: str, recs: list[Any], mode: str,
@@ -128,7 +111,7 @@ def damaged_batches(draw: st.DrawFn) -> list[Any]:
     recs: list[Any] = []
     for i in range(n):
         count = draw(st.integers(0, 4)) if steps is None and i < 8 else (steps or 0)
-        recs.append(record(i // 16, i % 16, n=count))
+        recs.append(ordered_record(i // 16, i % 16, n=count))
     for _ in range(draw(st.integers(0, 3))):
         i = draw(st.integers(0, n - 1))
         rec = recs[i]
@@ -182,7 +165,7 @@ def test_scan_and_general_path_write_the_same_on_damaged_batches(recs: list[Any]
 @pytest.mark.parametrize("at", [1, BATCH + 2])
 def test_each_damage_same_outcome_in_every_mode(path: list[Any], value: Any, at: int) -> None:
     """Every damage in DAMAGE, early or late in the batch: both paths agree."""
-    recs = [record(i // 8, i % 8) for i in range(BATCH + 5)]
+    recs = [ordered_record(i // 8, i % 8) for i in range(BATCH + 5)]
     _set(recs[at], path, value)
     scan, general = outcomes(recs)
     assert scan == general
@@ -193,7 +176,7 @@ def test_each_damage_same_outcome_in_every_mode(path: list[Any], value: Any, at:
 def test_step_keys_out_of_order_take_the_per_record_path(at: tuple[int, int], swap: bool) -> None:
     """A step whose keys are out of documented order (even swapped keys of one type) is
     reordered, wherever it sits in the batch, by both paths alike."""
-    recs = [record(i // 8, i % 8) for i in range(BATCH + 5)]
+    recs = [ordered_record(i // 8, i % 8) for i in range(BATCH + 5)]
     _reorder_step(recs[at[0]], at[1], swap=swap)
     scan, general = outcomes(recs)
     assert scan == general and scan[1] is None
@@ -202,7 +185,7 @@ def test_step_keys_out_of_order_take_the_per_record_path(at: tuple[int, int], sw
 @pytest.mark.parametrize("late", [1, BATCH, 2 * BATCH + 1])
 def test_duplicate_id_far_apart_is_named_by_both_paths(late: int) -> None:
     """A (group_idx, traj_idx) repeated hundreds of records later: the same RecordError."""
-    recs = [record(i // 8, i % 8) for i in range(2 * BATCH + 4)]
+    recs = [ordered_record(i // 8, i % 8) for i in range(2 * BATCH + 4)]
     recs[late]["group_idx"], recs[late]["traj_idx"] = 0, 0
     scan, general = outcomes(recs)
     assert scan == general
