@@ -22,6 +22,7 @@ from test_validate_smallfiles import both_ways, small_run
 from rlio import layout
 from rlio.storage.base import HIDDEN_PREFIXES
 from rlio.storage.local import LocalStorage
+from rlio.validate.checks.logtree import html_twin
 
 SETTINGS = settings(max_examples=500, deadline=None, database=None,
                     suppress_health_check=list(HealthCheck))
@@ -63,6 +64,21 @@ def test_parse_path_shortcut_on_generated_names(parts: list[str]) -> None:
     """Names assembled from the layout's pieces parse as the rules one by one say."""
     name = "".join(parts)
     assert layout.parse_path(name) == layout.parse_path_exact(name)
+    _assert_twin(name)
+
+
+def _assert_twin(name: str) -> None:
+    rp = layout.parse_path(name)
+    assert html_twin(rp) == layout.twin_path(rp, "html")
+
+
+@pytest.mark.parametrize("name", [*NAMES, "eval_a_iteration_000001_iteration_000002_logtree.json",
+                                  "eval_a b_iteration_000001_logtree.json",
+                                  "train_iteration_99999999999999999999_logtree.json",
+                                  "iteration_0001/eval_x_logtree.json"])
+def test_html_twin_is_twin_path(name: str) -> None:
+    """A logtree's HTML twin by suffix swap is what ``twin_path`` rebuilds from its parts."""
+    _assert_twin(name)
 
 
 def _reference_walk(root: Path) -> list[tuple[str, str, int, Any]]:
