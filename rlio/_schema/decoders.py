@@ -199,6 +199,39 @@ def key_order_for(name: str) -> KeyOrder | None:
     return keys
 
 
+#: ``keys(records, lines)``: the key order every line of a batch holds when each line is byte
+#: for byte the encoding of its typed record (one struct, every field required), else None.
+BatchKeyOrder = Callable[[list[Any], list[bytes]], "tuple[str, ...] | None"]
+
+
+@functools.cache
+def batch_key_order_for(name: str) -> BatchKeyOrder | None:
+    """``key_order_for`` of a batch of accepted lines in one encode (None: no decoder).
+
+    The batch's records encode as one JSON array; it equals the lines (newlines cut) joined
+    by commas in brackets only when each line is its record's encoding: each line is one
+    JSON object and nothing else, so the objects align one to one. None means "ask
+    ``key_order_for`` line by line", never "out of order".
+    """
+    if decoder_for(name) is None:
+        return None
+    encode = msgspec.json.Encoder().encode
+
+    def keys(recs: list[Any], lines: list[bytes]) -> tuple[str, ...] | None:
+        cls = type(recs[0])
+        if getattr(cls, "__struct_defaults__", (None,)):
+            return None  # an optional field may be absent: the struct's order says nothing
+        for rec in recs:
+            if type(rec) is not cls:
+                return None
+        body = b",".join([line[:-1] if line[-1:] == b"\n" else line for line in lines])
+        if encode(recs) != b"[" + body + b"]":
+            return None
+        return tuple(cls.__struct_encode_fields__)
+
+    return keys
+
+
 def _int_type(lo: int, hi: int) -> Any:
     return _constrained(int, {"ge": lo, "le": hi})
 
