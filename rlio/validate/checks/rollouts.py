@@ -73,7 +73,7 @@ def _documented_keys() -> tuple[str, ...]:
 @functools.cache
 def _batch_keys_of() -> Callable[[list[Any], list[bytes]], tuple[str, ...] | None]:
     """The key order of a batch of typed records in one encode (``rlio._schema.decoders``)."""
-    from rlio._schema.decoders import batch_key_order_for
+    from rlio._schema.key_order import batch_key_order_for
 
     keys_of = batch_key_order_for("rollout-summary-line")
     assert keys_of is not None  # a typed record came from this schema's decoder
@@ -84,7 +84,7 @@ def _batch_keys_of() -> Callable[[list[Any], list[bytes]], tuple[str, ...] | Non
 def _keys_of() -> Callable[[Any, bytes], tuple[str, ...]]:
     """The key order of a typed record from its raw line (``rlio._schema.decoders``; imported
     here, once a typed record exists: msgspec is loaded by then)."""
-    from rlio._schema.decoders import key_order_for
+    from rlio._schema.key_order import key_order_for
 
     keys_of = key_order_for("rollout-summary-line")
     assert keys_of is not None  # a typed record came from this schema's decoder

@@ -2,7 +2,7 @@
 
 A process that has judged enough lines of a schema decodes even a 4-line rollout file with the
 msgspec decoder from its first line (the key order of its first 100 records read from their raw
-bytes, ``rlio._schema.decoders.key_order_for``), and a run past its first documents judges a small
+bytes, ``rlio._schema.key_order.key_order_for``), and a run past its first documents judges a small
 logtree by one decode of the whole document (``rlio._schema.logtree_decoder.decode_small``). Each
 case here validates the same run with every typed path forced on and with all of them off and
 compares every field of every finding; the decoders are checked against orjson on crafted and
@@ -26,7 +26,8 @@ from test_validate_bigdoc import MUTATIONS, demo_doc
 import rlio.validate.scan as scan_mod
 from rlio import layout
 from rlio._schema import logtree_decoder
-from rlio._schema.decoders import batch_key_order_for, decoder_for, key_order_for
+from rlio._schema.decoders import decoder_for
+from rlio._schema.key_order import batch_key_order_for, key_order_for
 from rlio._schema.logtree_decoder import decode_head, decode_small
 from rlio.errors import NotARunError, RunNotFoundError
 from rlio.schema import is_valid
