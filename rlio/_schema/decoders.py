@@ -159,46 +159,6 @@ def decoder_for(name: str) -> Decode | None:
     return compile_decoder(folded(load_schema(name)))
 
 
-#: ``keys(record, line)``: the top-level keys of a line the schema's decoder accepted, in the
-#: order the line holds them (what ``tuple(orjson.loads(line))`` gives).
-KeyOrder = Callable[[Any, bytes], tuple[str, ...]]
-
-
-@functools.cache
-def key_order_for(name: str) -> KeyOrder | None:
-    """How to read the key order of a line the decoder of ``name`` accepted, without a parse into
-    a dict (None when the schema has no decoder).
-
-    A line that is byte for byte the encoding of its typed record (what a writer emitting the
-    documented order writes) holds the struct's keys in the struct's order; any other line is
-    read once more as a frame of raw values (``dict[str, Raw]``: keys decoded, values skipped),
-    whose first-occurrence order is orjson's.
-    """
-    decode = decoder_for(name)
-    if decode is None:
-        return None
-    frame = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
-    encode = msgspec.json.Encoder().encode
-    shapes: dict[type, tuple[str, ...] | None] = {}
-
-    def keys(rec: Any, line: bytes) -> tuple[str, ...]:
-        cls = type(rec)
-        if cls not in shapes:
-            # only a struct whose every field is required encodes every key, in field order
-            shapes[cls] = (None if getattr(cls, "__struct_defaults__", (None,))
-                           else tuple(cls.__struct_encode_fields__))
-        names = shapes[cls]
-        if names is not None:
-            body = encode(rec)
-            n = len(body)
-            if line.startswith(body) and (len(line) == n or (len(line) == n + 1
-                                                              and line[n] == 10)):
-                return names
-        return tuple(frame(line))
-
-    return keys
-
-
 def _int_type(lo: int, hi: int) -> Any:
     return _constrained(int, {"ge": lo, "le": hi})
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import operator
 import os
 import stat
 import time
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 #: Where the ``filelock`` fallback keeps its lock files when ``fcntl`` is missing.
 LOCKS_DIR = ".rlio-locks"
+_NAME = operator.attrgetter("name")
 
 
 def _fsync_dir(path: str) -> None:
@@ -227,6 +229,8 @@ class LocalStorage(Storage):
         A run directory that cannot be listed (permission, I/O) raises: only a missing one is
         empty. A subdirectory that cannot be listed is reported and not descended into.
         """
+        # a validator lists thousands of small files: one stat each (the size), nothing more
+        is_reg, is_dir = stat.S_ISREG, stat.S_ISDIR
         stack = [""]
         while stack:
             rel_dir = stack.pop()
@@ -239,17 +243,25 @@ class LocalStorage(Storage):
                     raise
                 continue
             with it:
-                for de in sorted(it, key=lambda d: d.name):
-                    rel = f"{rel_dir}/{de.name}" if rel_dir else de.name
-                    if not rel_dir and (de.name + "/").startswith(HIDDEN_PREFIXES):
-                        continue
-                    try:
-                        st = de.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if stat.S_ISDIR(st.st_mode):
-                        stack.append(rel)
-                    yield self._entry(rel, st, de.path)
+                listing = sorted(it, key=_NAME)
+            prefix = f"{rel_dir}/" if rel_dir else ""
+            for de in listing:
+                name = de.name
+                # every hidden prefix starts with a dot: other names skip the prefix test
+                if not rel_dir and name[:1] == "." and (name + "/").startswith(HIDDEN_PREFIXES):
+                    continue
+                try:
+                    st = de.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                mode = st.st_mode
+                if is_reg(mode):
+                    yield Entry(prefix + name, "file", st.st_size)
+                    continue
+                rel = prefix + name
+                if is_dir(mode):
+                    stack.append(rel)
+                yield self._entry(rel, st, de.path)
 
     def stat(self, rel: str) -> Entry | None:
         full = self._abs(rel)

@@ -69,6 +69,8 @@ _SMALL_FILE: Final = 1 << 20
 _BLOCKS_MIN: Final = 1 << 20
 if TYPE_CHECKING:
     _T = TypeVar("_T")
+#: Kinds whose files are reported, never read.
+_NOT_VALIDATED: Final = ("unknown", "sidecar")
 #: ``validate_run(observe=...)``: ``(file kind, sink, record checks) -> record checks``.
 Observe = Callable[[str, Sink, "RecordChecks | None"], "RecordChecks | None"]
 
@@ -201,13 +203,18 @@ class Validator:
         display: dict[str, str] = {}
         hidden: set[str] = set()  # directories where a file belongs: contents not validated
         unknown = 0
+        parse = layout.parse_path
         for e in entries:
             rel = e.path
-            shown = display[rel] = utf8(rel)
+            shown = display[rel] = rel if rel.isascii() else utf8(rel)
             if hidden and any(rel.startswith(d + "/") for d in hidden):
                 continue
-            present[rel] = e.kind
-            rp = layout.parse_path(rel)
+            kind = present[rel] = e.kind
+            rp = parse(rel)
+            if (kind == "file" and rp.problem is None and rp.kind not in _NOT_VALIDATED
+                    and TEMP_INFIX not in rel):
+                files[rel] = rp  # the usual entry: what the branches below conclude for it
+                continue
             name = rel.rsplit("/", 1)[-1]
             if e.kind == "dir":
                 if rp.kind not in ("unknown", "sidecar"):

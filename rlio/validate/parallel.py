@@ -80,8 +80,12 @@ def scan_rollouts(
     saw and how the ``(group_idx, traj_idx)`` pairs ran."""
     hook = RolloutChecks(sink, iteration=iteration, label=label,
                          key_lines=KEY_ORDER_RECORDS if from_start else 0)
-    stats = scan_jsonl(stream, sink, schema=_ROLLOUT_SCHEMA, append_only=False,
-                      on_record=hook.hook, on_decoded=hook.check, limit=limit, at_eof=at_eof)
+    try:
+        stats = scan_jsonl(stream, sink, schema=_ROLLOUT_SCHEMA, append_only=False,
+                           on_record=hook.hook, on_decoded=hook.check, limit=limit,
+                           at_eof=at_eof)
+    finally:
+        hook.flush()  # the key order of typed records held back (an error mid-file too)
     return stats, hook.finish()
 
 

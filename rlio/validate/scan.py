@@ -261,7 +261,13 @@ def scan_jsonl(
     if want_fast and resume_at == first_line and limit is None and type(stream) is io.BytesIO:
         fast = decoder_for(schema)  # a warm small file: its typed lines skip the line reader
         if fast is not None:
-            records, stats.bytes = typed_prefix(stream, fast, on_decoded, first_line, LONG_LINE)
+            records, stats.bytes, whole = typed_prefix(stream, fast, on_decoded, first_line,
+                                                       LONG_LINE)
+            if whole:  # every line taken: what the line reader's empty pass below would give
+                stats.lines = stats.records = records
+                if judged < _WARM_LINES:
+                    _judged[schema] = judged + records
+                return stats
             first_line = resume_at = first_line + records
     misses = 0
     since = first_line - 1

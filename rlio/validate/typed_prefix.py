@@ -31,7 +31,7 @@ def decoder_for(schema: str) -> Callable[[bytes], Any] | None:
 def typed_prefix(
     stream: io.BytesIO, decode: Callable[[bytes], Any],
     on_decoded: Callable[[Any, int, bytes], None] | None, first_line: int, long_line: int,
-) -> tuple[int, int]:
+) -> tuple[int, int, bool]:
     """Judge lines from the stream's position while ``decode`` accepts them.
 
     Each taken line is newline-terminated, at most ``long_line`` bytes long and accepted by
@@ -39,7 +39,7 @@ def typed_prefix(
     stream is left at the start of the first line not taken.
 
     Returns:
-        ``(lines taken, bytes taken)``.
+        ``(lines taken, bytes taken, whether they were all the stream held)``.
     """
     readline = stream.readline
     start = stream.tell()
@@ -48,7 +48,7 @@ def typed_prefix(
     while True:
         line = readline()
         if not line:
-            return lineno - first_line, taken
+            return lineno - first_line, taken, True
         if line[-1] != 10 or len(line) > long_line:
             break
         try:
@@ -60,4 +60,4 @@ def typed_prefix(
         lineno += 1
         taken += len(line)
     stream.seek(start + taken)
-    return lineno - first_line, taken
+    return lineno - first_line, taken, False

@@ -71,9 +71,22 @@ def _naive(started: str) -> bool:
     return bool(_TIME.search(started)) and not _OFFSET.search(started)
 
 
+_LOGTREE_SUFFIX = layout.KINDS["logtree"].name
+_HTML_SUFFIX = layout.KINDS["html"].name
+
+
+def html_twin(rp: RunPath) -> str:
+    """``twin_path(rp, "html")``: for a name the layout parses as a logtree, the name with its
+    suffix swapped (what ``twin_path`` rebuilds from the parts, without rebuilding it)."""
+    path = rp.path
+    if rp.kind == "logtree" and path.endswith(_LOGTREE_SUFFIX):
+        return path[: -len(_LOGTREE_SUFFIX)] + _HTML_SUFFIX
+    return twin_path(rp, "html")
+
+
 def _head_checks(started: Any, path: Any, sink: Sink, rp: RunPath) -> None:
     """RL204 (naive started_at), RL410 (path does not name the HTML twin)."""
-    twin = twin_path(rp, "html")
+    twin = html_twin(rp)
     if isinstance(started, str) and _naive(started):
         sink.add("RL204", f"started_at {short(started)} has no UTC offset (naive local time)",
                  pointer="/started_at")

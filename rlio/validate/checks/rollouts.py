@@ -71,10 +71,20 @@ def _documented_keys() -> tuple[str, ...]:
 
 
 @functools.cache
+def _batch_keys_of() -> Callable[[list[Any], list[bytes]], tuple[str, ...] | None]:
+    """The key order of a batch of typed records in one encode (``rlio._schema.decoders``)."""
+    from rlio._schema.key_order import batch_key_order_for
+
+    keys_of = batch_key_order_for("rollout-summary-line")
+    assert keys_of is not None  # a typed record came from this schema's decoder
+    return keys_of
+
+
+@functools.cache
 def _keys_of() -> Callable[[Any, bytes], tuple[str, ...]]:
     """The key order of a typed record from its raw line (``rlio._schema.decoders``; imported
     here, once a typed record exists: msgspec is loaded by then)."""
-    from rlio._schema.decoders import key_order_for
+    from rlio._schema.key_order import key_order_for
 
     keys_of = key_order_for("rollout-summary-line")
     assert keys_of is not None  # a typed record came from this schema's decoder
@@ -115,10 +125,15 @@ class RolloutChecks:
         # the first ``key_lines`` lines, whose order is read from their raw bytes
         key_checks = KEY_ORDER_RECORDS
         keys_of: Callable[[Any, bytes], tuple[str, ...]] | None = None
+        # typed records whose key order is read in one batch (``flush``), before any record
+        # decoded as a dict is and when the scan ends: the same records judged, in line order
+        typed: list[Any] = []
+        raw: list[bytes] = []
+        lines: list[int] = []
         tolerance = REWARD_TOLERANCE  # within the rule whatever the magnitudes: a cheap prefilter
 
         def check(rec: Any, line: int, source: bytes | dict[str, Any]) -> None:
-            nonlocal last_g, last_t, key_checks, keys_of
+            nonlocal last_g, last_t
             it = rec.iteration
             if it != iteration and iteration is not None:
                 add("RL401", f"iteration {it} differs from {iteration} in the file name",
@@ -164,24 +179,50 @@ class RolloutChecks:
             elif total is not None and final is not None:
                 _total(sink, total, final, (), line)
             if key_checks and (type(source) is not bytes or line <= key_lines):
-                if type(source) is not bytes:  # a dict shows its key order
-                    found = tuple(source)
-                else:
-                    if keys_of is None:
-                        keys_of = _keys_of()
-                    found = keys_of(rec, source)
-                if found != keys:
-                    add("RL202", f"keys are {short(list(found), 120)}; documented order is "
-                                 f"{', '.join(keys)}", line=line)
-                    key_checks = 0
-                else:
-                    key_checks -= 1
+                if isinstance(source, bytes):
+                    typed.append(rec)
+                    raw.append(source)
+                    lines.append(line)
+                    return
+                if typed:
+                    flush()
+                if key_checks:
+                    key_order(tuple(source), line)  # a dict shows its key order
+
+        def key_order(found: tuple[str, ...], line: int) -> None:
+            nonlocal key_checks
+            if found != keys:
+                add("RL202", f"keys are {short(list(found), 120)}; documented order is "
+                             f"{', '.join(keys)}", line=line)
+                key_checks = 0
+            else:
+                key_checks -= 1
+
+        def flush() -> None:
+            """Judge the key order of the typed records held back, in line order."""
+            nonlocal keys_of, key_checks
+            if not typed:
+                return
+            batch, sources, at = typed[:], raw[:], lines[:]
+            typed.clear()
+            raw.clear()
+            lines.clear()
+            if _batch_keys_of()(batch, sources) == keys and len(batch) <= key_checks:
+                key_checks -= len(batch)  # every line its record's encoding, in this order
+                return
+            if keys_of is None:
+                keys_of = _keys_of()
+            for rec, source, line in zip(batch, sources, at, strict=True):
+                if not key_checks:
+                    return
+                key_order(keys_of(rec, source), line)
 
         def hook(rec: Any, line: int, ok: bool) -> None:
             if ok:
                 check(_view(rec), line, rec)
 
         def finish() -> PairOrder:
+            flush()
             if order.first is not None:
                 order.last = (last_g, last_t)
             return order
@@ -189,6 +230,9 @@ class RolloutChecks:
         self.check: Callable[[Any, int, bytes | dict[str, Any]], None] = check
         self.hook: Callable[[Any, int, bool], None] = hook
         self.finish: Callable[[], PairOrder] = finish
+        #: Judges the key order of held-back typed records (``finish`` does it too; a scan
+        #: that raises calls it, so what was judged before the error is reported).
+        self.flush: Callable[[], None] = flush
 
 
 def _total(sink: Sink, total: Any, final: Any, rewards: Sequence[Any], line: int) -> None:

@@ -2,7 +2,7 @@
 
 A process that has judged enough lines of a schema decodes even a 4-line rollout file with the
 msgspec decoder from its first line (the key order of its first 100 records read from their raw
-bytes, ``rlio._schema.decoders.key_order_for``), and a run past its first documents judges a small
+bytes, ``rlio._schema.key_order.key_order_for``), and a run past its first documents judges a small
 logtree by one decode of the whole document (``rlio._schema.logtree_decoder.decode_small``). Each
 case here validates the same run with every typed path forced on and with all of them off and
 compares every field of every finding; the decoders are checked against orjson on crafted and
@@ -26,7 +26,8 @@ from test_validate_bigdoc import MUTATIONS, demo_doc
 import rlio.validate.scan as scan_mod
 from rlio import layout
 from rlio._schema import logtree_decoder
-from rlio._schema.decoders import decoder_for, key_order_for
+from rlio._schema.decoders import decoder_for
+from rlio._schema.key_order import batch_key_order_for, key_order_for
 from rlio._schema.logtree_decoder import decode_head, decode_small
 from rlio.errors import NotARunError, RunNotFoundError
 from rlio.schema import is_valid
@@ -118,6 +119,10 @@ DAMAGE: list[tuple[str, Any]] = [
     ("wrong total", lambda run: _edit(rollouts(run, 8), 0, total_reward=9.5)),
     ("pairs repeat", lambda run: _edit(rollouts(run, 8), 3, group_idx=0)),
     ("undeclared key", lambda run: _edit(rollouts(run, 9), 0, extra=1)),
+    ("undeclared key, then keys reversed", lambda run: (_edit(rollouts(run, 1), 1, extra=1),
+                                                        _reorder(rollouts(run, 1), 3))),
+    ("keys reversed, then undeclared key", lambda run: (_reorder(rollouts(run, 1), 0),
+                                                        _edit(rollouts(run, 1), 2, extra=1))),
     ("NaN token", lambda run: _replace(rollouts(run, 9), b'"total_reward":', b'"total_reward":'
                                        b'NaN,"x":')),
     ("torn last line", lambda run: rollouts(run, 10).write_bytes(
@@ -303,3 +308,26 @@ def test_key_order_of_shuffled_records(order: list[str], dup: str | None, space:
     found = key_order(line)
     assert found is not None
     assert found == tuple(orjson.loads(line))
+
+
+KEY_LINES = [LINE + b"\n", LINE, b" " + LINE + b" \n", LINE + b"\r\n",
+             orjson.dumps(dict(reversed(list(trajectory(1).items())))) + b"\n",
+             LINE.replace(b'"split"', b'"spl\\u0069t"') + b"\n",
+             LINE[:-1] + b',"schema_version":1}\n',
+             LINE.replace(b'"reward":0.0', b'"reward":0.00') + b"\n",
+             orjson.dumps(trajectory(2, 1, 3)) + b"\n"]
+
+
+@SETTINGS
+@given(picks=st.lists(st.sampled_from(KEY_LINES), min_size=1, max_size=6))
+def test_batch_key_order_is_every_lines(picks: list[bytes]) -> None:
+    """A batch's key order read in one encode, when it is read, is each line's own order; a
+    batch of lines as written is always read so."""
+    decode, batch = decoder_for(SCHEMA), batch_key_order_for(SCHEMA)
+    assert decode is not None and batch is not None
+    recs = [decode(line) for line in picks]
+    got = batch(recs, picks)
+    if got is not None:
+        assert all(key_order(line) == got for line in picks)
+    if all(line == LINE + b"\n" for line in picks):
+        assert got == tuple(orjson.loads(LINE))
