@@ -403,16 +403,20 @@ class ObservedChecks(MetricsReader):
             self._read_block()
 
     def block(self, recs: list[dict[str, Any]], layouts: dict[tuple[str, ...], None],
-              first: int) -> bool:
+              first: int, columns: list[tuple[Any, ...]] | None = None) -> bool:
         """Judge a block of records at once (when the checks can), then take the charts'
         columns from them in the same ``_BLOCK``-record pieces one call per record makes.
 
         The checks judged every record's step an int, so the other x keys of these records are
         never read (``_xs`` takes the step first): only ``step`` and the wanted keys are kept.
+        ``columns`` (one layout's values per key, as the validator took them) are used as they
+        are: no key is read out of the records twice.
         """
-        if not self.checks.block(recs, layouts, first):
+        if not self.checks.block(recs, layouts, first, columns):
             return False
         shared = next(iter(layouts)) if len(layouts) == 1 else None
+        taken = None if shared is None or columns is None else dict(zip(shared, columns,
+                                                                        strict=True))
         keys = self.scan.keys.keys()
         at, n = 0, len(recs)
         while at < n:
@@ -427,7 +431,8 @@ class ObservedChecks(MetricsReader):
             for lay in layouts if shared is not None else dict.fromkeys(map(tuple, piece)):
                 if not keys >= set(lay):
                     self._new_keys(dict.fromkeys(lay))
-            cols.add(piece, [*self._want, "step"], shared)
+            cols.add(piece, [*self._want, "step"], shared,
+                     None if taken is None else (taken, at, end))
             at = end
             if cols.n >= _BLOCK:
                 self._read_block()
