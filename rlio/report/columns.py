@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import operator
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from typing import Any, Final
@@ -245,11 +245,15 @@ class MetricsReader:
     x is ``step``, else ``progress/batch``, else ``training_client/step``, else the record's
     index. Evaluator reward keys (``<name>/env/all/reward/total``) are charted as they appear.
     Call it with each record (the validator's record-hook signature), then ``close()``.
+    ``stand_in`` maps a wanted key to the key it only stands in for: it is read until that key
+    shows up, then its column is dropped (a chart of it would not be drawn).
     """
 
-    def __init__(self, wanted: Sequence[str], scan: MetricsScan | None = None) -> None:
+    def __init__(self, wanted: Sequence[str], scan: MetricsScan | None = None,
+                 stand_in: Mapping[str, str] | None = None) -> None:
         self.scan = scan if scan is not None else MetricsScan()
         self._want = dict.fromkeys(wanted)
+        self._stand_in = dict(stand_in or {})
         self._evals = 0
         self._block: list[dict[str, Any]] = []
         self._x_kind = len(_X_KEYS)
@@ -322,6 +326,9 @@ class MetricsReader:
         for k in self._want:
             if k not in keys:
                 continue
+            if k in self._stand_in and self._stand_in[k] in keys:
+                m.columns.pop(k, None)
+                continue
             vals = block.get(k)
             types = set(map(type, vals))
             kx, inc = xs, increasing
@@ -377,8 +384,9 @@ class ObservedChecks(MetricsReader):
     """
 
     def __init__(self, checks: Any, wanted: Sequence[str],
-                 done: Callable[[MetricsScan], None]) -> None:
-        super().__init__(wanted, MetricsScan(present=True))
+                 done: Callable[[MetricsScan], None],
+                 stand_in: Mapping[str, str] | None = None) -> None:
+        super().__init__(wanted, MetricsScan(present=True), stand_in)
         self.checks = checks
         self.done = done
         self._cols: ColumnsView | None = None  # the current block, once a block of lines came
