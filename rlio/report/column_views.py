@@ -58,8 +58,10 @@ class ColumnsView:
         self.flags: list[bool] = []
 
     def add(self, recs: list[dict[str, Any]], keys: Iterable[str],
-            shared: tuple[str, ...] | None) -> None:
-        """Append records (``shared``: the one layout they all have, when they share one)."""
+            shared: tuple[str, ...] | None,
+            taken: tuple[dict[str, tuple[Any, ...]], int, int] | None = None) -> None:
+        """Append records (``shared``: the one layout they all have, when they share one;
+        ``taken``: that layout's columns already read, of which ``recs`` are ``[at:end]``)."""
         n, have = len(recs), None if shared is None else frozenset(shared)
         asked = dict.fromkeys(keys)
         for k in [*asked, *(k for k in self.cols if k not in asked)]:
@@ -71,7 +73,11 @@ class ColumnsView:
             elif have is None:
                 col += map(dict.get, recs, repeat(k), repeat(MISSING))
             elif k in have:
-                col += map(operator.itemgetter(k), recs)
+                if taken is None:
+                    col += map(operator.itemgetter(k), recs)
+                else:
+                    values, at, end = taken
+                    col += values[k] if at == 0 and end == len(values[k]) else values[k][at:end]
             else:
                 col += repeat(MISSING, n)
         if shared is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import operator
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from typing import Any, Final
@@ -245,11 +245,15 @@ class MetricsReader:
     x is ``step``, else ``progress/batch``, else ``training_client/step``, else the record's
     index. Evaluator reward keys (``<name>/env/all/reward/total``) are charted as they appear.
     Call it with each record (the validator's record-hook signature), then ``close()``.
+    ``stand_in`` maps a wanted key to the key it only stands in for: it is read until that key
+    shows up, then its column is dropped (a chart of it would not be drawn).
     """
 
-    def __init__(self, wanted: Sequence[str], scan: MetricsScan | None = None) -> None:
+    def __init__(self, wanted: Sequence[str], scan: MetricsScan | None = None,
+                 stand_in: Mapping[str, str] | None = None) -> None:
         self.scan = scan if scan is not None else MetricsScan()
         self._want = dict.fromkeys(wanted)
+        self._stand_in = dict(stand_in or {})
         self._evals = 0
         self._block: list[dict[str, Any]] = []
         self._x_kind = len(_X_KEYS)
@@ -322,6 +326,9 @@ class MetricsReader:
         for k in self._want:
             if k not in keys:
                 continue
+            if k in self._stand_in and self._stand_in[k] in keys:
+                m.columns.pop(k, None)
+                continue
             vals = block.get(k)
             types = set(map(type, vals))
             kx, inc = xs, increasing
@@ -377,8 +384,9 @@ class ObservedChecks(MetricsReader):
     """
 
     def __init__(self, checks: Any, wanted: Sequence[str],
-                 done: Callable[[MetricsScan], None]) -> None:
-        super().__init__(wanted, MetricsScan(present=True))
+                 done: Callable[[MetricsScan], None],
+                 stand_in: Mapping[str, str] | None = None) -> None:
+        super().__init__(wanted, MetricsScan(present=True), stand_in)
         self.checks = checks
         self.done = done
         self._cols: ColumnsView | None = None  # the current block, once a block of lines came
@@ -403,16 +411,20 @@ class ObservedChecks(MetricsReader):
             self._read_block()
 
     def block(self, recs: list[dict[str, Any]], layouts: dict[tuple[str, ...], None],
-              first: int) -> bool:
+              first: int, columns: list[tuple[Any, ...]] | None = None) -> bool:
         """Judge a block of records at once (when the checks can), then take the charts'
         columns from them in the same ``_BLOCK``-record pieces one call per record makes.
 
         The checks judged every record's step an int, so the other x keys of these records are
         never read (``_xs`` takes the step first): only ``step`` and the wanted keys are kept.
+        ``columns`` (one layout's values per key, as the validator took them) are used as they
+        are: no key is read out of the records twice.
         """
-        if not self.checks.block(recs, layouts, first):
+        if not self.checks.block(recs, layouts, first, columns):
             return False
         shared = next(iter(layouts)) if len(layouts) == 1 else None
+        taken = None if shared is None or columns is None else dict(zip(shared, columns,
+                                                                        strict=True))
         keys = self.scan.keys.keys()
         at, n = 0, len(recs)
         while at < n:
@@ -427,7 +439,8 @@ class ObservedChecks(MetricsReader):
             for lay in layouts if shared is not None else dict.fromkeys(map(tuple, piece)):
                 if not keys >= set(lay):
                     self._new_keys(dict.fromkeys(lay))
-            cols.add(piece, [*self._want, "step"], shared)
+            cols.add(piece, [*self._want, "step"], shared,
+                     None if taken is None else (taken, at, end))
             at = end
             if cols.n >= _BLOCK:
                 self._read_block()

@@ -6,7 +6,7 @@ The run is read only through ``rlio.storage`` (any backend) and the tolerant JSO
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -62,14 +62,16 @@ def _iter_jsonl(storage: Storage, rel: str, stats: FileStats) -> Iterator[dict[s
         stats.error = f"{rel} could not be read past line {stats.lines}: {exc}"
 
 
-def read_metrics(storage: Storage, wanted: Sequence[str]) -> MetricsScan:
+def read_metrics(storage: Storage, wanted: Sequence[str],
+                 stand_in: Mapping[str, str] | None = None) -> MetricsScan:
     """Stream ``metrics.jsonl`` once, keeping only the wanted (and eval reward) columns.
 
     The report's own pass, when it runs without the validator (``MetricsObserver`` takes the
-    validator's records otherwise). See ``MetricsReader`` for the x axis and the columns.
+    validator's records otherwise). See ``MetricsReader`` for the x axis, the columns and
+    ``stand_in``.
     """
     m = MetricsScan(present=storage.stat(layout.METRICS) is not None)
-    reader = MetricsReader(wanted, m)
+    reader = MetricsReader(wanted, m, stand_in)
     for rec in _iter_jsonl(storage, layout.METRICS, m.stats):
         reader(rec)
     return reader.close()
@@ -83,16 +85,18 @@ class MetricsObserver:
     (uncapped counts). ``scan`` is None unless the validator read the whole file.
     """
 
-    def __init__(self, storage: Storage, wanted: Sequence[str]) -> None:
+    def __init__(self, storage: Storage, wanted: Sequence[str],
+                 stand_in: Mapping[str, str] | None = None) -> None:
         self.storage = storage
         self.wanted = wanted
+        self.stand_in = stand_in
         self.scan: MetricsScan | None = None
 
     def __call__(self, kind: str, sink: Sink, checks: RecordChecks | None) -> RecordChecks | None:
         """The record hook the validator uses for one file of ``kind``."""
         if kind != "metrics" or checks is None:
             return checks
-        return ObservedChecks(checks, self.wanted, lambda m: self._done(m, sink))
+        return ObservedChecks(checks, self.wanted, lambda m: self._done(m, sink), self.stand_in)
 
     def _done(self, m: MetricsScan, sink: Sink) -> None:
         """Keep the scan, with the skipped lines counted from the file's findings."""

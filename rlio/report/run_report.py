@@ -151,16 +151,17 @@ def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bo
             write: Callable[[str, bytes], None] | None) -> str:
     storage = open_storage(run_s)
     wanted = [*DEFAULT_METRICS, _KL_V2, *metrics]
+    stand_in = {} if _KL_V2 in metrics else {_KL_V2: _KL_V1}  # v2 is charted only without v1
     report_name, at_root = _placement(storage, output)
     folder = posixpath.splitext(report_name)[0] or "report"
     report, v_error = None, None
-    observer = MetricsObserver(storage, wanted)  # the charts come from the validator's parse
+    observer = MetricsObserver(storage, wanted, stand_in)  # the charts: the validator's parse
     if validate:
         try:
             report = _validation(run_s, _run_relative(storage, output), folder, observer)
         except Exception as exc:  # the page still shows metrics when the validator fails
             v_error = f"{type(exc).__name__}: {exc}"
-    m = observer.scan if observer.scan is not None else read_metrics(storage, wanted)
+    m = observer.scan if observer.scan is not None else read_metrics(storage, wanted, stand_in)
     ckpts = read_checkpoints(storage)
     resume = resume_point(run_s)
     idx = index_run(storage)

@@ -36,6 +36,8 @@ _CHUNK: Final = 64 << 10
 _CARRY_MAX: Final = 8 << 20
 #: Keys whose rules are remembered per schema.
 _RULES_MAX: Final = 4096
+#: Key layouts whose rule plans are remembered per schema.
+_LAYOUTS_MAX: Final = 256
 _JSON_TYPES: Final = {
     "integer": frozenset({int}),  # an integral float is valid too: the exact path judges it
     "number": frozenset({int, float}),
@@ -64,10 +66,11 @@ class BlockChecks(Protocol):
         """Judge one record (the exact path)."""
 
     def block(self, recs: list[dict[str, Any]], layouts: dict[tuple[str, ...], None],
-              first: int) -> bool:
+              first: int, columns: list[tuple[Any, ...]] | None = None) -> bool:
         """Judge schema-valid records of lines ``first``, ``first + 1``...; False (and nothing
         changed) when only the exact path can. ``layouts``: each record has the keys of one of
-        them, its first key first (one layout: the keys of ``recs[0]`` in their order)."""
+        them, its first key first (one layout: the keys of ``recs[0]`` in their order).
+        ``columns``: with one layout, the values of each of its keys (in its key order)."""
 
     def finish(self) -> Any:
         """Judge what only the whole file shows."""
@@ -157,6 +160,8 @@ class ColumnRules:
         self.schema = schema
         self.ctx = Context(schema)
         self.rules: dict[str, Rule | None] = {}
+        self._same: dict[Rule, Rule] = {}  # one object per distinct rule
+        self._plans: dict[tuple[str, ...], list[tuple[Rule, list[int]]] | None] = {}
 
     def rule(self, key: str) -> Rule | None:
         """The rule of ``key``, or None when its subschemas use keywords not modelled here."""
@@ -165,7 +170,9 @@ class ColumnRules:
         acc: dict[str, Any] = {"types": None, "lo": None, "lo_open": False, "hi": None,
                                "hi_open": False}
         subs = per_key_subschemas(self.ctx, self.schema, key)
-        rule = Rule(**acc) if all(_fold(self.ctx, s, acc) for s in subs) else None
+        rule = None
+        if all(_fold(self.ctx, s, acc) for s in subs):
+            rule = self._same.setdefault(Rule(**acc), Rule(**acc))
         if len(self.rules) < _RULES_MAX:
             self.rules[key] = rule
         return rule
@@ -176,16 +183,39 @@ class ColumnRules:
         (``columns``: the values of the one layout's keys, when the records share one)."""
         rule = self.rule
         if columns is not None:
-            cols: Iterable[tuple[str, Iterable[Any]]] = zip(next(iter(layouts)), columns,
-                                                             strict=True)
-        else:
-            keys = dict.fromkeys(chain.from_iterable(layouts))
-            cols = ((k, map(dict.get, recs, repeat(k), repeat(_MISSING))) for k in keys)
-        for key, col in cols:
+            plan = self._plan(next(iter(layouts)))
+            if plan is None:
+                return False
+            for same, at in plan:  # the columns of one rule at once: each passes iff all do
+                if not same.clears(columns[at[0]] if len(at) == 1 else list(
+                        chain.from_iterable(map(columns.__getitem__, at)))):
+                    return False
+            return True
+        for key in dict.fromkeys(chain.from_iterable(layouts)):
             r = rule(key) if type(key) is str else None
-            if r is None or not r.clears(col):
+            if r is None or not r.clears(map(dict.get, recs, repeat(key), repeat(_MISSING))):
                 return False
         return True
+
+    def _plan(self, keys: tuple[str, ...]) -> list[tuple[Rule, list[int]]] | None:
+        """The distinct rules of a layout's keys, each with the places of its keys (None: a key
+        without a rule). A column of a rule passes ``Rule.clears`` when the columns of all the
+        rule's keys together do (the same types, the same extremes among them)."""
+        plans = self._plans
+        if keys in plans:
+            return plans[keys]
+        groups: dict[int, tuple[Rule, list[int]]] = {}
+        plan: list[tuple[Rule, list[int]]] | None = None
+        for at, key in enumerate(keys):
+            r = self.rule(key) if type(key) is str else None
+            if r is None:
+                break
+            groups.setdefault(id(r), (r, []))[1].append(at)
+        else:
+            plan = list(groups.values())
+        if len(plans) < _LAYOUTS_MAX:
+            plans[keys] = plan
+        return plan
 
 
 _CACHE: dict[str, ColumnRules | None] = {}
@@ -303,7 +333,8 @@ def _block(lines: list[bytes], rules: ColumnRules, checks: BlockChecks, first: i
     if set(map(type, recs)) != _DICTS or max(map(len, lines)) >= LONG_LINE - 2:
         return 0
     layouts, columns = _layouts(recs)
-    if not rules.clear(recs, layouts, columns) or not checks.block(recs, layouts, first):
+    if not rules.clear(recs, layouts, columns) or not checks.block(recs, layouts, first,
+                                                                   columns):
         return 0
     return len(recs)
 

@@ -64,9 +64,10 @@ class MetricsChecks:
             self._train_line(s, line)
 
     def block(self, recs: list[dict[str, Any]], layouts: dict[tuple[str, ...], None],
-              first: int) -> bool:
+              first: int, columns: list[tuple[Any, ...]] | None = None) -> bool:
         """Judge a block of schema-valid records at once when it is the common case: training
-        lines whose step goes on by one, ``step`` first. False (nothing judged) otherwise."""
+        lines whose step goes on by one, ``step`` first. False (nothing judged) otherwise.
+        (``columns``, the values per key of the one layout, are not needed here.)"""
         mode = self._progress_mode
         if mode is None:
             return False

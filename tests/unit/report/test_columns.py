@@ -158,3 +158,24 @@ def test_the_vectorized_fold_keeps_the_same_points_as_bucket_by_bucket() -> None
         assert fast.points() == slow.points()
         assert (fast.total, fast.width) == (slow.total, slow.width)
         assert fast.width > columns._FIRST_WIDTH or n < 10_000
+
+
+def test_a_stand_in_key_is_read_only_until_the_key_it_stands_in_for_shows_up() -> None:
+    """A stand-in key (kl v2 for kl v1) keeps its column only in a file without the other key;
+    every other column is the same with or without the stand-in."""
+    v1, v2 = "optim/kl_sample_train_v1", "optim/kl_sample_train_v2"
+    rng = random.Random(2)
+    for first_v1 in (None, 0, 3000, 9000):
+        readers = MetricsReader(["loss", v1, v2]), MetricsReader(["loss", v1, v2], None, {v2: v1})
+        for s in range(10_000):
+            rec = {"step": s, "loss": rng.random(), v2: rng.random(), "": 1}
+            if first_v1 is not None and s >= first_v1:
+                rec[v1] = rng.random()
+            for r in readers:
+                r(dict(rec))
+        plain, lean = (r.close() for r in readers)
+        assert (v2 in lean.columns) == (first_v1 is None)
+        assert set(lean.columns) | {v2} == set(plain.columns) | {v2}
+        for key, col in plain.columns.items():
+            if key != v2 or first_v1 is None:
+                assert lean.columns[key].points() == col.points()

@@ -190,3 +190,33 @@ def test_much_damage_hands_the_rest_to_the_exact_path() -> None:
     fast = judge(data, blocks=4096, carry=20_000)
     assert fast[:2] == exact[:2]
     assert fast[3] > 0 and any(f.code == "RL102" for f in fast[0])
+
+
+VALUES = st.one_of(st.integers(-3, 3), st.floats(-2, 2, allow_nan=False), st.none(),
+                   st.booleans(), st.sampled_from(["s", 10**30, 1e300, [1], {"a": 1}]))
+KEYS = ["step", "progress/batch", "progress/done_frac", "optim/lr", "time/total", "time/a:count",
+        "env/x", "env/y", "other", "note"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(keys=st.lists(st.sampled_from(KEYS), min_size=2, max_size=7, unique=True),
+       rows=st.lists(st.lists(VALUES, min_size=7, max_size=7), min_size=1, max_size=6))
+def test_columns_of_one_rule_are_cleared_together_as_one_by_one(
+    keys: list[str], rows: list[list[Any]],
+) -> None:
+    """A layout's columns cleared per distinct rule at once give the verdict of each key's
+    column judged alone, over every value type (bools, nulls, strings, huge numbers, ranges)."""
+    rules = column_rules("metrics-line")
+    assert rules is not None
+    assert len(rules._plan(("env/x", "env/y", "optim/lr", "time/total"))) == 2  # (2 rules)
+    recs = [dict(zip(keys, row, strict=False)) for row in rows]
+    layouts: dict[tuple[str, ...], None] = {tuple(keys): None}
+    columns = list(zip(*(tuple(r.values()) for r in recs), strict=True))
+    alone = True
+    for key, col in zip(keys, columns, strict=True):
+        r = rules.rule(key)
+        bounded = r is not None and (r.lo is not None or r.hi is not None)
+        assert r is not None and (not bounded or (r.types is not None
+                                                  and r.types <= {int, float, type(None)}))
+        alone = alone and r.clears(col)
+    assert rules.clear(recs, layouts, columns) == alone
