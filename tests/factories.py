@@ -13,8 +13,10 @@ Import it from any test as ``import factories`` or ``from factories import cookb
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -24,7 +26,8 @@ from typing import Any
 
 import pytest
 
-from rlio import layout
+import rlio.writer.run_writer as run_writer_module
+from rlio import RecordError, RunWriter, layout
 from rlio.cli import main
 from rlio.validate import validate_run
 
@@ -122,6 +125,32 @@ def ordered_record(g: int, t: int, n: int = 3, **over: Any) -> dict[str, Any]:
     }
     out.update(over)
     return out
+
+
+def rollout_write_outcome(root: str, recs: list[Any], *, scan: bool,
+                  monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, Any]:
+    """Write ``recs`` as iteration 4's rollout summaries of a new run at ``root``, through the
+    writer's one-pass scan or (``scan=False``) its general path alone: (the file's bytes, and
+    (index, pointer, message) of the RecordError or None)."""
+    with monkeypatch.context() as m:
+        if not scan:
+            m.setattr(run_writer_module, "rollout_scan", lambda: None)
+        error = None
+        with RunWriter(root) as run:
+            try:
+                run.write_rollout_summaries(4, copy.deepcopy(recs))
+            except RecordError as exc:
+                error = (exc.index, exc.pointer, str(exc))
+    path = pathlib.Path(root, "train_iteration_000004_rollout_summaries.jsonl")
+    return (path.read_bytes() if path.exists() else b"<absent>"), error
+
+
+def set_at(obj: Any, path: list[Any], value: Any) -> None:
+    """Set ``value`` at ``path`` (keys and indexes) inside ``obj``."""
+    node: Any = obj
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
 
 
 def metrics_line(step: int, **values: Any) -> dict[str, Any]:

@@ -22,11 +22,16 @@ from typing import Any
 import jsonschema
 import orjson
 import pytest
-from factories import ordered_record, ordered_step, strict_json
+from factories import (
+    ordered_record,
+    ordered_step,
+    rollout_write_outcome,
+    set_at,
+    strict_json,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import rlio.writer.run_writer as writer_module
 from rlio import RecordError, RunWriter
 from rlio._schema.blocks import compile_key_check
 from rlio._schema.loader import load_schema
@@ -187,13 +192,6 @@ def test_key_check_refuses_schemas_that_are_not_per_key(schema: dict[str, Any]) 
 # -- rollout summaries: the one-pass scan against the general path ------------------------------
 
 
-def _set(rec: dict[str, Any], path: list[Any], value: Any) -> None:
-    node: Any = rec
-    for p in path[:-1]:
-        node = node[p]
-    node[path[-1]] = value
-
-
 #: One-place changes: (path, value); most make the record wrong, some only unusual.
 CHANGES: list[tuple[list[Any], Any]] = [
     (["group_idx"], -1), (["group_idx"], True), (["group_idx"], 1.0), (["traj_idx"], 2.5),
@@ -242,26 +240,10 @@ def rollout_batches(draw: st.DrawFn) -> list[Any]:
                     rec.pop(k)
             else:
                 path, value = draw(st.sampled_from(CHANGES))
-                _set(rec, path, copy.deepcopy(value))
+                set_at(rec, path, copy.deepcopy(value))
         except (KeyError, IndexError, TypeError, AttributeError):
             pass  # an earlier change removed what this one would change
     return recs
-
-
-def write_outcome(root: str, recs: list[Any], *, scan: bool,
-                  monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, Any]:
-    """(file bytes, (index, pointer, message) of the RecordError or None)."""
-    with monkeypatch.context() as m:
-        if not scan:
-            m.setattr(writer_module, "rollout_scan", lambda: None)
-        error = None
-        with RunWriter(root) as run:
-            try:
-                run.write_rollout_summaries(4, copy.deepcopy(recs))
-            except RecordError as exc:
-                error = (exc.index, exc.pointer, str(exc))
-    path = pathlib.Path(root, "train_iteration_000004_rollout_summaries.jsonl")
-    return (path.read_bytes() if path.exists() else b"<absent>"), error
 
 
 @settings(max_examples=250, deadline=None)
@@ -269,8 +251,8 @@ def write_outcome(root: str, recs: list[Any], *, scan: bool,
 def test_scan_and_general_path_write_the_same(recs: list[Any]) -> None:
     """With and without the scan, the writer writes the same bytes or raises the same error."""
     with tempfile.TemporaryDirectory() as d, pytest.MonkeyPatch.context() as mp:
-        fast = write_outcome(os.path.join(d, "fast"), recs, scan=True, monkeypatch=mp)
-        slow = write_outcome(os.path.join(d, "slow"), recs, scan=False, monkeypatch=mp)
+        fast = rollout_write_outcome(os.path.join(d, "fast"), recs, scan=True, monkeypatch=mp)
+        slow = rollout_write_outcome(os.path.join(d, "slow"), recs, scan=False, monkeypatch=mp)
     assert fast == slow
 
 
@@ -281,9 +263,9 @@ def test_each_change_same_outcome_with_and_without_scan(tmp_path: pathlib.Path,
                                                         path: list[Any], value: Any) -> None:
     """Every one-place change in CHANGES: the scan and the general path agree."""
     recs = [ordered_record(0, 0), ordered_record(0, 1), ordered_record(1, 0)]
-    _set(recs[1], path, value)
-    fast = write_outcome(str(tmp_path / "fast"), recs, scan=True, monkeypatch=monkeypatch)
-    slow = write_outcome(str(tmp_path / "slow"), recs, scan=False, monkeypatch=monkeypatch)
+    set_at(recs[1], path, value)
+    fast = rollout_write_outcome(str(tmp_path / "fast"), recs, scan=True, monkeypatch=monkeypatch)
+    slow = rollout_write_outcome(str(tmp_path / "slow"), recs, scan=False, monkeypatch=monkeypatch)
     assert fast == slow
 
 
@@ -294,7 +276,7 @@ def test_scan_accepts_only_schema_valid_records() -> None:
     recs = [ordered_record(0, 0)]
     for i, (path, value) in enumerate(CHANGES):
         rec = ordered_record(1, i)
-        _set(rec, path, copy.deepcopy(value))
+        set_at(rec, path, copy.deepcopy(value))
         recs.append(rec)
     buf = bytearray()
     seen: set[tuple[Any, Any]] = set()

@@ -11,18 +11,15 @@ from __future__ import annotations
 import copy
 import math
 import os
-import pathlib
 import tempfile
 from typing import Any
 
 import numpy as np
 import pytest
-from factories import ordered_record
+from factories import ordered_record, rollout_write_outcome, set_at
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import rlio.writer.run_writer as writer_module
-from rlio import RecordError, RunWriter
 from rlio._schema.loader import load_schema
 from rlio.rules import REWARD_TOLERANCE
 
@@ -34,33 +31,12 @@ BATCH = 256
 
 
 
-def write_outcome(root: str, recs: list[Any], mode: str,
-                  monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, Any]:
-    """(file bytes, (index, pointer, message) of the RecordError or None) in one mode."""
-    with monkeypatch.context() as m:
-        if mode == "general":
-            m.setattr(writer_module, "rollout_scan", lambda: None)
-        error = None
-        with RunWriter(root) as run:
-            try:
-                run.write_rollout_summaries(4, copy.deepcopy(recs))
-            except RecordError as exc:
-                error = (exc.index, exc.pointer, str(exc))
-    path = pathlib.Path(root, "train_iteration_000004_rollout_summaries.jsonl")
-    return (path.read_bytes() if path.exists() else b"<absent>"), error
-
 
 def outcomes(recs: list[Any]) -> list[tuple[bytes, Any]]:
     """The outcome of writing ``recs`` in each of ``MODES``."""
     with tempfile.TemporaryDirectory() as d, pytest.MonkeyPatch.context() as mp:
-        return [write_outcome(os.path.join(d, mode), recs, mode, mp) for mode in MODES]
-
-
-def _set(rec: Any, path: list[Any], value: Any) -> None:
-    node: Any = rec
-    for p in path[:-1]:
-        node = node[p]
-    node[path[-1]] = value
+        return [rollout_write_outcome(os.path.join(d, mode), recs, scan=mode == "scan",
+                                      monkeypatch=mp) for mode in MODES]
 
 
 #: Damage at one place: (path, value). Wrong types, NaN, numpy scalars, ranges, extra keys.
@@ -145,7 +121,7 @@ def damaged_batches(draw: st.DrawFn) -> list[Any]:
                 recs[i] = draw(st.sampled_from([None, [1], "x", 3]))
             else:
                 path, value = draw(st.sampled_from(DAMAGE))
-                _set(rec, path, copy.deepcopy(value))
+                set_at(rec, path, copy.deepcopy(value))
         except (KeyError, IndexError, TypeError, AttributeError):
             pass  # an earlier change removed what this one would change
     return recs
@@ -166,7 +142,7 @@ def test_scan_and_general_path_write_the_same_on_damaged_batches(recs: list[Any]
 def test_each_damage_same_outcome_in_every_mode(path: list[Any], value: Any, at: int) -> None:
     """Every damage in DAMAGE, early or late in the batch: both paths agree."""
     recs = [ordered_record(i // 8, i % 8) for i in range(BATCH + 5)]
-    _set(recs[at], path, value)
+    set_at(recs[at], path, value)
     scan, general = outcomes(recs)
     assert scan == general
 
