@@ -6,6 +6,7 @@ light (no jsonschema, fsspec or gcsfs) inside a training loop.
 
 from __future__ import annotations
 
+from rlio._lazy import lazy_attributes
 from rlio._version import __version__
 
 _EXPORTS: dict[str, str] = {
@@ -46,8 +47,6 @@ __all__ = sorted(_EXPORTS)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from rlio.errors import (
         LabelCollisionError,
         MissingExtraError,
@@ -81,16 +80,4 @@ if TYPE_CHECKING:
     from rlio.writer.run_writer import RunWriter
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rlio' has no attribute {name!r}")
-    import importlib  # here: importlib (and warnings) would cost every command's start
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_attributes("rlio", _EXPORTS, globals(), __all__)

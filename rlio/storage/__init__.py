@@ -13,6 +13,7 @@ one short process) imports neither the memory backend nor ``threading``.
 
 from __future__ import annotations
 
+from rlio._lazy import lazy_attributes
 from rlio.storage.base import (
     HIDDEN_PREFIXES,
     TEMP_INFIX,
@@ -25,8 +26,6 @@ from rlio.storage.base import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from rlio.storage.local import LocalStorage
     from rlio.storage.memory import MemoryStorage
     from rlio.storage.opener import open_storage
@@ -51,16 +50,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rlio.storage' has no attribute {name!r}")
-    import importlib  # here: importlib (and warnings) would cost every command's start
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_attributes("rlio.storage", _LAZY, globals(), __all__)
