@@ -33,14 +33,15 @@ from typing import Any
 HEAVY = ("jsonschema", "fsspec", "gcsfs")
 
 
-def metrics_record(i: int, rng: random.Random) -> dict[str, Any]:
-    """A realistic 20-key metrics line (step + 19 metrics)."""
+def metrics_record(i: int, rng: random.Random, spread: int = 8) -> dict[str, Any]:
+    """A realistic metrics line as a training loop logs it (progress, optimizer, env rewards,
+    timings): 19 metrics (a 20-key line with its step), or ``11 + spread``."""
     rec: dict[str, Any] = {"progress/batch": i, "progress/done_frac": i / 1e6, "optim/lr": 4e-5,
                            "optim/entropy": rng.random(), "optim/kl_sample_train_v1": rng.random(),
                            "optim/kl_sample_train_v2": rng.random(),
                            "env/all/reward/total": rng.random(), "time/total": 12.5,
                            "time/sample": 9.25, "time/train": 2.5, "time/train:count": 1}
-    for k in range(8):
+    for k in range(spread):
         rec[f"env/all/metric_{k}"] = rng.random()
     return rec
 

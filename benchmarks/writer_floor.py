@@ -35,6 +35,7 @@ import orjson
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Row, interleaved
+from writer import metrics_record as writer_metrics_record
 from writer import rollout_records  # the same 4096 x 4 batch the older writer benchmark times
 
 NUMPY_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
@@ -42,14 +43,7 @@ NUMPY_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
 
 def metrics_record(i: int, rng: random.Random) -> dict[str, Any]:
     """20 keys as a training loop logs them: progress, optimizer, env rewards, timings."""
-    rec: dict[str, Any] = {"progress/batch": i, "progress/done_frac": i / 1e6, "optim/lr": 4e-5,
-                           "optim/entropy": rng.random(), "optim/kl_sample_train_v1": rng.random(),
-                           "optim/kl_sample_train_v2": rng.random(),
-                           "env/all/reward/total": rng.random(), "time/total": 12.5,
-                           "time/sample": 9.25, "time/train": 2.5, "time/train:count": 1}
-    for k in range(9):
-        rec[f"env/all/metric_{k}"] = rng.random()
-    return rec
+    return writer_metrics_record(i, rng, spread=9)
 
 
 def numpy_record(i: int, rng: random.Random) -> dict[str, Any]:
