@@ -32,9 +32,13 @@ from rlio._schema.blocks import BlockCompiler, indent, is_per_key, per_key_subsc
 from rlio._schema.compiler import _Gen
 from rlio._schema.model import NOOP, SEEN_MAX, TYPES, interpret, pure_types
 
-__all__ = ["MetricsCheck", "compile_metrics_check"]
+__all__ = ["LayoutPlan", "MetricsCheck", "compile_metrics_check"]
 
 LayoutCheck = Callable[[dict[str, Any], int], bool]
+#: A layout split for the C hot path (``rlio._accel``): per key the membership set of a key
+#: judged by its value's type alone (None: judged by ``rest``), ``rest(step, *values at
+#: positions)`` judging the step and every other key, and those positions.
+LayoutPlan = tuple[tuple["set[type] | None", ...], Callable[..., bool], tuple[int, ...]]
 _LAYOUTS_MAX: Final = 64  # compiled key layouts per writer process and schema
 _LAYOUT_KEYS_MAX: Final = 4096
 _UNSEEN: Final = object()  # no value seen at a key (its first test is then float's)
@@ -162,6 +166,7 @@ class MetricsCheck:
         self.schema = schema
         self.apart = apart
         self.layouts: dict[tuple[Any, ...], LayoutCheck] = {}
+        self.plans: dict[tuple[Any, ...], LayoutPlan] = {}
         self._seen: dict[tuple[Any, ...], int] = {}
         self._lock = threading.Lock()
         self._n = 0
@@ -181,6 +186,7 @@ class MetricsCheck:
                     self._seen[keys] = seen
                 return None
             check = self.layouts[keys] = self._compile(keys, values)
+            self.plans[keys] = self._plan(keys)
             self._seen.pop(keys, None)
             return check
 
@@ -279,6 +285,32 @@ class MetricsCheck:
         ])
         check: LayoutCheck = self.comp.define(source, name)
         return check
+
+
+    def _plan(self, keys: tuple[Any, ...]) -> LayoutPlan:
+        """The layout split for the C hot path: the keys judged by type alone (their sets) and
+        the compiled ``rest`` of the step and the others (the statements ``_compile`` runs)."""
+        self._n += 1
+        name = f"_metrics_rest{self._n}"
+        members: list[set[type] | None] = []
+        positions: list[int] = []
+        body = [*self._step]
+        for i, key in enumerate(keys):
+            found = _type_only(self._subschemas(key))
+            if found is not None and found[0] and found[1]:
+                members.append(_type_set(found[0]))
+            else:
+                members.append(None)
+                positions.append(i)
+                body += self._statements(key, f"a{i}")
+        params = ", ".join(["s", *(f"a{i}" for i in positions)])
+        source = "\n".join([
+            f"def {name}({params}):",
+            "    try:", *indent([*body, "return True"], 2),
+            "    except RecursionError:", "        return False",
+        ])
+        rest: Callable[..., bool] = self.comp.define(source, name)
+        return tuple(members), rest, tuple(positions)
 
 
 def compile_metrics_check(schema: dict[str, Any], apart: str) -> MetricsCheck | None:

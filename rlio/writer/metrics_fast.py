@@ -1,0 +1,80 @@
+"""``log_metrics`` in C where the optional ``rlio._accel`` extension is built (``rlio/_accel.c``).
+
+The Python method stays the reference: the C object does the same work for the calls the Python
+hot path takes (a plain dict, an int step, a key layout already compiled, a healthy local file)
+and hands every other call to it. What the C side may accept is taught here, from the layout's
+compiled plan (``rlio._schema.metrics_check.LayoutPlan``) and the types of a call the Python
+check accepted, so the verdicts are the schema compiler's, never restated in C.
+
+``RLIO_PURE_PYTHON=1`` in the environment keeps a writer created afterwards on the Python path
+(the tests compare the two).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from rlio._codec.jsonl import _LINE_OPTS, normalize_value
+
+if TYPE_CHECKING:
+    from rlio._schema.metrics_check import LayoutPlan
+    from rlio.storage.base import Appender
+
+try:
+    from rlio import _accel
+except ImportError:  # built without a C compiler (or RLIO_BUILD_PURE=1): the Python path
+    _accel = None  # type: ignore[assignment]
+
+__all__ = ["PURE_ENV", "accelerated", "arm", "learn", "metrics_lock"]
+
+PURE_ENV = "RLIO_PURE_PYTHON"
+
+
+def accelerated() -> bool:
+    """Whether writers created now write metrics through the C extension."""
+    return _accel is not None and os.environ.get(PURE_ENV, "") != "1"
+
+
+def metrics_lock() -> Any:
+    """The writer's metrics lock: the extension's own (which its hot path takes without a
+    Python call) when it is used, else a ``threading.Lock``."""
+    return _accel.Lock() if accelerated() else threading.Lock()
+
+
+def arm(appender: Appender, lock: Any, *, checked: bool, spans: list[Any],
+        fallback: Callable[..., None]) -> Any:
+    """The C ``log_metrics`` over ``appender``'s descriptor, or None: no extension, a backend
+    without a plain descriptor, or a lock not the extension's."""
+    fd = appender.hot_descriptor()
+    if not accelerated() or fd is None or not isinstance(lock, _accel.Lock):
+        return None
+    return _accel.MetricsLine(
+        fd=fd, lock=lock, dumps=orjson.dumps, default=None if checked else normalize_value,
+        option=_LINE_OPTS, checked=checked, spans=spans, fallback=fallback,
+        finish=appender.finish_line,
+    )
+
+
+def learn(hot: Any, keys: list[Any], metrics: dict[str, Any], plan: LayoutPlan | None) -> None:
+    """Teach ``hot`` the layout of a call the Python check accepted, with its values' types
+    where the layout judges a key by type alone (and only when each such type is one the key
+    accepts); ``rest`` judges the other keys on every call."""
+    if plan is None:
+        return
+    members, rest, positions = plan
+    types: list[type | None] = []
+    for value, accepts in zip(metrics.values(), members, strict=False):
+        if accepts is None:
+            types.append(None)
+            continue
+        t = type(value)
+        if t not in accepts:  # a type learned since: the next call teaches it
+            return
+        types.append(t)
+    if len(types) == len(keys) and all(type(k) is str for k in keys):
+        hot.learn(tuple(keys), tuple(types), rest, positions)
