@@ -153,12 +153,20 @@ static PyTypeObject LockType = {
 
 /* ------------------------------------------------------------------------ MetricsLine */
 
+/* An int judged by bounds: lo <= v <= hi where has_lo / has_hi (taught from the schema). */
+typedef struct {
+    Py_ssize_t pos;
+    int has_lo, has_hi;
+    long long lo, hi;
+} Bound;
+
 typedef struct {
     PyObject *keys;   /* tuple of exact str, in order; NULL: slot empty */
     PyObject *types;  /* tuple: per key the exact type its value must have, or None (rest) */
-    PyObject *rest;   /* callable(step, *values at rest_pos) -> True when valid */
-    Py_ssize_t nrest;
+    PyObject *rest;   /* callable(step, *values at rest_pos) -> True when valid, or None */
+    Py_ssize_t nrest, nbound;
     Py_ssize_t rest_pos[MAX_REST];
+    Bound bounds[MAX_REST];
 } Layout;
 
 typedef struct {
@@ -174,6 +182,8 @@ typedef struct {
     PyObject *fallback;     /* the Python log_metrics */
     PyObject *finish;       /* callable(line, written): completes or undoes a short write */
     Py_ssize_t count;       /* lines written here */
+    int step_bounded;       /* the step judged here by step_bound; else by each rest */
+    Bound step_bound;
     int next_slot;
     Layout layouts[MAX_LAYOUTS];
 } MetricsLine;
@@ -187,6 +197,33 @@ layout_clear(Layout *lay)
     Py_CLEAR(lay->types);
     Py_CLEAR(lay->rest);
     lay->nrest = 0;
+    lay->nbound = 0;
+}
+
+/* Whether the int ``v`` (a numpy integer: its index, as its .item()) is within ``b``: 1 yes,
+ * 0 no or not shown here (past 63 bits). */
+static int
+within(PyObject *v, const Bound *b)
+{
+    int overflow = 0;
+    long long x;
+    if (PyLong_CheckExact(v)) {
+        x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    }
+    else {
+        PyObject *i = PyNumber_Index(v);
+        if (i == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        x = PyLong_AsLongLongAndOverflow(i, &overflow);
+        Py_DECREF(i);
+    }
+    if (overflow || (x == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    return (!b->has_lo || x >= b->lo) && (!b->has_hi || x <= b->hi);
 }
 
 /* The layout ``metrics`` matches (its values at the rest positions in ``vals``, borrowed), or
@@ -202,7 +239,7 @@ match(MetricsLine *self, PyObject *metrics, PyObject **vals)
         }
         PyObject **keys = &PyTuple_GET_ITEM(lay->keys, 0);
         PyObject **types = &PyTuple_GET_ITEM(lay->types, 0);
-        Py_ssize_t pos = 0, i = 0, r = 0;
+        Py_ssize_t pos = 0, i = 0, r = 0, b = 0;
         PyObject *key, *value;
         int ok = 1;
         while (PyDict_Next(metrics, &pos, &key, &value)) {
@@ -221,13 +258,19 @@ match(MetricsLine *self, PyObject *metrics, PyObject **vals)
                 ok = 0;
                 break;
             }
+            else if (b < lay->nbound && lay->bounds[b].pos == i) {
+                if (!within(value, &lay->bounds[b++])) {
+                    ok = 0;
+                    break;
+                }
+            }
             i++;
         }
         if (PyErr_Occurred()) {  /* a failed compare: not shown here */
             PyErr_Clear();
             ok = 0;
         }
-        if (ok && i == size && r == lay->nrest) {
+        if (ok && i == size && r == lay->nrest && b == lay->nbound) {
             return lay;
         }
     }
@@ -242,6 +285,12 @@ judge(MetricsLine *self, PyObject *metrics, PyObject *step)
     Layout *lay = match(self, metrics, vals + 1);
     if (lay == NULL) {
         return 0;
+    }
+    if (self->step_bounded && !within(step, &self->step_bound)) {
+        return 0;
+    }
+    if (lay->rest == Py_None) {
+        return 1;
     }
     vals[0] = step;
     Py_ssize_t n = 1 + lay->nrest;
@@ -453,17 +502,66 @@ MetricsLine_dealloc(MetricsLine *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* ``b`` from Python bounds (ints or None): 0 done, -1 raised. A bound past 63 bits: a lower
+ * one below every long long is none, an upper one above them is none; any other is refused. */
+static int
+bound_from(Bound *b, Py_ssize_t pos, PyObject *lo, PyObject *hi)
+{
+    b->pos = pos;
+    b->has_lo = b->has_hi = 0;
+    PyObject *edge[2] = {lo, hi};
+    for (int k = 0; k < 2; k++) {
+        if (edge[k] == Py_None) {
+            continue;
+        }
+        if (!PyLong_CheckExact(edge[k])) {
+            PyErr_SetString(PyExc_TypeError, "bounds must be ints or None");
+            return -1;
+        }
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(edge[k], &overflow);
+        if (x == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (overflow == 0) {
+            if (k == 0) {
+                b->has_lo = 1;
+                b->lo = x;
+            }
+            else {
+                b->has_hi = 1;
+                b->hi = x;
+            }
+        }
+        else if ((k == 0) != (overflow < 0)) {  /* a lower bound above, an upper below: all */
+            PyErr_SetString(PyExc_ValueError, "a bound past 63 bits that excludes them all");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static PyObject *
 MetricsLine_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"fd", "lock", "dumps", "default", "option", "checked", "spans",
-                             "fallback", "finish", NULL};
+                             "fallback", "finish", "step_bounds", NULL};
     int fd, checked;
     PyObject *lock, *dumps, *default_, *option, *spans, *fallback, *finish;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iO!OOOpO!OO:MetricsLine", kwlist, &fd,
+    PyObject *step_bounds = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iO!OOOpO!OO|O:MetricsLine", kwlist, &fd,
                                      &LockType, &lock, &dumps, &default_, &option, &checked,
-                                     &PyList_Type, &spans, &fallback, &finish)) {
+                                     &PyList_Type, &spans, &fallback, &finish, &step_bounds)) {
         return NULL;
+    }
+    Bound step_bound = {0, 0, 0, 0, 0};
+    int step_bounded = step_bounds != Py_None;
+    if (step_bounded) {
+        PyObject *lo, *hi;
+        if (!PyArg_ParseTuple(step_bounds, "OO:step_bounds", &lo, &hi)
+                || bound_from(&step_bound, 0, lo, hi) < 0) {
+            return NULL;
+        }
     }
     if (!PyCallable_Check(dumps) || !PyCallable_Check(fallback) || !PyCallable_Check(finish)) {
         PyErr_SetString(PyExc_TypeError, "dumps, fallback and finish must be callable");
@@ -483,24 +581,32 @@ MetricsLine_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->spans = Py_NewRef(spans);
     self->fallback = Py_NewRef(fallback);
     self->finish = Py_NewRef(finish);
+    self->step_bounded = step_bounded;
+    self->step_bound = step_bound;
     return (PyObject *)self;
 }
 
 static PyObject *
 MetricsLine_learn(MetricsLine *self, PyObject *args)
 {
-    PyObject *keys, *types, *rest, *positions;
-    if (!PyArg_ParseTuple(args, "O!O!OO!:learn", &PyTuple_Type, &keys, &PyTuple_Type, &types,
-                          &rest, &PyTuple_Type, &positions)) {
+    PyObject *keys, *types, *rest, *positions, *bounded;
+    if (!PyArg_ParseTuple(args, "O!O!OO!O!:learn", &PyTuple_Type, &keys, &PyTuple_Type, &types,
+                          &rest, &PyTuple_Type, &positions, &PyTuple_Type, &bounded)) {
         return NULL;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(keys), nrest = PyTuple_GET_SIZE(positions);
-    if (PyTuple_GET_SIZE(types) != n || !PyCallable_Check(rest)) {
+    Py_ssize_t nbound = PyTuple_GET_SIZE(bounded);
+    if (!self->checked) {
+        PyErr_SetString(PyExc_ValueError, "an unchecked MetricsLine takes no layouts");
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(types) != n || (rest != Py_None && !PyCallable_Check(rest))
+            || (rest == Py_None && (nrest != 0 || !self->step_bounded))) {
         PyErr_SetString(PyExc_ValueError, "learn(keys, types, rest, positions): types must match "
                         "keys and rest be callable");
         return NULL;
     }
-    if (nrest > MAX_REST) {
+    if (nrest > MAX_REST || nbound > MAX_REST) {
         Py_RETURN_FALSE;  /* not accelerated: the Python path keeps this layout */
     }
     Py_ssize_t rest_pos[MAX_REST];
@@ -527,6 +633,21 @@ MetricsLine_learn(MetricsLine *self, PyObject *args)
             return NULL;
         }
         rest_pos[r++] = last = p;
+    }
+    Bound bounds[MAX_REST];
+    last = -1;
+    for (Py_ssize_t j = 0; j < nbound; j++) {
+        Py_ssize_t p;
+        PyObject *lo, *hi;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(bounded, j), "nOO:bound", &p, &lo, &hi)
+                || bound_from(&bounds[j], p, lo, hi) < 0) {
+            return NULL;
+        }
+        if (p <= last || p >= n || PyTuple_GET_ITEM(types, p) == Py_None) {
+            PyErr_SetString(PyExc_ValueError, "bounds must rise and name typed keys");
+            return NULL;
+        }
+        last = p;
     }
     Layout *slot = NULL;  /* the same layout again replaces itself, else the oldest goes */
     for (int k = 0; k < MAX_LAYOUTS && slot == NULL; k++) {
@@ -557,6 +678,8 @@ MetricsLine_learn(MetricsLine *self, PyObject *args)
     slot->rest = Py_NewRef(rest);
     slot->nrest = nrest;
     memcpy(slot->rest_pos, rest_pos, sizeof(Py_ssize_t) * (size_t)nrest);
+    slot->nbound = nbound;
+    memcpy(slot->bounds, bounds, sizeof(Bound) * (size_t)nbound);
     Py_RETURN_TRUE;
 }
 
@@ -581,7 +704,7 @@ MetricsLine_get_armed(MetricsLine *self, void *closure)
 
 static PyMethodDef MetricsLine_methods[] = {
     {"learn", (PyCFunction)MetricsLine_learn, METH_VARARGS,
-     "learn(keys, types, rest, positions) -> bool: take a key layout (see the module)."},
+     "learn(keys, types, rest, positions, bounds) -> bool: take a key layout (see the module)."},
     {"disarm", (PyCFunction)MetricsLine_disarm, METH_NOARGS,
      "Send every later call to the Python path (call with the metrics lock held)."},
     {NULL, NULL, 0, NULL},

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from rlio._codec.jsonl import _LINE_OPTS, normalize_value
+from rlio._schema.metrics_check import item_type
 
 if TYPE_CHECKING:
-    from rlio._schema.metrics_check import LayoutPlan
+    from rlio._schema.metrics_check import LayoutPlan, MetricsCheck
     from rlio.storage.base import Appender
 
 try:
@@ -46,35 +47,46 @@ def metrics_lock() -> Any:
     return _accel.Lock() if accelerated() else threading.Lock()
 
 
-def arm(appender: Appender, lock: Any, *, checked: bool, spans: list[Any],
+def arm(appender: Appender, lock: Any, *, layouts: MetricsCheck | None, spans: list[Any],
         fallback: Callable[..., None]) -> Any:
-    """The C ``log_metrics`` over ``appender``'s descriptor, or None: no extension, a backend
-    without a plain descriptor, or a lock not the extension's."""
+    """The C ``log_metrics`` over ``appender``'s descriptor (checking by ``layouts``, else
+    unchecked), or None: no extension, a backend without a plain descriptor, or a lock not the
+    extension's."""
     fd = appender.hot_descriptor()
     if not accelerated() or fd is None or not isinstance(lock, _accel.Lock):
         return None
+    checked = layouts is not None
     return _accel.MetricsLine(
         fd=fd, lock=lock, dumps=orjson.dumps, default=None if checked else normalize_value,
         option=_LINE_OPTS, checked=checked, spans=spans, fallback=fallback,
         finish=appender.finish_line,
+        step_bounds=layouts.step_bounds if layouts is not None else None,
     )
 
 
 def learn(hot: Any, keys: list[Any], metrics: dict[str, Any], plan: LayoutPlan | None) -> None:
-    """Teach ``hot`` the layout of a call the Python check accepted, with its values' types
-    where the layout judges a key by type alone (and only when each such type is one the key
-    accepts); ``rest`` judges the other keys on every call."""
-    if plan is None:
+    """Teach ``hot`` the layout of a call the Python check accepted, with its values' types:
+    where the layout judges a key by type alone (when the type is one the key accepts), where
+    it judges an int by bounds (an int, or a numpy integer judged as its ``.item()``), and
+    ``rest`` for the other keys on every call."""
+    if plan is None or len(metrics) != len(plan.keys):
         return
-    members, rest, positions = plan
     types: list[type | None] = []
-    for value, accepts in zip(metrics.values(), members, strict=False):
-        if accepts is None:
-            types.append(None)
-            continue
+    bounded: list[tuple[int, int | None, int | None]] = []
+    positions: list[int] = []
+    for i, (value, accepts, bounds) in enumerate(
+            zip(metrics.values(), plan.members, plan.bounds, strict=True)):
         t = type(value)
-        if t not in accepts:  # a type learned since: the next call teaches it
-            return
-        types.append(t)
-    if len(types) == len(keys) and all(type(k) is str for k in keys):
-        hot.learn(tuple(keys), tuple(types), rest, positions)
+        if accepts is not None:
+            if t not in accepts:  # a type learned since: the next call teaches it
+                return
+            types.append(t)
+        elif bounds is not None and (t is int or item_type(t) is int):
+            types.append(t)
+            bounded.append((i, *bounds))
+        else:
+            types.append(None)
+            positions.append(i)
+    if all(type(k) is str for k in keys):
+        hot.learn(tuple(keys), tuple(types), plan.rest(tuple(positions)), tuple(positions),
+                  tuple(bounded))

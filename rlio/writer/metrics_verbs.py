@@ -68,7 +68,7 @@ class MetricsVerbs:
             not self._check or self._metrics_layouts is not None)
         if self._hot and type(self).log_metrics is MetricsVerbs.log_metrics:
             self._fast = metrics_fast.arm(
-                app, self._metrics_lock, checked=self._check, spans=self._spans,
+                app, self._metrics_lock, layouts=self._metrics_layouts, spans=self._spans,
                 fallback=MetricsVerbs.log_metrics.__get__(self))
             if self._fast is not None:  # the instance's log_metrics: the C one
                 self.log_metrics = self._fast  # type: ignore[method-assign]

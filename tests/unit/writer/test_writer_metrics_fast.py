@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from factories import pure_python, read_jsonl
+
 from rlio import RecordError, RunWriter
 from rlio.errors import AppendError
 from rlio.writer import metrics_fast

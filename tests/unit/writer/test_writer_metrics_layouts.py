@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from factories import pure_python
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from factories import pure_python
 from rlio import RunWriter
 
 LAYOUTS: list[list[Any]] = [
