@@ -13,14 +13,16 @@ Import it from any test as ``import factories`` or ``from factories import cookb
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import math
+import os
 import pathlib
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +153,23 @@ def set_at(obj: Any, path: list[Any], value: Any) -> None:
     for part in path[:-1]:
         node = node[part]
     node[path[-1]] = value
+
+
+@contextlib.contextmanager
+def pure_python(pure: bool = True) -> Iterator[None]:
+    """Writers created inside keep ``log_metrics`` on the Python path (``pure``), or use the C
+    extension where it is built."""
+    from rlio.writer.metrics_fast import PURE_ENV
+
+    saved = os.environ.pop(PURE_ENV, None)
+    if pure:
+        os.environ[PURE_ENV] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop(PURE_ENV, None)
+        if saved is not None:
+            os.environ[PURE_ENV] = saved
 
 
 def metrics_line(step: int, **values: Any) -> dict[str, Any]:

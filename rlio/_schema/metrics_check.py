@@ -21,6 +21,7 @@ the writer's general path judges the line and names the problem. numpy is never 
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Collection
 from typing import Any, Final
@@ -32,9 +33,10 @@ from rlio._schema.blocks import BlockCompiler, indent, is_per_key, per_key_subsc
 from rlio._schema.compiler import _Gen
 from rlio._schema.model import NOOP, SEEN_MAX, TYPES, interpret, pure_types
 
-__all__ = ["MetricsCheck", "compile_metrics_check"]
+__all__ = ["LayoutPlan", "MetricsCheck", "compile_metrics_check"]
 
 LayoutCheck = Callable[[dict[str, Any], int], bool]
+
 _LAYOUTS_MAX: Final = 64  # compiled key layouts per writer process and schema
 _LAYOUT_KEYS_MAX: Final = 4096
 _UNSEEN: Final = object()  # no value seen at a key (its first test is then float's)
@@ -72,6 +74,11 @@ def _item_type(x: Any) -> type | None:
             if plain in accepts:
                 members.add(t)
     return plain
+
+
+def item_type(t: type) -> type | None:
+    """The plain type of a numpy scalar type's ``.item()``, for the types seen so far."""
+    return _ITEM_TYPE.get(t)
 
 
 def _type_set(plain: frozenset[type]) -> set[type]:
@@ -162,10 +169,15 @@ class MetricsCheck:
         self.schema = schema
         self.apart = apart
         self.layouts: dict[tuple[Any, ...], LayoutCheck] = {}
+        self.plans: dict[tuple[Any, ...], LayoutPlan] = {}
         self._seen: dict[tuple[Any, ...], int] = {}
         self._lock = threading.Lock()
         self._n = 0
         self._step = self._statements(apart, "s", step=True)
+        found = int_bounds(self._subschemas(apart))  # the step's, within what orjson writes
+        self.step_bounds: Bounds | None = None if found is None else (
+            max(INT_MIN, found[0] if found[0] is not None else INT_MIN),
+            min(INT_MAX, found[1] if found[1] is not None else INT_MAX))
 
     def layout(self, keys: tuple[Any, ...], values: Collection[Any] = ()) -> LayoutCheck | None:
         """The compiled check of ``keys`` (compiled on its second sight), or None: first seen,
@@ -181,6 +193,7 @@ class MetricsCheck:
                     self._seen[keys] = seen
                 return None
             check = self.layouts[keys] = self._compile(keys, values)
+            self.plans[keys] = self._plan(keys)
             self._seen.pop(keys, None)
             return check
 
@@ -279,6 +292,99 @@ class MetricsCheck:
         ])
         check: LayoutCheck = self.comp.define(source, name)
         return check
+
+
+    def _plan(self, keys: tuple[Any, ...]) -> LayoutPlan:
+        """The layout split for the C hot path (see ``LayoutPlan``)."""
+        members: list[set[type] | None] = []
+        bounds: list[Bounds | None] = []
+        for key in keys:
+            subs = self._subschemas(key)
+            found = _type_only(subs)
+            exact = found is not None and bool(found[0]) and found[1]
+            members.append(_type_set(found[0]) if exact and found is not None else None)
+            bounds.append(None if exact else int_bounds(subs))
+        return LayoutPlan(self, keys, tuple(members), tuple(bounds))
+
+    def rest_check(self, keys: tuple[Any, ...], positions: tuple[int, ...],
+                   with_step: bool) -> Callable[..., bool] | None:
+        """``rest(step, *values at positions)``: the compiled statements of those keys (and of
+        the step, ``with_step``), or None when that leaves nothing to judge."""
+        if not positions and not with_step:
+            return None
+        with self._lock:
+            self._n += 1
+            name = f"_metrics_rest{self._n}"
+            body = [*(self._step if with_step else [])]
+            for i in positions:
+                body += self._statements(keys[i], f"a{i}")
+            params = ", ".join(["s", *(f"a{i}" for i in positions)])
+            source = "\n".join([
+                f"def {name}({params}):",
+                "    try:", *indent([*body, "return True"], 2),
+                "    except RecursionError:", "        return False",
+            ])
+            rest: Callable[..., bool] = self.comp.define(source, name)
+        return rest
+
+
+Bounds = tuple["int | None", "int | None"]
+
+
+def int_bounds(subs: list[Any]) -> Bounds | None:
+    """``(lo, hi)`` (None: unbounded) such that ``subs`` accept an int ``v`` (not a bool) exactly
+    when ``lo <= v <= hi``, or None when their verdict on ints is more than that: read from
+    ``type``, ``minimum``, ``maximum``, ``exclusiveMinimum`` and ``exclusiveMaximum`` alone."""
+    lo: int | None = None
+    hi: int | None = None
+    for sub in subs:
+        if not isinstance(sub, dict):
+            return None
+        for k, v in sub.items():
+            if k in NOOP or k.startswith("x-"):
+                continue
+            if k == "type":
+                names = [v] if isinstance(v, str) else v
+                if not isinstance(names, list) or not ({"integer", "number"} & set(names)):
+                    return None
+                continue
+            if type(v) not in (int, float) or v - v != 0:
+                return None
+            if k == "minimum":
+                edge, upper = math.ceil(v), False
+            elif k == "exclusiveMinimum":
+                edge, upper = math.floor(v) + 1, False
+            elif k == "maximum":
+                edge, upper = math.floor(v), True
+            elif k == "exclusiveMaximum":
+                edge, upper = math.ceil(v) - 1, True
+            else:
+                return None
+            if upper:
+                hi = edge if hi is None else min(hi, edge)
+            else:
+                lo = edge if lo is None else max(lo, edge)
+    return lo, hi
+
+
+class LayoutPlan:
+    """A compiled layout split for the C hot path (``rlio._accel``): per key the membership set
+    of a key judged by its value's type alone (``members``), or the bounds an int value is
+    judged by (``bounds``), else None; ``rest`` compiles the statements of the other keys."""
+
+    def __init__(self, check: MetricsCheck, keys: tuple[Any, ...],
+                 members: tuple[set[type] | None, ...], bounds: tuple[Bounds | None, ...]) -> None:
+        self.check, self.keys, self.members, self.bounds = check, keys, members, bounds
+        self._rests: dict[tuple[int, ...], Callable[..., bool] | None] = {}
+
+    def rest(self, positions: tuple[int, ...]) -> Callable[..., bool] | None:
+        """The rest check of ``positions`` (the step included unless C bounds it)."""
+        if positions not in self._rests:
+            if len(self._rests) >= _LAYOUTS_MAX:
+                self._rests.clear()
+            self._rests[positions] = self.check.rest_check(
+                self.keys, positions, with_step=self.check.step_bounds is None)
+        return self._rests[positions]
 
 
 def compile_metrics_check(schema: dict[str, Any], apart: str) -> MetricsCheck | None:

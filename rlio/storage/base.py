@@ -95,6 +95,17 @@ class Appender(ABC):
         """
         return self.append
 
+    def hot_descriptor(self) -> int | None:
+        """The O_APPEND descriptor a hot path may ``write`` one complete line to at a time (the
+        C ``log_metrics``), or None: no plain descriptor, or a failed append left a fragment.
+        The same rules as ``line_appender``; a short write goes to ``finish_line``."""
+        return None
+
+    def finish_line(self, data: bytes, written: int) -> None:
+        """Complete a line of which a hot path's write took only the first ``written`` bytes
+        (or take them back and raise ``AppendError``, as ``append`` would)."""
+        raise NotImplementedError(f"{type(self).__name__} has no hot descriptor")
+
     @abstractmethod
     def append_durable(self, data: bytes) -> None:
         """Append complete lines durably, under the file's inter-process lock."""

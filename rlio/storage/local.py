@@ -116,10 +116,17 @@ class _LocalAppender(Appender):
         except OSError as exc:
             raise self._error(exc) from None  # nothing was written
         if n != len(data):
-            try:
-                _write_counted(fd, data, n)
-            except _Failed as failed:
-                raise self._cut_back(fd, failed) from None
+            self.finish_line(data, n)
+
+    def hot_descriptor(self) -> int | None:
+        return self._fd
+
+    def finish_line(self, data: bytes, written: int) -> None:
+        fd = self._require_fd()
+        try:
+            _write_counted(fd, data, written)
+        except _Failed as failed:
+            raise self._cut_back(fd, failed) from None
 
     def _append_slow(self, data: bytes) -> None:
         """Append after a fragment that could not be cut off: on a new line (or refuse)."""

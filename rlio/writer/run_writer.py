@@ -7,11 +7,10 @@ the same directory, fsync, rename). Every record is checked against its schema o
 before the file changes, so a bad record raises ``RecordError`` and leaves the file unchanged.
 All I/O goes through ``rlio.storage``; nothing here imports jsonschema or fsspec for a local run.
 
-Hot paths: ``log_metrics`` checks a plain dict apart from its int ``step`` (no copy), encodes it
-with orjson, splices the step in front and hands the line to the metrics appender's
-``line_appender`` (one ``os.write`` on a local disk);
-``write_rollout_summaries`` runs the compiled one-pass scan of ``rlio._schema.rollout_scan`` and
-streams the lines through ``Storage.replacing`` (on a local disk, straight to the temp file).
+Hot paths: ``log_metrics`` (``rlio.writer.metrics_verbs``, in C where the optional extension is
+built); ``write_rollout_summaries`` runs the compiled one-pass scan of
+``rlio._schema.rollout_scan`` and streams the lines through ``Storage.replacing`` (on a local
+disk, straight to the temp file).
 """
 
 from __future__ import annotations
@@ -27,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from rlio import layout as L
-from rlio._codec.jsonl import _LINE_OPTS, INT_MAX, INT_MIN, NonFinite, encode_line, normalize_value
+from rlio._codec.jsonl import _LINE_OPTS, NonFinite, encode_line, normalize_value
 from rlio._codec.normalize import checked_slow
 from rlio._schema.rollout_scan import rollout_scan
-from rlio.errors import LabelCollisionError, RecordError
+from rlio.errors import LabelCollisionError
 from rlio.resume import ResumeState, prepare_resume
 from rlio.schema import fast_check
 from rlio.storage.base import Appender, Storage
@@ -38,6 +37,7 @@ from rlio.storage.opener import open_storage
 from rlio.storage.tail import repair_torn_tail
 from rlio.writer import lease as run_lease
 from rlio.writer.logtree_files import logtree_block
+from rlio.writer.metrics_verbs import MetricsVerbs
 from rlio.writer.rollouts import (
     cross_check,
     in_order,
@@ -47,7 +47,6 @@ from rlio.writer.rollouts import (
 )
 from rlio.writer.support import (
     checkpoint_record,
-    metrics_layouts,
     refuse_fresh_start,
     refuse_symlinks,
     refuse_unresumable,
@@ -56,7 +55,6 @@ from rlio.writer.timing import SpanTimer, TimingVerbs
 from rlio.writer.whole_files import WholeFileVerbs
 
 if TYPE_CHECKING:
-    from rlio._schema.metrics_check import MetricsCheck
     from rlio.logtree.builder import LogTree
 
 
@@ -64,7 +62,7 @@ if TYPE_CHECKING:
 # The writer
 
 
-class RunWriter(TimingVerbs, WholeFileVerbs):
+class RunWriter(MetricsVerbs, TimingVerbs, WholeFileVerbs):
     """Writes one run directory (a local path or a URI) in the format of docs/format.md.
 
     Args:
@@ -134,7 +132,7 @@ class RunWriter(TimingVerbs, WholeFileVerbs):
         self._layout: L.Layout = found or layout or "flat"
         self._lock = threading.Lock()
         self._appenders: dict[str, Appender] = {}
-        self._metrics_lock = threading.Lock()
+        self._init_metrics()
         self._file_locks: dict[str, threading.Lock] = {
             L.METRICS: self._metrics_lock, L.CHECKPOINTS: threading.Lock(),
             L.TIMING_SPANS: threading.Lock(),
@@ -145,17 +143,6 @@ class RunWriter(TimingVerbs, WholeFileVerbs):
         self._timer = SpanTimer()
         self._spans = self._timer.spans  # truthy while timer() spans wait for log_metrics
         self._closed = False
-        # The log_metrics hot path (see there): the metrics file's line_appender, the line
-        # count, the compiled layout checks of metrics with their step apart (None when
-        # unchecked) and whether the hot path applies at all.
-        self._metrics_line: Callable[[bytes], None] | None = None
-        self._n_metrics = 0
-        self._metrics_layouts: MetricsCheck | None = None
-        self._layout_get: Callable[[tuple[Any, ...]], Any] | None = None
-        # The last layout used, (its keys as a list, its check): a list compare costs less than
-        # hashing a tuple; equal lists are the same layout (orjson writes exact str keys only).
-        self._last_layout: tuple[Any, Any] = ((), None)
-        self._hot = False
         self.resume_state: ResumeState | None = None
         if resume:
             self.resume_state = prepare_resume(self._storage, required_key="state_path")
@@ -206,6 +193,8 @@ class RunWriter(TimingVerbs, WholeFileVerbs):
                 return
             self._closed = True
             appenders, self._appenders = self._appenders, {}
+        with self._metrics_lock:
+            self._disarm_fast()  # the C log_metrics writes no more: the descriptor closes
         try:
             for rel, app in appenders.items():
                 with self._file_locks[rel]:
@@ -302,18 +291,6 @@ class RunWriter(TimingVerbs, WholeFileVerbs):
                     self._arm_metrics(app)
             return app
 
-    def _arm_metrics(self, app: Appender) -> None:
-        """Set up the ``log_metrics`` hot path once the metrics file is open."""
-        self._metrics_line = app.line_appender()
-        if self._check:
-            self._metrics_layouts = metrics_layouts()
-            if self._metrics_layouts is not None:
-                self._layout_get = self._metrics_layouts.layouts.get
-        # The hot path splices ``step`` into the encoded metrics: it needs the strict-JSON
-        # encoder and, when checking, a schema that judges ``step`` apart from the other keys.
-        self._hot = self._nonfinite == "null" and (
-            not self._check or self._metrics_layouts is not None)
-
     def _append(self, rel: str, line: bytes, *, durable: bool) -> None:
         app = self._appenders.get(rel) or self._appender(rel)
         with self._file_locks[rel]:
@@ -323,82 +300,6 @@ class RunWriter(TimingVerbs, WholeFileVerbs):
             else:
                 app.append(line)
             self._counts[rel] += 1
-
-    def log_metrics(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
-        """Append one line to ``metrics.jsonl``: ``step`` first, then the metrics in order.
-
-        One ``write`` on a persistent handle, handed to the OS before this returns (not fsync'd;
-        see ``flush``). Values must be scalars (number, string, boolean, None); numpy scalars and
-        enums are converted; NaN and infinities follow the writer's ``nonfinite`` policy.
-
-        Raises:
-            RecordError: a value is an object or array, breaks the metrics schema, or ``step``
-                conflicts with a ``"step"`` key in ``metrics``; nothing is written.
-        """
-        # The hot path: a plain dict and an int step, as training loops log them. The metrics
-        # are checked with the step apart by the compiled check of their key layout (see
-        # ``rlio._schema.metrics_check``), encoded in one orjson call (numpy scalars natively)
-        # and the step spliced in front, so the dict is never copied; then the appender's
-        # line_appender (local: one os.write). Anything unusual takes the general path.
-        if self._spans:  # spans measured by timer() since the last call
-            self._log_with_spans(metrics, step)
-            return
-        if type(metrics) is dict and type(step) is int and self._hot:
-            body = None
-            get = self._layout_get
-            try:
-                if get is None:  # unchecked: only what orjson can write
-                    if "step" not in metrics and INT_MIN <= step <= INT_MAX:
-                        body = orjson.dumps(metrics, default=normalize_value, option=_LINE_OPTS)
-                else:
-                    keys, (last, check) = [*metrics], self._last_layout
-                    if keys != last:  # not the last layout (a list compare: no tuple hashed)
-                        check = self._metrics_layouts.layout(tuple(keys), metrics.values())  # type: ignore[union-attr]
-                        if check is not None:
-                            self._last_layout = (keys, check)
-                    if check is not None and check(metrics, step):
-                        body = orjson.dumps(metrics, None, _LINE_OPTS)
-            except Exception:  # a user type the check or the encoder trips on: general path
-                body = None
-            if body is not None:
-                # body[0] is its "{": replacing it is one copy (a slice and a concatenation: two)
-                line = body.replace(b"{", b'{"step":%d,' % step, 1) if len(body) > 3 else (
-                    b'{"step":%d}\n' % step)
-                self._metrics_lock.acquire()  # half the cost of a with block
-                try:
-                    if self._closed:
-                        self._require_open()
-                    self._metrics_line(line)  # type: ignore[misc]  # set: _hot implies it
-                    self._n_metrics += 1
-                finally:
-                    self._metrics_lock.release()
-                return
-        index = self._n_metrics
-        if step is not None:
-            if "step" in metrics and metrics["step"] is not step and metrics["step"] != step:
-                raise RecordError(
-                    f"metrics record {index} at /step: step={step!r} is given as an argument "
-                    f"but the metrics hold step={metrics['step']!r}", index=index,
-                    pointer="/step",
-                )
-            record: Any = {"step": step, **metrics}
-        elif type(metrics) is dict and ("step" not in metrics or next(iter(metrics)) == "step"):
-            record = metrics
-        elif isinstance(metrics, Mapping):
-            record = {"step": metrics["step"], **metrics} if "step" in metrics else {**metrics}
-        else:
-            raise TypeError(f"metrics must be a mapping of name to value, got {metrics!r}")
-        if self._check:
-            record = self._checked("metrics-line", record, "metrics record", index)
-        self._append_metrics(self._encode_line(record, index))
-
-    def _append_metrics(self, line: bytes) -> None:
-        # None while the file could not be opened: _appender raises why (a symbolic link)
-        append = self._metrics_line or self._appender(L.METRICS).line_appender()
-        with self._metrics_lock:
-            self._require_open()
-            append(line)
-            self._n_metrics += 1
 
     def record_checkpoint(
         self,

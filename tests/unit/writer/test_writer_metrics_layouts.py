@@ -4,7 +4,8 @@ The hot path reuses the compiled check of the last key layout when the keys' lis
 sequence of records over a few layouts (equal keys as distinct objects, keys equal across types
 such as ``1`` and ``True``, a layout changed by one key) with random values is logged through one
 writer's hot path and through the general path (a read-only mapping): each call must be refused
-or written alike, with the same error and the same bytes.
+or written alike, with the same error and the same bytes. Where the C extension is built, the
+same sequences in every call form give the same errors and bytes with it and without it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from factories import pure_python
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -112,3 +114,49 @@ def test_type_seen_at_compile_time_does_not_change_later_verdicts(first: Any) ->
     with tempfile.TemporaryDirectory() as hot, tempfile.TemporaryDirectory() as general:
         proxied = [(types.MappingProxyType(m), s) for m, s in calls]
         assert outcomes(hot, calls) == outcomes(general, proxied)
+
+
+@st.composite
+def call_forms(draw: st.DrawFn) -> list[tuple[Any, Any, str]]:
+    """A sequence as ``sequences`` draws it, each call in one of the forms a loop may use:
+    step by keyword or position, no step (a ``"step"`` key or none), or a ``"step"`` key too."""
+    out = []
+    for metrics, step in draw(sequences()):
+        form = draw(st.sampled_from(["keyword", "keyword", "position", "none", "both"]))
+        if form in ("none", "both"):
+            metrics = {"step": step, **metrics}
+        out.append((metrics, None if form == "none" else step, form))
+    return out
+
+
+def form_outcomes(root: str, calls: list[tuple[Any, Any, str]],
+                  pure: bool) -> tuple[list[Any], bytes, int]:
+    """Each call's error (or None), the file's bytes, and how many lines the C path wrote."""
+    errors: list[Any] = []
+    with pure_python(pure), RunWriter(root) as run:
+        for metrics, step, form in calls:
+            try:
+                if form == "position":
+                    run.log_metrics(metrics, step)
+                elif step is None:
+                    run.log_metrics(metrics)
+                else:
+                    run.log_metrics(metrics, step=step)
+                errors.append(None)
+            except (ValueError, TypeError) as exc:
+                errors.append((type(exc).__name__, str(exc), getattr(exc, "pointer", None)))
+        fast = getattr(run.log_metrics, "count", 0)
+    return errors, pathlib.Path(root, "metrics.jsonl").read_bytes(), fast
+
+
+@settings(max_examples=150, deadline=None)
+@given(call_forms())
+def test_the_c_path_judges_and_writes_every_call_as_the_python_path(
+        calls: list[tuple[Any, Any, str]]) -> None:
+    """Where the C extension is built, a writer using it and one on the Python path give each
+    call of a sequence (every call form, alternating layouts) the same refusal or bytes."""
+    with tempfile.TemporaryDirectory() as fast, tempfile.TemporaryDirectory() as pure:
+        c_errors, c_bytes, _ = form_outcomes(fast, calls, pure=False)
+        p_errors, p_bytes, p_fast = form_outcomes(pure, calls, pure=True)
+    assert (c_errors, c_bytes) == (p_errors, p_bytes)
+    assert p_fast == 0  # the pure writer never reached C

@@ -1,0 +1,29 @@
+"""Types of the optional C extension built from ``rlio/_accel.c`` (absent in a pure build)."""
+
+from collections.abc import Callable
+from typing import Any
+
+class Lock:
+    """A non-reentrant lock with ``threading.Lock``'s acquire, release and with-block."""
+
+    def acquire(self, blocking: bool = ...) -> bool: ...
+    def release(self) -> None: ...
+    def locked(self) -> bool: ...
+    def __enter__(self) -> bool: ...
+    def __exit__(self, *args: object) -> None: ...
+
+class MetricsLine:
+    """``log_metrics(metrics, step)`` with its hot path in C (see ``rlio.writer.metrics_fast``)."""
+
+    count: int
+    armed: bool
+
+    def __init__(self, *, fd: int, lock: Lock, dumps: Callable[..., bytes], default: Any,
+                 option: int, checked: bool, spans: list[Any], fallback: Callable[..., None],
+                 finish: Callable[[bytes, int], None],
+                 step_bounds: tuple[int | None, int | None] | None = ...) -> None: ...
+    def __call__(self, metrics: Any, step: int | None = ...) -> None: ...
+    def learn(self, keys: tuple[str, ...], types: tuple[type | None, ...],
+              rest: Callable[..., bool] | None, positions: tuple[int, ...],
+              bounds: tuple[tuple[int, int | None, int | None], ...], /) -> bool: ...
+    def disarm(self) -> None: ...
