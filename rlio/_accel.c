@@ -5,6 +5,7 @@
  *
  * - Lock: a plain non-reentrant lock (threading.Lock's acquire/release/with), which the writer
  *   uses as its metrics lock so this module can take it without a Python call.
+ * - Shape and step_sum: the rollout scan's value checks (see _accel_shape.h).
  * - MetricsLine: called as ``log_metrics(metrics, step)``. For a plain dict and an int step it
  *   matches the dict against the key layouts the Python path taught it (keys in order, the exact
  *   type of each value the layout's type-only rules accept), runs the layout's compiled
@@ -732,19 +733,31 @@ static PyTypeObject MetricsLineType = {
     .tp_getset = MetricsLine_getset,
 };
 
+/* ------------------------------------------------------------- Shape and step_sum */
+
+#include "_accel_shape.h"
+
 /* ----------------------------------------------------------------------------- module */
+
+static PyMethodDef accel_functions[] = {
+    {"step_sum", (PyCFunction)(void (*)(void))step_sum, METH_FASTCALL,
+     "step_sum(steps, start, idx_key, reward_key): the rewards summed (see _accel_shape.h)."},
+    {NULL, NULL, 0, NULL},
+};
 
 static struct PyModuleDef accel_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "rlio._accel",
     .m_doc = "Optional C speedups of RunWriter.log_metrics; rlio works the same without them.",
     .m_size = -1,
+    .m_methods = accel_functions,
 };
 
 PyMODINIT_FUNC
 PyInit__accel(void)
 {
-    if (PyType_Ready(&LockType) < 0 || PyType_Ready(&MetricsLineType) < 0) {
+    if (PyType_Ready(&LockType) < 0 || PyType_Ready(&MetricsLineType) < 0
+            || PyType_Ready(&ShapeType) < 0) {
         return NULL;
     }
     str_step = PyUnicode_InternFromString("step");
@@ -756,7 +769,8 @@ PyInit__accel(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "Lock", (PyObject *)&LockType) < 0
-            || PyModule_AddObjectRef(m, "MetricsLine", (PyObject *)&MetricsLineType) < 0) {
+            || PyModule_AddObjectRef(m, "MetricsLine", (PyObject *)&MetricsLineType) < 0
+            || PyModule_AddObjectRef(m, "Shape", (PyObject *)&ShapeType) < 0) {
         Py_DECREF(m);
         return NULL;
     }
