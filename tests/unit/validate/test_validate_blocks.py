@@ -11,6 +11,8 @@ import io
 import random
 from typing import Any
 
+import pytest
+from factories import pure_python
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -112,24 +114,29 @@ def file_of(n: int, damage: list[tuple[int, int]], seed: int, torn: bool) -> byt
                                                            st.integers(0, 100)), max_size=6),
        seed=st.integers(0, 3), torn=st.booleans(), chunk=st.sampled_from([64, 300, 2048, 9000]),
        files=st.sampled_from(["none", "all", "some"]), restart=st.sampled_from([(), (50, 100)]),
-       observe=st.booleans())
+       observe=st.booleans(), pure=st.booleans())
 def test_blocks_give_the_exact_paths_findings(
     n: int, damage: list[tuple[int, int]], seed: int, torn: bool, chunk: int, files: str,
-    restart: tuple[int, ...], observe: bool,
+    restart: tuple[int, ...], observe: bool, pure: bool,
 ) -> None:
-    """Randomly damaged metrics files give the same findings, facts and charts on both paths."""
+    """Randomly damaged metrics files give the same findings, facts and charts on both paths
+    (the block passes in C where the extension is built, and in Python)."""
     data = file_of(n, damage, seed, torn)
     its = {"none": [], "all": list(range(n)), "some": list(range(0, n, 7))}[files]
     exact = judge(data, blocks=None, iterations=its, restart=set(restart), observe=observe)
-    fast = judge(data, blocks=chunk, iterations=its, restart=set(restart), observe=observe)
+    with pure_python(pure):
+        fast = judge(data, blocks=chunk, iterations=its, restart=set(restart), observe=observe)
     assert fast[:3] == exact[:3]
 
 
-def test_clean_files_are_judged_by_blocks() -> None:
-    """A clean file takes the block path (the differential test is not vacuous) and agrees."""
+@pytest.mark.parametrize("pure", [False, True], ids=["c-passes", "python-passes"])
+def test_clean_files_are_judged_by_blocks(pure: bool) -> None:
+    """A clean file takes the block path (the differential test is not vacuous) and agrees,
+    with the column passes in C (where built) and in Python."""
     data = file_of(3000, [], 1, False)
     exact = judge(data, blocks=None, iterations=list(range(0, 3000, 3)))
-    fast = judge(data, blocks=4096, iterations=list(range(0, 3000, 3)))
+    with pure_python(pure):
+        fast = judge(data, blocks=4096, iterations=list(range(0, 3000, 3)))
     assert fast[:3] == exact[:3]
     assert fast[3] > 50
     assert any(f.code == "RL412" for f in fast[0])

@@ -1,0 +1,177 @@
+/* block_columns and columns_clear: the block validator's column passes in C (included by
+ * _accel.c; the Python reference is rlio/validate/blocks.py's _layouts and Rule.clears).
+ *
+ * block_columns(recs, keys): when every record is a dict with as many keys as ``keys``, each of
+ * them, and ``keys[0]`` first, the values of each key as one tuple per key (in ``keys``' order,
+ * a record per place); else None.
+ *
+ * columns_clear(columns, types, lo, lo_open, hi, hi_open): whether every value of the columns
+ * (sequences) passes a rule read from the schema: its exact type in ``types`` (None: any) and,
+ * when a bound is given (an int or float, else None), numbers within it; a range over values
+ * other than numbers and nulls is left to the exact path (False), as Rule.clears leaves it.
+ */
+#include <math.h>
+
+static PyObject *
+block_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_CheckExact(args[0]) || !PyTuple_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "block_columns(recs: list, keys: tuple)");
+        return NULL;
+    }
+    PyObject *recs = args[0], *keys = args[1];
+    Py_ssize_t n = PyList_GET_SIZE(recs), width = PyTuple_GET_SIZE(keys);
+    if (width == 0) {
+        Py_RETURN_NONE;
+    }
+    PyObject *first_key = PyTuple_GET_ITEM(keys, 0);
+    PyObject *out = PyList_New(width);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < width; k++) {
+        PyObject *col = PyTuple_New(n);
+        if (col == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, k, col);
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *rec = PyList_GET_ITEM(recs, i);
+        if (!PyDict_CheckExact(rec) || PyDict_GET_SIZE(rec) != width) {
+            goto none;
+        }
+        Py_ssize_t pos = 0;
+        PyObject *k0, *v0;
+        if (!PyDict_Next(rec, &pos, &k0, &v0)) {
+            goto none;
+        }
+        if (k0 != first_key) {
+            int eq = PyObject_RichCompareBool(k0, first_key, Py_EQ);
+            if (eq <= 0) {
+                goto none;
+            }
+        }
+        for (Py_ssize_t k = 0; k < width; k++) {
+            PyObject *v = PyDict_GetItemWithError(rec, PyTuple_GET_ITEM(keys, k));
+            if (v == NULL) {
+                goto none;
+            }
+            PyTuple_SET_ITEM(PyList_GET_ITEM(out, k), i, Py_NewRef(v));
+        }
+    }
+    return out;
+none:
+    Py_DECREF(out);  /* the tuples' unset places are NULL: tuple dealloc skips them */
+    if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+            return NULL;
+        }
+        PyErr_Clear();
+    }
+    Py_RETURN_NONE;
+}
+
+/* Whether ``v`` (an exact int or float) is within the bound ``b`` (``upper``, ``open``): -1 on
+ * an error. Exact: doubles where both are, else Python's comparison. */
+static int
+number_within(PyObject *v, PyObject *b, int upper, int open)
+{
+    if (PyFloat_CheckExact(v) && PyFloat_CheckExact(b)) {
+        double x = PyFloat_AS_DOUBLE(v), y = PyFloat_AS_DOUBLE(b);
+        return upper ? (open ? x < y : x <= y) : (open ? x > y : x >= y);
+    }
+    int op = upper ? (open ? Py_LT : Py_LE) : (open ? Py_GT : Py_GE);
+    return PyObject_RichCompareBool(v, b, op);
+}
+
+static PyObject *
+columns_clear(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "columns_clear(columns, types, lo, lo_open, hi, hi_open)");
+        return NULL;
+    }
+    PyObject *columns = PySequence_Fast(args[0], "columns must be a sequence");
+    if (columns == NULL) {
+        return NULL;
+    }
+    PyObject *types = args[1], *lo = args[2], *hi = args[4];
+    int lo_open = PyObject_IsTrue(args[3]), hi_open = PyObject_IsTrue(args[5]);
+    if (lo_open < 0 || hi_open < 0 || (types != Py_None && !PyAnySet_Check(types))) {
+        Py_DECREF(columns);
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "types must be a set of types or None");
+        }
+        return NULL;
+    }
+    /* The bounds as doubles when they are floats, so most compares are of two doubles. */
+    PyObject *lo_f = NULL, *hi_f = NULL;
+    if (lo != Py_None) {
+        lo_f = PyLong_CheckExact(lo) ? PyNumber_Float(lo) : Py_NewRef(lo);
+    }
+    if (hi != Py_None) {
+        hi_f = PyLong_CheckExact(hi) ? PyNumber_Float(hi) : Py_NewRef(hi);
+    }
+    if ((lo != Py_None && lo_f == NULL) || (hi != Py_None && hi_f == NULL)) {
+        Py_XDECREF(lo_f);
+        Py_XDECREF(hi_f);
+        Py_DECREF(columns);
+        return NULL;
+    }
+    /* An int bound as a float must be exact, else Python compares (the slow, exact way). */
+    int lo_exact = lo_f != NULL && (!PyLong_CheckExact(lo)
+                                    || PyObject_RichCompareBool(lo, lo_f, Py_EQ) == 1);
+    int hi_exact = hi_f != NULL && (!PyLong_CheckExact(hi)
+                                    || PyObject_RichCompareBool(hi, hi_f, Py_EQ) == 1);
+    PyObject *lo_use = lo_exact ? lo_f : lo, *hi_use = hi_exact ? hi_f : hi;
+    int ranged = lo != Py_None || hi != Py_None;
+    PyObject *last_type = NULL;  /* the type last found in ``types`` (most columns have one) */
+    int verdict = 1;
+    Py_ssize_t ncol = PySequence_Fast_GET_SIZE(columns);
+    for (Py_ssize_t c = 0; c < ncol && verdict == 1; c++) {
+        PyObject *col = PySequence_Fast(PySequence_Fast_GET_ITEM(columns, c),
+                                        "a column must be a sequence");
+        if (col == NULL) {
+            verdict = -1;
+            break;
+        }
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(col);
+        PyObject **items = PySequence_Fast_ITEMS(col);
+        for (Py_ssize_t i = 0; i < n && verdict == 1; i++) {
+            PyObject *v = items[i];
+            PyObject *t = (PyObject *)Py_TYPE(v);
+            if (types != Py_None && t != last_type) {
+                int has = PySet_Contains(types, t);
+                if (has <= 0) {
+                    verdict = has;
+                    break;
+                }
+                last_type = t;
+            }
+            if (!ranged || v == Py_None) {
+                continue;
+            }
+            if (!PyFloat_CheckExact(v) && !PyLong_CheckExact(v)) {
+                verdict = 0;  /* a range over strings or booleans: the exact path judges */
+                break;
+            }
+            if (lo != Py_None) {
+                verdict = number_within(v, lo_use, 0, lo_open);
+            }
+            if (verdict == 1 && hi != Py_None) {
+                verdict = number_within(v, hi_use, 1, hi_open);
+            }
+        }
+        Py_DECREF(col);
+    }
+    Py_XDECREF(lo_f);
+    Py_XDECREF(hi_f);
+    Py_DECREF(columns);
+    if (verdict < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(verdict);
+}
