@@ -6,7 +6,8 @@
  * - Lock: a plain non-reentrant lock (threading.Lock's acquire/release/with), which the writer
  *   uses as its metrics lock so this module can take it without a Python call.
  * - Shape and step_sum: the rollout scan's value checks (see _accel_shape.h).
- * - block_columns and columns_clear: the block validator's column passes (_accel_columns.h).
+ * - block_columns and columns_clear: the block validator's column passes, and fold_extremes:
+ *   the report's chart buckets (_accel_columns.h).
  * - MetricsLine: called as ``log_metrics(metrics, step)``. For a plain dict and an int step it
  *   matches the dict against the key layouts the Python path taught it (keys in order, the exact
  *   type of each value the layout's type-only rules accept), runs the layout's compiled
@@ -747,6 +748,8 @@ static PyTypeObject MetricsLineType = {
 static PyMethodDef accel_functions[] = {
     {"block_columns", (PyCFunction)(void (*)(void))block_columns, METH_FASTCALL,
      "block_columns(recs, keys): each key's values, or None (see _accel_columns.h)."},
+    {"fold_extremes", (PyCFunction)(void (*)(void))fold_extremes, METH_FASTCALL,
+     "fold_extremes(px, py, start, end, width): each run's extremes (see _accel_columns.h)."},
     {"columns_clear", (PyCFunction)(void (*)(void))columns_clear, METH_FASTCALL,
      "columns_clear(columns, types, lo, lo_open, hi, hi_open) -> bool (see _accel_columns.h)."},
     {"step_sum", (PyCFunction)(void (*)(void))step_sum, METH_FASTCALL,

@@ -175,3 +175,74 @@ columns_clear(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     return PyBool_FromLong(verdict);
 }
+
+/* Whether a < b (``gt``: a > b) for two numbers: doubles when both are floats, else Python's
+ * comparison; -1 on an error. */
+static int
+number_order(PyObject *a, PyObject *b, int gt)
+{
+    if (PyFloat_CheckExact(a) && PyFloat_CheckExact(b)) {
+        double x = PyFloat_AS_DOUBLE(a), y = PyFloat_AS_DOUBLE(b);
+        return gt ? x > y : x < y;
+    }
+    return PyObject_RichCompareBool(a, b, gt ? Py_GT : Py_LT);
+}
+
+/* fold_extremes(px, py, start, end, width): for each run of ``width`` points from ``start`` to
+ * ``end`` (a multiple of it), the lowest and highest y (the first of equals, as min and max keep
+ * them) and the x of each: four lists (lows, highs, x of lows, x of highs). The Python reference
+ * is rlio/report/columns.py's Column._fold. */
+static PyObject *
+fold_extremes(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "fold_extremes(px: list, py: list, start, end, width)");
+        return NULL;
+    }
+    PyObject *px = args[0], *py = args[1];
+    Py_ssize_t start = PyLong_AsSsize_t(args[2]), end = PyLong_AsSsize_t(args[3]);
+    Py_ssize_t w = PyLong_AsSsize_t(args[4]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (w <= 0 || start < 0 || end < start || (end - start) % w != 0
+            || end > PyList_GET_SIZE(py) || PyList_GET_SIZE(px) != PyList_GET_SIZE(py)) {
+        PyErr_SetString(PyExc_ValueError, "fold_extremes: runs of width from start to end");
+        return NULL;
+    }
+    Py_ssize_t groups = (end - start) / w;
+    PyObject *out[4] = {PyList_New(groups), PyList_New(groups), PyList_New(groups),
+                        PyList_New(groups)};
+    if (!out[0] || !out[1] || !out[2] || !out[3]) {
+        goto fail;
+    }
+    for (Py_ssize_t g = 0; g < groups; g++) {
+        Py_ssize_t first = start + g * w, lo_i = first, hi_i = first;
+        PyObject *lo = PyList_GET_ITEM(py, first), *hi = lo;
+        for (Py_ssize_t j = first + 1; j < first + w; j++) {
+            PyObject *v = PyList_GET_ITEM(py, j);
+            int less = number_order(v, lo, 0), more = number_order(v, hi, 1);
+            if (less < 0 || more < 0) {
+                goto fail;
+            }
+            if (less) {
+                lo = v;
+                lo_i = j;
+            }
+            if (more) {
+                hi = v;
+                hi_i = j;
+            }
+        }
+        PyList_SET_ITEM(out[0], g, Py_NewRef(lo));
+        PyList_SET_ITEM(out[1], g, Py_NewRef(hi));
+        PyList_SET_ITEM(out[2], g, Py_NewRef(PyList_GET_ITEM(px, lo_i)));
+        PyList_SET_ITEM(out[3], g, Py_NewRef(PyList_GET_ITEM(px, hi_i)));
+    }
+    return Py_BuildValue("(NNNN)", out[0], out[1], out[2], out[3]);
+fail:
+    for (int k = 0; k < 4; k++) {
+        Py_XDECREF(out[k]);
+    }
+    return NULL;
+}
