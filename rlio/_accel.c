@@ -748,6 +748,9 @@ static PyTypeObject MetricsLineType = {
 static PyMethodDef accel_functions[] = {
     {"block_columns", (PyCFunction)(void (*)(void))block_columns, METH_FASTCALL,
      "block_columns(recs, keys): each key's values, or None (see _accel_columns.h)."},
+    {"finite_numbers", (PyCFunction)finite_numbers, METH_O,
+     "finite_numbers(values) -> bool: small finite ints and floats only (_accel_columns.h)."},
+    {"all_ints", (PyCFunction)all_ints, METH_O, "all_ints(values) -> bool: exact ints only."},
     {"fold_extremes", (PyCFunction)(void (*)(void))fold_extremes, METH_FASTCALL,
      "fold_extremes(px, py, start, end, width): each run's extremes (see _accel_columns.h)."},
     {"columns_clear", (PyCFunction)(void (*)(void))columns_clear, METH_FASTCALL,

@@ -42,23 +42,29 @@ block_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (!PyDict_CheckExact(rec) || PyDict_GET_SIZE(rec) != width) {
             goto none;
         }
-        Py_ssize_t pos = 0;
-        PyObject *k0, *v0;
-        if (!PyDict_Next(rec, &pos, &k0, &v0)) {
-            goto none;
+        Py_ssize_t pos = 0, k = 0;
+        PyObject *key, *v;
+        /* In ``keys``' order (the usual case: a parser hands equal keys over as one object),
+         * each value in place; from the first key out of order on, by lookup. */
+        while (k < width && PyDict_Next(rec, &pos, &key, &v) && key == PyTuple_GET_ITEM(keys, k)) {
+            PyTuple_SET_ITEM(PyList_GET_ITEM(out, k), i, Py_NewRef(v));
+            k++;
         }
-        if (k0 != first_key) {
-            int eq = PyObject_RichCompareBool(k0, first_key, Py_EQ);
+        if (k == 0) {  /* the first key: by equality (the same first key, as _layouts asks) */
+            pos = 0;
+            int eq = PyDict_Next(rec, &pos, &key, &v)
+                     ? PyObject_RichCompareBool(key, first_key, Py_EQ) : 0;
             if (eq <= 0) {
                 goto none;
             }
         }
-        for (Py_ssize_t k = 0; k < width; k++) {
-            PyObject *v = PyDict_GetItemWithError(rec, PyTuple_GET_ITEM(keys, k));
+        for (; k < width; k++) {
+            v = PyDict_GetItemWithError(rec, PyTuple_GET_ITEM(keys, k));
             if (v == NULL) {
                 goto none;
             }
-            PyTuple_SET_ITEM(PyList_GET_ITEM(out, k), i, Py_NewRef(v));
+            PyObject *col = PyList_GET_ITEM(out, k);
+            Py_XSETREF(((PyTupleObject *)col)->ob_item[i], Py_NewRef(v));
         }
     }
     return out;
@@ -245,4 +251,53 @@ fail:
         Py_XDECREF(out[k]);
     }
     return NULL;
+}
+
+/* finite_numbers(values): True when every value is an exact int within 2**53 or an exact float
+ * within 1e300 (so any sum of up to a million of them is finite), else False: the caller's
+ * exact test (rlio/report/columns.py's types and _finite_sum) then judges them. */
+static PyObject *
+finite_numbers(PyObject *module, PyObject *values)
+{
+    PyObject *seq = PySequence_Fast(values, "values must be a sequence");
+    if (seq == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    int ok = n < (1 << 20);
+    for (Py_ssize_t i = 0; i < n && ok; i++) {
+        PyObject *v = items[i];
+        if (PyFloat_CheckExact(v)) {
+            ok = fabs(PyFloat_AS_DOUBLE(v)) <= 1e300;
+        }
+        else if (PyLong_CheckExact(v)) {
+            int overflow = 0;
+            long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+            ok = !overflow && x > -(1LL << 53) && x < (1LL << 53);
+        }
+        else {
+            ok = 0;
+        }
+    }
+    Py_DECREF(seq);
+    return PyBool_FromLong(ok);
+}
+
+/* all_ints(values): whether every value is an exact int. */
+static PyObject *
+all_ints(PyObject *module, PyObject *values)
+{
+    PyObject *seq = PySequence_Fast(values, "values must be a sequence");
+    if (seq == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < n && ok; i++) {
+        ok = PyLong_CheckExact(items[i]);
+    }
+    Py_DECREF(seq);
+    return PyBool_FromLong(ok);
 }

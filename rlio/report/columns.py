@@ -302,7 +302,8 @@ class MetricsReader:
     def _xs(self, block: View) -> list[Any]:
         """Each record's x (ints, or floats for records without an x key)."""
         steps = block.get("step")
-        if set(map(type, steps)) == {int}:
+        accel = native()
+        if accel.all_ints(steps) if accel is not None else set(map(type, steps)) == {int}:
             self._x_kind = 0
             return steps
         out: list[Any] = []
@@ -333,6 +334,7 @@ class MetricsReader:
         m.records += block.n
         increasing = _increasing(xs)
         keys = m.keys
+        accel = native()
         for k in self._want:
             if k not in keys:
                 continue
@@ -340,6 +342,12 @@ class MetricsReader:
                 m.columns.pop(k, None)
                 continue
             vals = block.get(k)
+            if accel is not None and accel.finite_numbers(vals):  # in one C pass: numbers only
+                col = m.columns.get(k)
+                if col is None:
+                    col = m.columns[k] = Column()
+                col.extend(xs, vals, increasing)
+                continue
             types = set(map(type, vals))
             kx, inc = xs, increasing
             if Missing in types:  # lines without the key (eval lines, say)
