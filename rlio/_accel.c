@@ -5,6 +5,9 @@
  *
  * - Lock: a plain non-reentrant lock (threading.Lock's acquire/release/with), which the writer
  *   uses as its metrics lock so this module can take it without a Python call.
+ * - Shape and step_sum: the rollout scan's value checks (see _accel_shape.h).
+ * - block_columns and columns_clear: the block validator's column passes, and fold_extremes:
+ *   the report's chart buckets (_accel_columns.h).
  * - MetricsLine: called as ``log_metrics(metrics, step)``. For a plain dict and an int step it
  *   matches the dict against the key layouts the Python path taught it (keys in order, the exact
  *   type of each value the layout's type-only rules accept), runs the layout's compiled
@@ -732,19 +735,44 @@ static PyTypeObject MetricsLineType = {
     .tp_getset = MetricsLine_getset,
 };
 
+/* ------------------------------------------------------------- Shape and step_sum */
+
+#include "_accel_shape.h"
+
+/* -------------------------------------------------- block_columns and columns_clear */
+
+#include "_accel_columns.h"
+
 /* ----------------------------------------------------------------------------- module */
+
+static PyMethodDef accel_functions[] = {
+    {"block_columns", (PyCFunction)(void (*)(void))block_columns, METH_FASTCALL,
+     "block_columns(recs, keys): each key's values, or None (see _accel_columns.h)."},
+    {"finite_numbers", (PyCFunction)finite_numbers, METH_O,
+     "finite_numbers(values) -> bool: small finite ints and floats only (_accel_columns.h)."},
+    {"all_ints", (PyCFunction)all_ints, METH_O, "all_ints(values) -> bool: exact ints only."},
+    {"fold_extremes", (PyCFunction)(void (*)(void))fold_extremes, METH_FASTCALL,
+     "fold_extremes(px, py, start, end, width): each run's extremes (see _accel_columns.h)."},
+    {"columns_clear", (PyCFunction)(void (*)(void))columns_clear, METH_FASTCALL,
+     "columns_clear(columns, types, lo, lo_open, hi, hi_open) -> bool (see _accel_columns.h)."},
+    {"step_sum", (PyCFunction)(void (*)(void))step_sum, METH_FASTCALL,
+     "step_sum(steps, start, idx_key, reward_key): the rewards summed (see _accel_shape.h)."},
+    {NULL, NULL, 0, NULL},
+};
 
 static struct PyModuleDef accel_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "rlio._accel",
     .m_doc = "Optional C speedups of RunWriter.log_metrics; rlio works the same without them.",
     .m_size = -1,
+    .m_methods = accel_functions,
 };
 
 PyMODINIT_FUNC
 PyInit__accel(void)
 {
-    if (PyType_Ready(&LockType) < 0 || PyType_Ready(&MetricsLineType) < 0) {
+    if (PyType_Ready(&LockType) < 0 || PyType_Ready(&MetricsLineType) < 0
+            || PyType_Ready(&ShapeType) < 0) {
         return NULL;
     }
     str_step = PyUnicode_InternFromString("step");
@@ -756,7 +784,8 @@ PyInit__accel(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "Lock", (PyObject *)&LockType) < 0
-            || PyModule_AddObjectRef(m, "MetricsLine", (PyObject *)&MetricsLineType) < 0) {
+            || PyModule_AddObjectRef(m, "MetricsLine", (PyObject *)&MetricsLineType) < 0
+            || PyModule_AddObjectRef(m, "Shape", (PyObject *)&ShapeType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -157,9 +157,9 @@ def set_at(obj: Any, path: list[Any], value: Any) -> None:
 
 @contextlib.contextmanager
 def pure_python(pure: bool = True) -> Iterator[None]:
-    """Writers created inside keep ``log_metrics`` on the Python path (``pure``), or use the C
+    """Writers and scans created inside keep to the Python paths (``pure``), or use the C
     extension where it is built."""
-    from rlio.writer.metrics_fast import PURE_ENV
+    from rlio._native import PURE_ENV
 
     saved = os.environ.pop(PURE_ENV, None)
     if pure:

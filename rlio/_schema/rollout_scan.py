@@ -17,13 +17,17 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
 from rlio._codec.jsonl import _LINE_OPTS, normalize_value
+from rlio._native import native
 from rlio._schema.loader import load_schema
 from rlio.rules import REWARD_TOLERANCE
+
+if TYPE_CHECKING:
+    from rlio._schema.shape import Spec
 
 __all__ = ["RolloutScan", "compile_rollout_scan", "rollout_scan"]
 
@@ -75,8 +79,12 @@ def _stop(lines: list[str]) -> list[str]:
     return [line[: -len(_FAIL)] + "return i" if line.endswith(_FAIL) else line for line in lines]
 
 
-def compile_rollout_scan(schema: dict[str, Any]) -> RolloutScan | None:
+def compile_rollout_scan(schema: dict[str, Any], native: Any = None) -> RolloutScan | None:
     """Compile the one-pass scan for ``schema``, or None for a shape it does not specialise.
+
+    With ``native`` (the C extension, ``rlio._native``), the value checks whose rules are types
+    and int bounds (``rlio._schema.shape``) run in C, and so do the steps' ``step_idx`` and
+    reward sum; the rest stays the compiled statements.
 
     Specialised: an object schema (``properties``, ``required``, ``additionalProperties``)
     whose ``steps`` is an array of such objects. Records are accepted only in the documented
@@ -107,17 +115,22 @@ def compile_rollout_scan(schema: dict[str, Any]) -> RolloutScan | None:
             subsets += [s | {k} for s in subsets]
     v = {k: f"v_{n}" for n, k in enumerate(keys)}
     w = {k: f"w_{n}" for n, k in enumerate(step_props)}
+    layouts = [tuple(k for k in step_props if k in step_req or k in subset) for subset in subsets]
+    in_c = _c_specs(comp, props, step_props, layouts) if native is not None else None
 
     # Per record, inside ``while i < n: try:`` (depth 3). split and iteration equal the file's,
     # whose schema verdict ``fixed`` gives once per call.
-    rec = ["x = recs[i]",
-           f"if type(x) is not dict or tuple(x) != {comp.const(keys)}: return i",
-           f"{', '.join(v.values())}, = x.values()",
+    if in_c is None:
+        rec = ["x = recs[i]",
+               f"if type(x) is not dict or tuple(x) != {comp.const(keys)}: return i"]
+    else:  # the keys in order and every value with a spec: one C call
+        rec = ["x = recs[i]", f"if not {comp.const(native.Shape(in_c[0]))}(x): return i"]
+    rec += [f"{', '.join(v.values())}, = x.values()",
            f"if {v['split']} != split or type({v['iteration']}) is not int"
            f" or {v['iteration']} != it: return i",
            f"_pair = ({v['group_idx']}, {v['traj_idx']})"]
     for k in keys:
-        if k not in ("steps", "split", "iteration"):
+        if k not in ("steps", "split", "iteration") and (in_c is None or k in in_c[1]):
             rec += _stop(comp.block(props[k], v[k], 3))
     # Steps: a branch per documented key layout (the required keys alone first: the common one).
     loop = ["if type(_s) is not dict: return i", "_keys = tuple(_s)"]
@@ -136,8 +149,14 @@ def compile_rollout_scan(schema: dict[str, Any]) -> RolloutScan | None:
              f"if _exp is not None: _exp = None if {w['reward']} is None"
              f" else _exp + {w['reward']}",
              "_j += 1"]
-    rec += [f"if type({v['steps']}) is not list: return i",
-            f"_exp = {v['final_reward']}", "_j = 0", f"for _s in {v['steps']}:", *indent(loop)]
+    if in_c is None or in_c[2] is None:
+        rec += [f"if type({v['steps']}) is not list: return i",
+                f"_exp = {v['final_reward']}", "_j = 0", f"for _s in {v['steps']}:",
+                *indent(loop)]
+    else:  # every step's layout and values, then step_idx and the rewards' sum, in C
+        rec += [f"if not {comp.const(native.Shape(in_c[2]))}({v['steps']}): return i",
+                f"_exp = {comp.const(native.step_sum)}({v['steps']}, {v['final_reward']}, "
+                "'step_idx', 'reward')", "if _exp is ...: return i"]
     total = v["total_reward"]
     dumps, norm = comp.const(orjson.dumps), comp.const(normalize_value)
     rec += [f"if {total} is not None and _exp is not None"
@@ -160,7 +179,33 @@ def compile_rollout_scan(schema: dict[str, Any]) -> RolloutScan | None:
     return RolloutScan(fixed=fixed, scan=scan)
 
 
+def _c_specs(comp: Any, props: dict[str, Any], step_props: dict[str, Any],
+             layouts: list[tuple[str, ...]]) -> tuple[Spec, set[str], Spec | None]:
+    """The C specs of a record (its keys in order; split, iteration and steps left to the scan),
+    the keys whose values the statements still judge (no spec), and the steps' spec (None: a
+    step key has none, so the steps stay the compiled loop)."""
+    from rlio._schema.shape import ANY, K_LIST, K_OBJECTS, value_spec
+
+    specs, left = [], set()
+    for k, node in props.items():
+        spec = ANY if k in ("steps", "split", "iteration") else value_spec(comp.resolve, node)
+        if spec is None:
+            left.add(k)
+        specs.append(spec or ANY)
+    step_specs = {k: value_spec(comp.resolve, node) for k, node in step_props.items()}
+    steps: Spec | None = None
+    if all(spec is not None for spec in step_specs.values()):
+        steps = (K_LIST, (K_OBJECTS, tuple((lay, tuple(step_specs[k] for k in lay))
+                                           for lay in layouts)))
+    return (K_OBJECTS, ((tuple(props), tuple(specs)),)), left, steps
+
+
 @functools.cache
+def _scan_for(native: Any) -> RolloutScan | None:
+    return compile_rollout_scan(load_schema("rollout-summary-line"), native)
+
+
 def rollout_scan() -> RolloutScan | None:
-    """The compiled scan of the rollout-summary schema (see ``compile_rollout_scan``)."""
-    return compile_rollout_scan(load_schema("rollout-summary-line"))
+    """The compiled scan of the rollout-summary schema (see ``compile_rollout_scan``), with the
+    C extension's checks where it is built and not turned off (``rlio._native``)."""
+    return _scan_for(native())

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from itertools import compress, repeat
 from typing import Any, Final
 
+from rlio._native import native
 from rlio.report.column_views import MISSING, ColumnsView, Missing, RecordsView, View
 
 EVAL_REWARD_SUFFIX: Final = "/env/all/reward/total"
@@ -158,7 +159,8 @@ class Column:
 
         Each run of buckets of one width (up to the next merge) is folded with C-level passes:
         the points grouped ``width`` at a time (``zip``), then ``min``/``max`` and ``index`` per
-        group by ``map``, so no Python code runs per bucket.
+        group by ``map``, so no Python code runs per bucket (or, with the C extension, its
+        ``fold_extremes``: the same extremes in one pass).
         """
         px, py = self._px, self._py
         start = 0
@@ -166,14 +168,22 @@ class Column:
             w = self.width
             k = min((len(px) - start - _TAIL) // w, 2 * _BUCKETS - len(self._b0))
             end = start + k * w
-            groups = list(zip(*[iter(py[start:end])] * w, strict=True))
-            lows = list(map(min, groups))
-            highs = list(map(max, groups))
-            at = range(start, end, w)
             self._b0 += px[start:end:w]
             self._b1 += px[start + w - 1:end:w]
-            self._lx += map(px.__getitem__, map(operator.add, at, map(tuple.index, groups, lows)))
-            self._hx += map(px.__getitem__, map(operator.add, at, map(tuple.index, groups, highs)))
+            accel = native()
+            if accel is not None:  # the same extremes in one C pass
+                lows, highs, low_xs, high_xs = accel.fold_extremes(px, py, start, end, w)
+                self._lx += low_xs
+                self._hx += high_xs
+            else:
+                groups = list(zip(*[iter(py[start:end])] * w, strict=True))
+                lows = list(map(min, groups))
+                highs = list(map(max, groups))
+                at = range(start, end, w)
+                self._lx += map(px.__getitem__,
+                                map(operator.add, at, map(tuple.index, groups, lows)))
+                self._hx += map(px.__getitem__,
+                                map(operator.add, at, map(tuple.index, groups, highs)))
             self._ly += lows
             self._hy += highs
             start = end
@@ -292,7 +302,8 @@ class MetricsReader:
     def _xs(self, block: View) -> list[Any]:
         """Each record's x (ints, or floats for records without an x key)."""
         steps = block.get("step")
-        if set(map(type, steps)) == {int}:
+        accel = native()
+        if accel.all_ints(steps) if accel is not None else set(map(type, steps)) == {int}:
             self._x_kind = 0
             return steps
         out: list[Any] = []
@@ -323,6 +334,7 @@ class MetricsReader:
         m.records += block.n
         increasing = _increasing(xs)
         keys = m.keys
+        accel = native()
         for k in self._want:
             if k not in keys:
                 continue
@@ -330,6 +342,12 @@ class MetricsReader:
                 m.columns.pop(k, None)
                 continue
             vals = block.get(k)
+            if accel is not None and accel.finite_numbers(vals):  # in one C pass: numbers only
+                col = m.columns.get(k)
+                if col is None:
+                    col = m.columns[k] = Column()
+                col.extend(xs, vals, increasing)
+                continue
             types = set(map(type, vals))
             kx, inc = xs, increasing
             if Missing in types:  # lines without the key (eval lines, say)

@@ -24,6 +24,7 @@ from typing import Any, BinaryIO, Final, Protocol
 
 import orjson
 
+from rlio import _native
 from rlio._schema.blocks import is_per_key, per_key_subschemas
 from rlio._schema.model import NOOP, Context
 from rlio.schema import load_schema
@@ -178,14 +179,19 @@ class ColumnRules:
         return rule
 
     def clear(self, recs: list[dict[str, Any]], layouts: dict[tuple[str, ...], None],
-              columns: list[tuple[Any, ...]] | None) -> bool:
+              columns: list[tuple[Any, ...]] | None, native: Any = None) -> bool:
         """Whether every record (all dicts) passes the schema for sure, key column by column
-        (``columns``: the values of the one layout's keys, when the records share one)."""
+        (``columns``: the values of the one layout's keys, when the records share one;
+        ``native``: the C extension, which judges them in one pass per rule)."""
         rule = self.rule
         if columns is not None:
             plan = self._plan(next(iter(layouts)))
             if plan is None:
                 return False
+            if native is not None:
+                clear = native.columns_clear
+                return all(clear([columns[a] for a in at], same.types, same.lo, same.lo_open,
+                                 same.hi, same.hi_open) for same, at in plan)
             for same, at in plan:  # the columns of one rule at once: each passes iff all do
                 if not same.clears(columns[at[0]] if len(at) == 1 else list(
                         chain.from_iterable(map(columns.__getitem__, at)))):
@@ -264,6 +270,7 @@ def scan_blocks(
     bad one to judge it); past ``carry`` bytes of them, the rest of the file takes it.
     """
     rules = column_rules(schema)
+    native = _native.native()
     if rules is None:
         return scan_jsonl(stream, sink, schema=schema, append_only=append_only, on_record=checks)
     # a block's records are acyclic and all alive until the block is judged: a collection
@@ -271,14 +278,14 @@ def scan_blocks(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _scan(stream, sink, schema, append_only, checks, chunk, carry, rules)
+        return _scan(stream, sink, schema, append_only, checks, chunk, carry, rules, native)
     finally:
         if enabled:
             gc.enable()
 
 
 def _scan(stream: BinaryIO, sink: Sink, schema: str, append_only: bool, checks: BlockChecks,
-          chunk: int, carry: int, rules: ColumnRules) -> ScanStats:
+          chunk: int, carry: int, rules: ColumnRules, native: Any) -> ScanStats:
     hook: RecordHook = checks
     stats = ScanStats()
     done = 0  # lines judged
@@ -305,7 +312,7 @@ def _scan(stream: BinaryIO, sink: Sink, schema: str, append_only: bool, checks: 
         if cut < 0:
             continue
         lines = buf[:cut].split(b"\n")
-        n = _block(lines, rules, checks, done + 1)
+        n = _block(lines, rules, checks, done + 1, native)
         if n < 0:  # its last line does not parse: carry the block into the next read
             continue
         if n:
@@ -319,8 +326,10 @@ def _scan(stream: BinaryIO, sink: Sink, schema: str, append_only: bool, checks: 
     return stats
 
 
-def _block(lines: list[bytes], rules: ColumnRules, checks: BlockChecks, first: int) -> int:
-    """Records judged at once (0: take the exact path; -1: carry the lines on)."""
+def _block(lines: list[bytes], rules: ColumnRules, checks: BlockChecks, first: int,
+           native: Any = None) -> int:
+    """Records judged at once (0: take the exact path; -1: carry the lines on); ``native``:
+    the C extension, for the column passes."""
     loads = orjson.loads
     try:
         recs = list(map(loads, lines))
@@ -332,15 +341,15 @@ def _block(lines: list[bytes], rules: ColumnRules, checks: BlockChecks, first: i
         return 0
     if set(map(type, recs)) != _DICTS or max(map(len, lines)) >= LONG_LINE - 2:
         return 0
-    layouts, columns = _layouts(recs)
-    if not rules.clear(recs, layouts, columns) or not checks.block(recs, layouts, first,
-                                                                   columns):
+    layouts, columns = _layouts(recs, native)
+    if not rules.clear(recs, layouts, columns, native) or not checks.block(recs, layouts, first,
+                                                                           columns):
         return 0
     return len(recs)
 
 
-def _layouts(recs: list[dict[str, Any]]) -> tuple[dict[tuple[str, ...], None],
-                                                  list[tuple[Any, ...]] | None]:
+def _layouts(recs: list[dict[str, Any]], native: Any = None) -> tuple[
+        dict[tuple[str, ...], None], list[tuple[Any, ...]] | None]:
     """The records' key layouts, and the columns of the one layout when they share one.
 
     Records share a layout here when each has as many keys as the first, all of the first's
@@ -348,6 +357,10 @@ def _layouts(recs: list[dict[str, Any]]) -> tuple[dict[tuple[str, ...], None],
     order (only the first key's place and the set of keys mean anything to the checks).
     """
     first = tuple(recs[0])
+    if native is not None and len(first) > 1:  # the same test and columns, in one C pass
+        columns = native.block_columns(recs, first)
+        if columns is not None:
+            return {first: None}, columns
     if len(first) > 1 and set(map(len, recs)) == {len(first)}:
         try:
             rows = list(map(operator.itemgetter(*first), recs))

@@ -7,12 +7,11 @@ compiled plan (``rlio._schema.metrics_check.LayoutPlan``) and the types of a cal
 check accepted, so the verdicts are the schema compiler's, never restated in C.
 
 ``RLIO_PURE_PYTHON=1`` in the environment keeps a writer created afterwards on the Python path
-(the tests compare the two).
+(``rlio._native``; the tests compare the two).
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -20,31 +19,21 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from rlio._codec.jsonl import _LINE_OPTS, normalize_value
+from rlio._native import native
 from rlio._schema.metrics_check import item_type
 
 if TYPE_CHECKING:
     from rlio._schema.metrics_check import LayoutPlan, MetricsCheck
     from rlio.storage.base import Appender
 
-try:
-    from rlio import _accel
-except ImportError:  # built without a C compiler (or RLIO_BUILD_PURE=1): the Python path
-    _accel = None  # type: ignore[assignment]
-
-__all__ = ["PURE_ENV", "accelerated", "arm", "learn", "metrics_lock"]
-
-PURE_ENV = "RLIO_PURE_PYTHON"
-
-
-def accelerated() -> bool:
-    """Whether writers created now write metrics through the C extension."""
-    return _accel is not None and os.environ.get(PURE_ENV, "") != "1"
+__all__ = ["arm", "learn", "metrics_lock"]
 
 
 def metrics_lock() -> Any:
     """The writer's metrics lock: the extension's own (which its hot path takes without a
     Python call) when it is used, else a ``threading.Lock``."""
-    return _accel.Lock() if accelerated() else threading.Lock()
+    accel = native()
+    return accel.Lock() if accel is not None else threading.Lock()
 
 
 def arm(appender: Appender, lock: Any, *, layouts: MetricsCheck | None, spans: list[Any],
@@ -52,11 +41,11 @@ def arm(appender: Appender, lock: Any, *, layouts: MetricsCheck | None, spans: l
     """The C ``log_metrics`` over ``appender``'s descriptor (checking by ``layouts``, else
     unchecked), or None: no extension, a backend without a plain descriptor, or a lock not the
     extension's."""
-    fd = appender.hot_descriptor()
-    if not accelerated() or fd is None or not isinstance(lock, _accel.Lock):
+    fd, accel = appender.hot_descriptor(), native()
+    if accel is None or fd is None or not isinstance(lock, accel.Lock):
         return None
     checked = layouts is not None
-    return _accel.MetricsLine(
+    return accel.MetricsLine(
         fd=fd, lock=lock, dumps=orjson.dumps, default=None if checked else normalize_value,
         option=_LINE_OPTS, checked=checked, spans=spans, fallback=fallback,
         finish=appender.finish_line,

@@ -8,16 +8,21 @@ report's observer, the same chart columns.
 from __future__ import annotations
 
 import io
+import math
 import random
 from typing import Any
 
+import orjson
+import pytest
+from factories import pure_python
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlio import layout
+from rlio._native import native
 from rlio.findings import Finding
 from rlio.report.columns import MetricsScan, ObservedChecks
-from rlio.validate.blocks import ColumnRules, Rule, column_rules, scan_blocks
+from rlio.validate.blocks import ColumnRules, Rule, _layouts, column_rules, scan_blocks
 from rlio.validate.checks.metrics import MetricsChecks
 from rlio.validate.checks.view import CheckpointFacts, MetricsFacts, RunView
 from rlio.validate.scan import Sink, scan_jsonl
@@ -112,24 +117,29 @@ def file_of(n: int, damage: list[tuple[int, int]], seed: int, torn: bool) -> byt
                                                            st.integers(0, 100)), max_size=6),
        seed=st.integers(0, 3), torn=st.booleans(), chunk=st.sampled_from([64, 300, 2048, 9000]),
        files=st.sampled_from(["none", "all", "some"]), restart=st.sampled_from([(), (50, 100)]),
-       observe=st.booleans())
+       observe=st.booleans(), pure=st.booleans())
 def test_blocks_give_the_exact_paths_findings(
     n: int, damage: list[tuple[int, int]], seed: int, torn: bool, chunk: int, files: str,
-    restart: tuple[int, ...], observe: bool,
+    restart: tuple[int, ...], observe: bool, pure: bool,
 ) -> None:
-    """Randomly damaged metrics files give the same findings, facts and charts on both paths."""
+    """Randomly damaged metrics files give the same findings, facts and charts on both paths
+    (the block passes in C where the extension is built, and in Python)."""
     data = file_of(n, damage, seed, torn)
     its = {"none": [], "all": list(range(n)), "some": list(range(0, n, 7))}[files]
     exact = judge(data, blocks=None, iterations=its, restart=set(restart), observe=observe)
-    fast = judge(data, blocks=chunk, iterations=its, restart=set(restart), observe=observe)
+    with pure_python(pure):
+        fast = judge(data, blocks=chunk, iterations=its, restart=set(restart), observe=observe)
     assert fast[:3] == exact[:3]
 
 
-def test_clean_files_are_judged_by_blocks() -> None:
-    """A clean file takes the block path (the differential test is not vacuous) and agrees."""
+@pytest.mark.parametrize("pure", [False, True], ids=["c-passes", "python-passes"])
+def test_clean_files_are_judged_by_blocks(pure: bool) -> None:
+    """A clean file takes the block path (the differential test is not vacuous) and agrees,
+    with the column passes in C (where built) and in Python."""
     data = file_of(3000, [], 1, False)
     exact = judge(data, blocks=None, iterations=list(range(0, 3000, 3)))
-    fast = judge(data, blocks=4096, iterations=list(range(0, 3000, 3)))
+    with pure_python(pure):
+        fast = judge(data, blocks=4096, iterations=list(range(0, 3000, 3)))
     assert fast[:3] == exact[:3]
     assert fast[3] > 50
     assert any(f.code == "RL412" for f in fast[0])
@@ -220,3 +230,62 @@ def test_columns_of_one_rule_are_cleared_together_as_one_by_one(
                                                   and r.types <= {int, float, type(None)}))
         alone = alone and r.clears(col)
     assert rules.clear(recs, layouts, columns) == alone
+
+
+KEYS = ["step", "a", "b", "c"]
+
+
+@st.composite
+def record_blocks(draw: st.DrawFn) -> list[Any]:
+    """Blocks of records as a parser hands them over: mostly one layout, some with keys in
+    another order, a missing or extra key, another first key, a non-dict."""
+    out: list[Any] = []
+    for i in range(draw(st.integers(1, 12))):
+        keys = list(KEYS)
+        change = draw(st.sampled_from(["same"] * 6 + ["order", "missing", "extra", "first",
+                                                      "list"]))
+        if change == "order":
+            keys[1:] = draw(st.permutations(keys[1:]))
+        elif change == "missing":
+            keys.pop(draw(st.integers(1, 3)))
+        elif change == "extra":
+            keys.append("d")
+        elif change == "first":
+            keys = draw(st.permutations(keys))
+        if change == "list":
+            out.append([i])
+            continue
+        out.append(orjson.loads(orjson.dumps({k: i for k in keys})))  # parsed: shared keys
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(record_blocks())
+def test_block_columns_in_c_are_the_python_layouts(recs: list[Any]) -> None:
+    """The C block_columns gives the columns ``_layouts`` gives for one shared layout, and
+    None exactly where the records share none (any order of the other keys is the same)."""
+    accel = native()
+    if accel is None or type(recs[0]) is not dict or len(recs[0]) < 2:
+        return
+    first = tuple(recs[0])
+    got = accel.block_columns(recs, first)
+    if any(type(r) is not dict for r in recs):
+        assert got is None
+        return
+    _, columns = _layouts(recs)
+    assert got == columns
+
+
+def test_number_passes_in_c_agree_with_python() -> None:
+    """finite_numbers is True only where the Python test (types, finite sum) is, and all_ints
+    is the Python type test."""
+    accel = native()
+    if accel is None:
+        return
+    cases = [[1.0, 2], [1.0, math.nan], [1e308, 1e308], [2**60], [True], [None, 1.0], [], [1e299],
+             [-(2**53) + 1, 2.5], ["1"], [1, 2, 3]]
+    for vals in cases:
+        if accel.finite_numbers(vals):
+            assert set(map(type, vals)) <= {int, float} and math.isfinite(sum(vals)), vals
+        assert accel.all_ints(vals) == (set(map(type, vals)) <= {int}), vals
+    assert accel.finite_numbers([1.0, 2, -3.5]) and accel.all_ints([1, 2])

@@ -22,11 +22,10 @@ import numpy as np
 import pytest
 from factories import pure_python, read_jsonl
 
-from rlio import RecordError, RunWriter
+from rlio import RecordError, RunWriter, _native
 from rlio.errors import AppendError
-from rlio.writer import metrics_fast
 
-accel = metrics_fast._accel
+accel = _native._module
 needs_accel = pytest.mark.skipif(accel is None, reason="rlio._accel is not built here")
 ROW = {"progress/batch": 3, "optim/lr": 1e-4, "env/all/reward": 0.5, "time/train:count": 2}
 

@@ -3,7 +3,8 @@
 Batches of up to 515 records, with damage the scan must hand to the general path
 (numpy scalars, NaN, swapped step keys of one type, duplicate ids far apart, reward sums about the
 tolerance): every test compares the bytes written (or the RecordError raised) with the scan and
-with the general path alone.
+with the general path alone, and the scan with its C checks (where the extension is built) with
+the scan in Python.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from factories import ordered_record, rollout_write_outcome, set_at
+from factories import ordered_record, pure_python, rollout_write_outcome, set_at
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,18 +26,25 @@ from rlio.rules import REWARD_TOLERANCE
 
 ROLLOUT = load_schema("rollout-summary-line")
 STEP_KEYS = tuple(ROLLOUT["$defs"]["step"]["properties"])
-MODES = ("scan", "general")
+#: The scan with the C extension's checks (where built), the scan in Python, the general path.
+MODES = ("scan", "pure-scan", "general")
 #: A batch size of the tests (twice it and more: lines streamed in more than one piece).
 BATCH = 256
 
 
 
 
-def outcomes(recs: list[Any]) -> list[tuple[bytes, Any]]:
-    """The outcome of writing ``recs`` in each of ``MODES``."""
+def outcomes(recs: list[Any]) -> tuple[tuple[bytes, Any], tuple[bytes, Any]]:
+    """The outcome of writing ``recs`` with the scan and with the general path, once the scan
+    in C and in Python were seen to agree."""
+    out = []
     with tempfile.TemporaryDirectory() as d, pytest.MonkeyPatch.context() as mp:
-        return [rollout_write_outcome(os.path.join(d, mode), recs, scan=mode == "scan",
-                                      monkeypatch=mp) for mode in MODES]
+        for mode in MODES:
+            with pure_python(mode == "pure-scan"):
+                out.append(rollout_write_outcome(os.path.join(d, mode), recs,
+                                                 scan=mode != "general", monkeypatch=mp))
+    assert out[0] == out[1], "the scan's C checks and its Python statements disagree"
+    return out[0], out[2]
 
 
 #: Damage at one place: (path, value). Wrong types, NaN, numpy scalars, ranges, extra keys.
