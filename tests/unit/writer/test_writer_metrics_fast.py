@@ -24,10 +24,20 @@ from factories import pure_python, read_jsonl
 
 from rlio import RecordError, RunWriter, _native
 from rlio.errors import AppendError
+from rlio.writer.support import metrics_layouts
 
 accel = _native._module
 needs_accel = pytest.mark.skipif(accel is None, reason="rlio._accel is not built here")
 ROW = {"progress/batch": 3, "optim/lr": 1e-4, "env/all/reward": 0.5, "time/train:count": 2}
+
+
+@pytest.fixture(autouse=True)
+def fresh_layouts() -> Iterator[None]:
+    """Each test starts from a process without compiled metrics layouts: their number is bounded
+    per process, and earlier tests may have used up the bound (then nothing reaches C)."""
+    metrics_layouts.cache_clear()
+    yield
+    metrics_layouts.cache_clear()
 
 
 def compiler() -> str | None:

@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlio import RunWriter
+from rlio.writer.support import metrics_layouts
 
 LAYOUTS: list[list[Any]] = [
     ["progress/batch", "optim/lr", "env/all/reward", "time/train:count"],
@@ -131,7 +132,9 @@ def call_forms(draw: st.DrawFn) -> list[tuple[Any, Any, str]]:
 
 def form_outcomes(root: str, calls: list[tuple[Any, Any, str]],
                   pure: bool) -> tuple[list[Any], bytes, int]:
-    """Each call's error (or None), the file's bytes, and how many lines the C path wrote."""
+    """Each call's error (or None), the file's bytes, and how many lines the C path wrote
+    (from a process without compiled layouts: their number per process is bounded)."""
+    metrics_layouts.cache_clear()
     errors: list[Any] = []
     with pure_python(pure), RunWriter(root) as run:
         for metrics, step, form in calls:
