@@ -161,23 +161,40 @@ class _LocalAppender(Appender):
 
     def append_durable(self, data: bytes) -> None:
         fd = self._require_fd()
-        with _exclusive(fd, self._lock_path):
-            size = os.fstat(fd).st_size
-            lead = b"" if size == 0 or os.pread(fd, 1, size - 1) == b"\n" else b"\n"
+        if not locking.HAVE_FLOCK:
+            with locking.fallback_lock(self._lock_path):
+                self._durable(fd, data)
+            return
+        locking.flock(fd)  # (a with block of _exclusive costs more than the rest of the call)
+        try:
+            self._durable(fd, data)
+        finally:
+            locking.funlock(fd)
+
+    def _durable(self, fd: int, data: bytes) -> None:
+        """``append_durable``'s work, under the file's lock: on a new line, then fsync."""
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        try:
+            n = os.write(fd, data)
+        except OSError as exc:
+            raise self._error(exc) from None  # nothing was written
+        try:
+            if n != len(data):
+                _write_counted(fd, data, n)
+            os.fsync(fd)
+        except _Failed as failed:
+            raise self._cut_back(fd, failed, locked=True) from None
+        except OSError as exc:  # the fsync: the bytes may not be durable; take them back
             try:
-                _write_counted(fd, lead + data)
+                os.ftruncate(fd, size)
                 os.fsync(fd)
-            except _Failed as failed:
-                raise self._cut_back(fd, failed, locked=True) from None
-            except OSError as exc:  # the fsync: the bytes may not be durable; take them back
-                try:
-                    os.ftruncate(fd, size)
-                    os.fsync(fd)
-                except OSError:
-                    self._fd = None
-                raise self._error(exc) from None
-            if self._fd is None:
-                self._fd = fd
+            except OSError:
+                self._fd = None
+            raise self._error(exc) from None
+        if self._fd is None:
+            self._fd = fd
 
     def flush(self) -> None:
         if self._real is not None:

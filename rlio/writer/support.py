@@ -9,7 +9,7 @@ import functools
 import os
 import subprocess
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from rlio import layout as L
 from rlio.errors import RecordError, RunExistsError, UnsafeStorageError
@@ -118,6 +118,9 @@ def refuse_fresh_start(storage: Storage, *, has_iteration_files: bool) -> None:
         )
 
 
+_PLAIN: Final = frozenset({str, int, bool})
+
+
 def checkpoint_record(name: str, fields: tuple[tuple[str, Any], ...],
                       extra: dict[str, Any]) -> dict[str, Any]:
     """A checkpoint record in documented key order (None values omitted), then ``extra``.
@@ -126,8 +129,9 @@ def checkpoint_record(name: str, fields: tuple[tuple[str, Any], ...],
     """
     record: dict[str, Any] = {"name": name}
     for key, value in fields:
-        if value is not None:
-            record[key] = os.fspath(value) if isinstance(value, os.PathLike) else value
+        if value is not None:  # (a str or an int: no ABC check, which costs more than the rest)
+            record[key] = value if type(value) in _PLAIN else (
+                os.fspath(value) if isinstance(value, os.PathLike) else value)
     record.update(extra)
     return record
 
