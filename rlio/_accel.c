@@ -459,6 +459,10 @@ MetricsLine_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
             return NULL;
         }
     }
+    if (self->fallback == NULL) {  /* cleared by the collector: the writer is gone */
+        PyErr_SetString(PyExc_ReferenceError, "log_metrics of a writer already collected");
+        return NULL;
+    }
     return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
 }
 
