@@ -133,13 +133,27 @@ node_build(PyObject *spec, int depth)
             }
             Py_ssize_t nk = PyTuple_GET_SIZE(keys);
             ShapeLayout *lay = &node->layouts[node->nlayouts++];
-            lay->keys = Py_NewRef(keys);
+            /* the keys interned: a dict built with literal keys then matches by identity */
+            lay->keys = PyTuple_New(nk);
+            ok = lay->keys != NULL;
+            for (Py_ssize_t i = 0; ok && i < nk; i++) {
+                PyObject *key = PyTuple_GET_ITEM(keys, i);
+                if (!PyUnicode_CheckExact(key)) {
+                    PyErr_SetString(PyExc_TypeError, "a layout's keys must be str");
+                    ok = 0;
+                    break;
+                }
+                Py_INCREF(key);
+                PyUnicode_InternInPlace(&key);
+                PyTuple_SET_ITEM(lay->keys, i, key);
+            }
+            if (!ok) {
+                break;
+            }
             lay->specs = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof(ShapeNode *));
             ok = lay->specs != NULL;
             for (Py_ssize_t i = 0; ok && i < nk; i++) {
-                ok = PyUnicode_CheckExact(PyTuple_GET_ITEM(keys, i))
-                     && (lay->specs[i] = node_build(PyTuple_GET_ITEM(specs, i), depth + 1))
-                        != NULL;
+                ok = (lay->specs[i] = node_build(PyTuple_GET_ITEM(specs, i), depth + 1)) != NULL;
             }
         }
     }
