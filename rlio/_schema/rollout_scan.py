@@ -161,7 +161,7 @@ def compile_rollout_scan(schema: dict[str, Any], native: Any = None) -> RolloutS
     dumps, norm = comp.const(orjson.dumps), comp.const(normalize_value)
     rec += [f"if {total} is not None and _exp is not None"
             f" and not abs({total} - _exp) <= {REWARD_TOLERANCE!r}: return i",
-            f"_line = {dumps}(x, default={norm}, option={_LINE_OPTS})",
+            f"_line = {dumps}(x, {norm}, {_LINE_OPTS})",  # positional: no keyword dict
             "_n = len(seen)", "seen.add(_pair)", "if len(seen) == _n: return i"]  # seen before
     # Anything raised (a user type the checks or the encoder trip on) sends the record to the
     # general path, which names the problem; ``seen`` and ``buf`` change only after success.

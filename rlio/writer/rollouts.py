@@ -9,6 +9,7 @@ are reordered into a new dict. Nothing is filled in except what the call determi
 
 from __future__ import annotations
 
+import gc
 import operator
 from collections.abc import Callable, Mapping
 from itertools import repeat
@@ -174,7 +175,7 @@ def stream_rollouts(recs: list[Any], it: int, split: str, write: Callable[[bytea
     i, n = 0, len(recs)
     while i < n:
         if scan is not None:
-            i = scan.scan(recs, i, it, split, seen, buf, PIECE)
+            i = _scan_paused(scan, recs, i, it, split, seen, buf)
         if len(buf) >= PIECE:
             write(buf)
             buf = bytearray()
@@ -183,3 +184,16 @@ def stream_rollouts(recs: list[Any], it: int, split: str, write: Callable[[bytea
             i += 1
     if buf:
         write(buf)
+
+
+def _scan_paused(scan: RolloutScan, recs: list[Any], i: int, it: int, split: str,
+                 seen: set[tuple[Any, Any]], buf: bytearray) -> int:
+    """``scan.scan`` with the collector paused: the scan makes only acyclic objects (id pairs,
+    lines), and a collection meanwhile would only traverse the batch the caller holds."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return scan.scan(recs, i, it, split, seen, buf, PIECE)
+    finally:
+        if enabled:
+            gc.enable()
