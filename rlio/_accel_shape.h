@@ -1,4 +1,4 @@
-/* rlio._accel.Shape and step_sum: the rollout scan's value checks in C (included by _accel.c).
+/* rlio._accel.Shape: the rollout scan's value checks in C (included by _accel.c).
  *
  * A Shape is built once from a spec tree that rlio/_schema/shape.py derives from the schema
  * document (no rule lives here): calling it on a value gives True only when every value in it
@@ -13,10 +13,11 @@
  *   (LIST, item)                    a list whose items are as ``item``
  *   (OBJECTS, ((keys, specs), ...)) a dict whose keys are exactly one ``keys`` tuple in order,
  *                                   each value as the spec at its position
+ *   (CONST, value)                  a value of exactly ``value``'s type, equal to it
  */
 #include <math.h>
 
-enum { K_ANY, K_TYPES, K_INT, K_SCALARS, K_LIST, K_OBJECTS };
+enum { K_ANY, K_TYPES, K_INT, K_SCALARS, K_LIST, K_OBJECTS, K_CONST };
 #define SHAPE_TYPES_MAX 8
 
 typedef struct ShapeNode ShapeNode;
@@ -32,6 +33,7 @@ struct ShapeNode {
     int ntypes;
     PyObject *types[SHAPE_TYPES_MAX];
     ShapeNode *item;
+    PyObject *value;  /* CONST */
     Py_ssize_t nlayouts;
     ShapeLayout *layouts;
 };
@@ -46,6 +48,7 @@ node_free(ShapeNode *node)
         Py_XDECREF(node->types[t]);
     }
     node_free(node->item);
+    Py_XDECREF(node->value);
     for (Py_ssize_t k = 0; k < node->nlayouts; k++) {
         ShapeLayout *lay = &node->layouts[k];
         if (lay->specs != NULL) {
@@ -111,6 +114,10 @@ node_build(PyObject *spec, int depth)
             node->lo = b.lo;
             node->hi = b.hi;
         }
+    }
+    else if (kind == K_CONST && n == 2) {
+        node->value = Py_NewRef(PyTuple_GET_ITEM(spec, 1));
+        ok = 1;
     }
     else if (kind == K_LIST && n == 2) {
         node->item = node_build(PyTuple_GET_ITEM(spec, 1), depth + 1);
@@ -206,6 +213,16 @@ node_check(const ShapeNode *node, PyObject *v)
             }
         }
         return 1;
+    }
+    case K_CONST: {
+        if (Py_TYPE(v) != Py_TYPE(node->value)) {
+            return 0;
+        }
+        int eq = PyObject_RichCompareBool(v, node->value, Py_EQ);
+        if (eq < 0) {
+            PyErr_Clear();
+        }
+        return eq == 1;
     }
     case K_LIST: {
         if (!PyList_CheckExact(v)) {
@@ -316,48 +333,3 @@ static PyTypeObject ShapeType = {
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(ShapeObject, vectorcall),
 };
-
-/* step_sum(steps, start, idx_key, reward_key): for steps already shaped (dicts holding both
- * keys), ``start`` plus the rewards in order (None once a reward is None; None from a None
- * start), or Ellipsis when a step's ``idx_key`` is not its position as an exact int. */
-static PyObject *
-step_sum(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 4 || !PyList_CheckExact(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "step_sum(steps: list, start, idx_key, reward_key)");
-        return NULL;
-    }
-    PyObject *steps = args[0], *idx_key = args[2], *reward_key = args[3];
-    PyObject *exp = Py_NewRef(args[1]);
-    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(steps); j++) {
-        PyObject *s = PyList_GET_ITEM(steps, j);
-        if (!PyDict_CheckExact(s)) {
-            goto odd;
-        }
-        PyObject *idx = PyDict_GetItemWithError(s, idx_key);
-        if (idx == NULL || !PyLong_CheckExact(idx) || PyLong_AsSsize_t(idx) != j) {
-            goto odd;
-        }
-        PyObject *reward = PyDict_GetItemWithError(s, reward_key);
-        if (reward == NULL) {
-            goto odd;
-        }
-        if (exp != Py_None) {
-            PyObject *next = reward == Py_None ? Py_NewRef(Py_None) : PyNumber_Add(exp, reward);
-            if (next == NULL) {
-                goto odd;
-            }
-            Py_SETREF(exp, next);
-        }
-    }
-    return exp;
-odd:
-    Py_DECREF(exp);
-    if (PyErr_Occurred()) {
-        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
-            return NULL;
-        }
-        PyErr_Clear();
-    }
-    return Py_NewRef(Py_Ellipsis);
-}

@@ -165,11 +165,19 @@ def compile_rollout_scan(schema: dict[str, Any], native: Any = None) -> RolloutS
             "_n = len(seen)", "seen.add(_pair)", "if len(seen) == _n: return i"]  # seen before
     # Anything raised (a user type the checks or the encoder trip on) sends the record to the
     # general path, which names the problem; ``seen`` and ``buf`` change only after success.
+    loop_body = ["    n = len(recs)", "    while i < n:", "        if len(buf) >= limit: return i",
+                 "        try:", *indent(rec, 3), "        except Exception:",
+                 "            return i", "        buf += _line", "        i += 1", "    return i"]
+    if in_c is not None and not in_c[1] and in_c[2] is not None and len(keys) <= 64:
+        # every record key has a spec: the whole loop in C (the statements above its reference)
+        at = tuple(keys.index(k) for k in ("split", "iteration", "group_idx", "traj_idx",
+                                            "total_reward", "final_reward", "steps"))
+        plan = (native.Shape(in_c[0]), native.Shape(in_c[2]), at, REWARD_TOLERANCE,
+                orjson.dumps, normalize_value, _LINE_OPTS)
+        loop_body = [f"    return {comp.const(native.scan_records)}(recs, i, it, split, seen, "
+                     f"buf, limit, {comp.const(plan)})"]
     source = "\n".join([
-        "def _scan(recs, i, it, split, seen, buf, limit):",
-        "    n = len(recs)", "    while i < n:", "        if len(buf) >= limit: return i",
-        "        try:", *indent(rec, 3), "        except Exception:", "            return i",
-        "        buf += _line", "        i += 1", "    return i", "",
+        "def _scan(recs, i, it, split, seen, buf, limit):", *loop_body, "",
         "def _fixed(it, split):",
         *indent([*comp.block(props["iteration"], "it", 1), *comp.block(props["split"], "split", 1),
                  "return True"]),

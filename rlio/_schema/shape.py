@@ -12,10 +12,11 @@ from typing import Any, Final
 from rlio._schema.metrics_check import int_bounds
 from rlio._schema.model import NOOP, pure_types
 
-__all__ = ["K_ANY", "K_INT", "K_LIST", "K_OBJECTS", "K_SCALARS", "K_TYPES", "Spec", "value_spec"]
+__all__ = ["K_ANY", "K_CONST", "K_INT", "K_LIST", "K_OBJECTS", "K_SCALARS", "K_TYPES", "Spec",
+           "value_spec"]
 
 #: The spec kinds, as ``_accel_shape.h`` numbers them.
-K_ANY, K_TYPES, K_INT, K_SCALARS, K_LIST, K_OBJECTS = range(6)
+K_ANY, K_TYPES, K_INT, K_SCALARS, K_LIST, K_OBJECTS, K_CONST = range(7)
 Spec = tuple[Any, ...]
 ANY: Final[Spec] = (K_ANY,)
 _BOUNDS: Final = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
@@ -47,6 +48,8 @@ def value_spec(resolve: Any, node: Any) -> Spec | None:
     kw = _keywords(node)
     if not kw:
         return ANY
+    if kw == {"const"} and type(node["const"]) in (str, int, bool, type(None)):
+        return (K_CONST, node["const"])  # a value of its exact type, equal to it
     if "type" not in kw:
         return None
     found = _safe_types(node["type"])

@@ -18,6 +18,7 @@ from typing import Any, Final
 import orjson
 
 from rlio._codec.jsonl import _LINE_OPTS, normalize_value
+from rlio._native import native
 from rlio._schema.loader import load_schema
 from rlio._schema.rollout_scan import RolloutScan
 from rlio.errors import RecordError
@@ -132,7 +133,18 @@ def in_order(recs: list[Any], iteration: int, split: str) -> bool:
     """Whether every record is a dict with the documented keys in order, the file's split and an
     int iteration (nothing to fill in or reorder at the top level), judged in C-level passes
     over the batch (no Python code per record): the unchecked writer's straight path. Step keys
-    are not looked at: unchecked, steps are written as given."""
+    are not looked at: unchecked, steps are written as given. With the C extension, one pass
+    of a Shape (keys in order, the file's split and iteration) shows the usual batch in order;
+    a batch it does not take gets the Python passes, which decide."""
+    accel = native()
+    if accel is not None and type(split) is str and type(iteration) is int:
+        from rlio._schema.shape import ANY, K_CONST, K_OBJECTS
+
+        fixed = {"split": (K_CONST, split), "iteration": (K_CONST, iteration)}
+        shape = accel.Shape((K_OBJECTS, ((ROLLOUT_KEYS, tuple(
+            fixed.get(k, ANY) for k in ROLLOUT_KEYS)),)))
+        if all(map(shape, recs)):
+            return True
     if set(map(type, recs)) - {dict} or not all(map(ROLLOUT_KEYS.__eq__, map(tuple, recs))):
         return False
     if set(map(operator.itemgetter("split", "iteration"), recs)) - {(split, iteration)}:

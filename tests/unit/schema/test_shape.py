@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema
 import numpy as np
 import pytest
-from factories import ordered_record
+from factories import ordered_record, pure_python
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -63,13 +63,11 @@ def test_a_value_the_shape_accepts_is_valid(name: str, value: Any) -> None:
 
 
 def test_the_documented_record_is_accepted_in_c() -> None:
-    """Every key of a documented record has a spec but schema_version (a const), split (a
-    pattern) and steps (the scan builds their spec from the step layouts), and accepts its
-    value; so does every step key."""
+    """Every key of a documented record has a spec but split (a pattern) and steps (the scan
+    builds their spec from the step layouts), and accepts its value; so does every step key."""
     rec = ordered_record(0, 1)
     specs = {k: value_spec(COMP.resolve, node) for k, node in NODES.items()}
-    assert sorted(k for k, s in specs.items() if s is None) == ["schema_version", "split",
-                                                                "steps"]
+    assert sorted(k for k, s in specs.items() if s is None) == ["split", "steps"]
     for key, value in rec.items():
         if key != "steps" and specs[key] is not None:
             assert accel.Shape(specs[key])(value), key
@@ -105,3 +103,34 @@ def test_the_scan_with_c_checks_takes_documented_records_in_one_go() -> None:
         assert scan.scan(recs, 0, 4, "train", seen, buf, 1 << 30) == len(recs)
         out.append(bytes(buf))
     assert out[0] == out[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["ok", "split", "iteration", "order", "float-it", "sub"]),
+                min_size=1, max_size=6))
+def test_in_order_in_c_takes_only_batches_the_python_passes_take(changes: list[str]) -> None:
+    """The unchecked writer's in-order test gives the Python passes' verdict with the C
+    extension and without it, on batches with a wrong split or iteration, keys out of order,
+    an iteration of another type, a str subclass split."""
+    from rlio.writer.rollouts import in_order
+
+    class Named(str):
+        """A str subclass."""
+
+    recs: list[Any] = []
+    for n, change in enumerate(changes):
+        rec = ordered_record(0, n)
+        if change == "split":
+            rec["split"] = "eval/x"
+        elif change == "iteration":
+            rec["iteration"] = 5
+        elif change == "float-it":
+            rec["iteration"] = 4.0
+        elif change == "sub":
+            rec["split"] = Named("train")
+        elif change == "order":
+            rec = dict(reversed(list(rec.items())))
+        recs.append(rec)
+    with pure_python(True):
+        expected = in_order(recs, 4, "train")
+    assert in_order(recs, 4, "train") == expected
