@@ -156,6 +156,22 @@ def set_at(obj: Any, path: list[Any], value: Any) -> None:
 
 
 @contextlib.contextmanager
+def small_tmpfs(root: Path, size: str) -> Iterator[Path]:
+    """A real tmpfs of ``size`` (``"4m"``) mounted at ``root/mnt`` for a test (skipped only where
+    mounting is impossible), unmounted afterwards."""
+    mnt = root / "mnt"
+    mnt.mkdir()
+    out = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (not root or no mount namespace): {out.stderr}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@contextlib.contextmanager
 def pure_python(pure: bool = True) -> Iterator[None]:
     """Writers and scans created inside keep to the Python paths (``pure``), or use the C
     extension where it is built."""

@@ -7,10 +7,10 @@ import errno
 import json
 import os
 import pathlib
-import subprocess
 from collections.abc import Iterator
 
 import pytest
+from factories import small_tmpfs
 
 from rlio import RunWriter, read_resume_state, validate_run
 from rlio.errors import AppendError
@@ -19,16 +19,8 @@ from rlio.errors import AppendError
 @pytest.fixture
 def small_disk(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
     """A real 4 MiB tmpfs mounted for the test (skipped only where mounting is impossible)."""
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    out = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (not root or no mount namespace): {out.stderr}")
-    try:
+    with small_tmpfs(tmp_path, "4m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def _fill(path: pathlib.Path, leave: int) -> None:

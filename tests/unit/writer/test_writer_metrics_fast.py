@@ -12,7 +12,6 @@ import json
 import os
 import pathlib
 import shutil
-import subprocess
 import sysconfig
 import threading
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from factories import pure_python, read_jsonl
+from factories import pure_python, read_jsonl, small_tmpfs
 
 from rlio import RecordError, RunWriter, _native
 from rlio.errors import AppendError
@@ -198,16 +197,8 @@ def test_lock_semantics() -> None:
 @pytest.fixture
 def small_disk(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
     """A real 1 MiB tmpfs mounted for the test (skipped only where mounting is impossible)."""
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    out = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (not root or no mount namespace): {out.stderr}")
-    try:
+    with small_tmpfs(tmp_path, "1m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 @needs_accel
