@@ -33,10 +33,9 @@ from rlio._schema.blocks import BlockCompiler, indent, is_per_key, per_key_subsc
 from rlio._schema.compiler import _Gen
 from rlio._schema.model import NOOP, SEEN_MAX, TYPES, interpret, pure_types
 
-__all__ = ["LayoutPlan", "MetricsCheck", "compile_metrics_check"]
+__all__ = ["LayoutPlan", "MetricsCheck", "compile_metrics_check", "int_bounds", "item_type"]
 
 LayoutCheck = Callable[[dict[str, Any], int], bool]
-
 _LAYOUTS_MAX: Final = 64  # compiled key layouts per writer process and schema
 _LAYOUT_KEYS_MAX: Final = 4096
 _UNSEEN: Final = object()  # no value seen at a key (its first test is then float's)
@@ -292,7 +291,6 @@ class MetricsCheck:
         ])
         check: LayoutCheck = self.comp.define(source, name)
         return check
-
 
     def _plan(self, keys: tuple[Any, ...]) -> LayoutPlan:
         """The layout split for the C hot path (see ``LayoutPlan``)."""

@@ -210,6 +210,7 @@ def _c_specs(comp: Any, props: dict[str, Any], step_props: dict[str, Any],
 
 @functools.cache
 def _scan_for(native: Any) -> RolloutScan | None:
+    """The scan compiled once per process for each of with and without the extension."""
     return compile_rollout_scan(load_schema("rollout-summary-line"), native)
 
 
