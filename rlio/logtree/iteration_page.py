@@ -125,8 +125,14 @@ def _heading_text(node: Mapping[str, Any]) -> str:
     return _TAGS.sub("", text).strip()
 
 
+def _is_mapping(node: Any) -> bool:
+    """``isinstance(node, Mapping)``, with the usual dict and str nodes told without the ABC."""
+    t = type(node)
+    return t is dict or (t is not str and isinstance(node, Mapping))
+
+
 def _is_section(node: Any) -> bool:
-    return isinstance(node, Mapping) and node.get("tag") in ("section", "div", "details")
+    return _is_mapping(node) and node.get("tag") in ("section", "div", "details")
 
 
 def find_transcripts(root: Any) -> Transcripts:
@@ -143,7 +149,7 @@ def find_transcripts(root: Any) -> Transcripts:
         stack: list[tuple[Any, int | None]] = [(section, None)]
         while stack:
             node, traj = stack.pop()
-            if not isinstance(node, Mapping):
+            if not _is_mapping(node):
                 continue
             data = node.get("data")
             if isinstance(data, Mapping) and data.get("type") == "conversation":
