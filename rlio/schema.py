@@ -15,6 +15,7 @@ import functools
 from collections.abc import Callable
 
 from rlio._schema import severity
+from rlio._schema.checker import compile_check
 from rlio._schema.bundle import BUNDLE_ID, bundle_schema
 from rlio._schema.loader import (
     KIND_SCHEMA,
@@ -49,9 +50,7 @@ def _level_schema(name: str, level: Level) -> dict[str, Any]:
 def fast_check(name: str) -> Callable[[Any], bool]:
     """A compiled predicate: True exactly when an instance passes the error-level rules of
     schema ``name`` (every rule, for a schema without warning-level parts)."""
-    from rlio._schema.compile_cache import compile_cached
-
-    return compile_cached(error_schema(name))
+    return compile_check(error_schema(name))
 
 
 @functools.cache
@@ -60,9 +59,7 @@ def full_check(name: str) -> Callable[[Any], bool]:
     same function as ``fast_check`` when the schema has none)."""
     if error_schema(name) is load_schema(name):
         return fast_check(name)
-    from rlio._schema.compile_cache import compile_cached
-
-    return compile_cached(load_schema(name))
+    return compile_check(load_schema(name))
 
 
 def is_valid(name: str, instance: Any) -> bool:
