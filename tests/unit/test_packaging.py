@@ -1,12 +1,11 @@
-"""The wheel: schemas inside the package, a lean base install, gs:// naming its extra, and the
-optional C accelerator (compiled where a C compiler is, left out with RLIO_BUILD_PURE=1)."""
+"""The wheel: pure Python (py3-none-any), schemas inside the package, a lean base install, and
+gs:// naming its extra."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -29,18 +28,12 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-#: The C accelerator's module name inside the wheel, for this interpreter.
-ACCEL = f"rlio/_accel{sysconfig.get_config_var('EXT_SUFFIX')}"
-
-
-def build_wheel(dist: Path, **env: str) -> tuple[Path, str]:
-    """Build this tree's wheel into ``dist`` with hatchling (no network, no build isolation),
-    RLIO_BUILD_PURE unset unless given in ``env``; return the wheel and the build's output."""
+def build_wheel(dist: Path) -> tuple[Path, str]:
+    """Build this tree's wheel into ``dist`` with hatchling (no network, no build isolation);
+    return the wheel and the build's output."""
     pytest.importorskip("hatchling")
-    base = {k: v for k, v in os.environ.items() if k != "RLIO_BUILD_PURE"}
     done = subprocess.run([sys.executable, "-m", "hatchling", "build", "-t", "wheel", "-d",
-                           str(dist)], cwd=ROOT, env={**base, **env}, check=True,
-                          capture_output=True, text=True)
+                           str(dist)], cwd=ROOT, check=True, capture_output=True, text=True)
     (built,) = dist.glob("*.whl")
     return built, done.stdout + done.stderr
 
@@ -49,12 +42,6 @@ def build_wheel(dist: Path, **env: str) -> tuple[Path, str]:
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel built from this tree (what ``pip wheel .`` builds here)."""
     return build_wheel(tmp_path_factory.mktemp("dist"))[0]
-
-
-def c_compiler() -> str | None:
-    """The path of the C compiler this Python was built with (sysconfig's CC), if installed."""
-    cc = shlex.split(sysconfig.get_config_var("CC") or "")
-    return shutil.which(cc[0]) if cc else None
 
 
 def wheel_tags(wheel: Path) -> list[str]:
@@ -113,42 +100,19 @@ def test_wheel_contains_schemas_license_and_typing(wheel: Path) -> None:
     assert "Copyright (c) 2026 the rlio authors" in (ROOT / "LICENSE").read_text()
 
 
-def test_wheel_ships_the_c_accelerator_and_is_platform_tagged(wheel: Path) -> None:
-    """Where sysconfig's C compiler is installed, the wheel holds the compiled rlio._accel (not its
-    source) and carries this interpreter's platform tag instead of py3-none-any."""
-    if c_compiler() is None:
-        pytest.skip(f"no C compiler: sysconfig's CC ({sysconfig.get_config_var('CC')!r}) is absent")
-    from packaging.tags import sys_tags
-
-    names = set(zipfile.ZipFile(wheel).namelist())
-    assert ACCEL in names, sorted(n for n in names if "_accel" in n)
-    assert "rlio/_accel.c" not in names
-    tags = wheel_tags(wheel)
-    assert tags != ["py3-none-any"] and not [t for t in tags if t.endswith("-any")], tags
-    assert set(tags) <= {str(t) for t in sys_tags()}, tags
-    assert "Root-Is-Purelib: false" in wheel_file(wheel, "WHEEL")
-
-
-def test_rlio_build_pure_builds_the_pure_python_wheel(tmp_path: Path) -> None:
-    """RLIO_BUILD_PURE=1: the build succeeds with a one-line warning naming it, and the wheel is
-    py3-none-any, purelib, and holds no extension module."""
-    built, output = build_wheel(tmp_path, RLIO_BUILD_PURE="1")
-    assert wheel_tags(built) == ["py3-none-any"]
-    assert not [n for n in zipfile.ZipFile(built).namelist() if "_accel" in n]
-    assert "Root-Is-Purelib: true" in wheel_file(built, "WHEEL")
-    warned = [line for line in output.splitlines() if "RLIO_BUILD_PURE=1" in line]
-    assert len(warned) == 1 and "rlio._accel" in warned[0], output
-
-
-def test_sdist_carries_the_extension_source_and_build_hook() -> None:
-    """pyproject: the wheel's build hook is hatch_build.py (hatchling's custom hook) and the sdist
-    includes it and rlio/ (so rlio/_accel.c), so a wheel built from the sdist compiles it too."""
+def test_wheel_is_pure_python(wheel: Path) -> None:
+    """The wheel is py3-none-any and purelib, and neither it nor the tree holds C source, a
+    shared object or a build hook."""
     import tomllib
 
+    assert wheel_tags(wheel) == ["py3-none-any"]
+    assert "Root-Is-Purelib: true" in wheel_file(wheel, "WHEEL")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert not [n for n in names if n.endswith((".c", ".h", ".so", ".pyd", ".pyi"))], names
+    assert not [p for p in (ROOT / "rlio").rglob("*") if p.suffix in (".c", ".h", ".so")]
     build = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]
-    assert "custom" in build["targets"]["wheel"]["hooks"]
-    assert {"rlio", "hatch_build.py"} <= set(build["targets"]["sdist"]["include"])
-    assert (ROOT / "hatch_build.py").is_file() and (ROOT / "rlio" / "_accel.c").is_file()
+    assert "hooks" not in build["targets"]["wheel"]
+    assert not (ROOT / "hatch_build.py").exists()
 
 
 def test_base_install_is_small_and_pulls_no_cloud_stack(wheel: Path) -> None:
@@ -201,10 +165,6 @@ def test_wheel_in_a_fresh_venv_writes_and_validates_a_local_run(wheel: Path,
     names, schema_dir = json.loads(probe.stdout)
     assert "rlio" in names and not [n for n in names if HEAVY.match(canonical(n))]
     assert schema_dir.startswith(str(site))
-    if ACCEL in zipfile.ZipFile(wheel).namelist():  # the compiled extension loads where installed
-        accel = subprocess.run([str(py), "-c", "import rlio._accel as a; print(a.__file__)"],
-                               cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
-        assert accel.stdout.strip() == str(site / ACCEL)
 
     def rlio_cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(py), "-m", "rlio", *args], cwd=tmp_path, env=env,
