@@ -19,7 +19,8 @@ Usage (from the repository root)::
     python tools/import_graph.py             # "module -> imports" lines, sorted
     python tools/import_graph.py --cycles    # strongly connected components; exit 1 if any
     python tools/import_graph.py --dot       # Graphviz (type-only edges dashed)
-    python tools/import_graph.py --check     # exit 1 on a runtime cycle or a module over 500 lines
+    python tools/import_graph.py --check     # exit 1 on a runtime cycle or two modules sharing a
+                                             # file name across packages
     python tools/import_graph.py --root path/to/pkg --max-lines 400 --check
 
 ``--dot`` output renders with ``python tools/import_graph.py --dot | dot -Tsvg > imports.svg``.
@@ -36,8 +37,11 @@ from pathlib import Path
 
 #: The package this repository ships; the default ``--root``.
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "rlio"
-#: DESIGN.md: modules are small and cohesive, about 500 lines at most.
-MAX_LINES = 500
+#: The CLI's modules are named for their subcommands, so they may share a name with the module
+#: that does the work; modules under rlio.storage may share names with each other (an object
+#: store's backend package mirrors the interface's modules).
+CLI_PACKAGE = "rlio.cli"
+STORAGE_PACKAGE = "rlio.storage"
 _DYNAMIC_IMPORTERS = frozenset({"import_module", "__import__"})
 
 
@@ -242,7 +246,18 @@ def merged(graph: Graph) -> dict[str, set[str]]:
     return {m: graph.runtime.get(m, set()) | graph.type_only.get(m, set()) for m in graph.modules}
 
 
-def oversized(graph: Graph, limit: int = MAX_LINES) -> list[tuple[str, int]]:
+def duplicate_names(graph: Graph) -> list[list[str]]:
+    """Groups of modules in different packages sharing a file name, each sorted (``__init__``,
+    the CLI's subcommand modules and groups wholly inside the storage package aside)."""
+    by_name: dict[str, list[str]] = {}
+    for module, path in graph.modules.items():
+        if path.name != "__init__.py" and not module.startswith(CLI_PACKAGE + "."):
+            by_name.setdefault(path.name, []).append(module)
+    return sorted(sorted(group) for group in by_name.values() if len(group) > 1 and not all(
+        m.startswith(STORAGE_PACKAGE + ".") for m in group))
+
+
+def oversized(graph: Graph, limit: int) -> list[tuple[str, int]]:
     """Modules with more than ``limit`` lines, as (module, lines), sorted by module."""
     sizes = ((m, len(p.read_text(encoding="utf-8").splitlines())) for m, p in graph.modules.items())
     return sorted((m, n) for m, n in sizes if n > limit)
@@ -289,9 +304,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode.add_argument("--cycles", action="store_true", help="print import cycles; exit 1 if any")
     mode.add_argument("--dot", action="store_true", help="print the graph for Graphviz")
     mode.add_argument("--check", action="store_true",
-                      help="exit 1 on a runtime cycle or a module over --max-lines lines")
-    parser.add_argument("--max-lines", type=int, default=MAX_LINES,
-                        help=f"module size limit for --check (default {MAX_LINES})")
+                      help="exit 1 on a runtime cycle, a duplicate module file name or (with "
+                           "--max-lines) a module over that many lines")
+    parser.add_argument("--max-lines", type=int, default=None,
+                        help="module size limit for --check (default: none)")
     args = parser.parse_args(argv)
     graph = build_graph(args.root)
     if args.dot:
@@ -307,12 +323,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not cycles:
                 _print(["no runtime import cycle"])
             return status
-        big = oversized(graph, args.max_lines)
+        big = [] if args.max_lines is None else oversized(graph, args.max_lines)
         _print(f"too long: {graph.modules[m]} has {n} lines (max {args.max_lines})" for m, n in big)
-        if not cycles and not big:
+        twins = duplicate_names(graph)
+        _print(f"same file name: {', '.join(g)}" for g in twins)
+        if not cycles and not big and not twins:
             _print([f"ok: {len(graph.modules)} modules, no runtime import cycle, "
-                    f"none over {args.max_lines} lines"])
-        return 1 if cycles or big else status
+                    "no two modules with one file name"])
+        return 1 if cycles or big or twins else status
     _print(format_lines(graph))
     return 0
 
