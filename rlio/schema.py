@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any, Literal, TypeAlias
 
 from rlio._schema import severity
-from rlio._schema.checker import compile_check
 from rlio._schema.bundle import BUNDLE_ID, bundle_schema
+from rlio._schema.checker import compile_check
 from rlio._schema.loader import (
     KIND_SCHEMA,
     SCHEMA_NAMES,
@@ -25,14 +26,11 @@ from rlio._schema.loader import (
     schema_dir,
 )
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Literal, TypeAlias
+__all__ = ["BUNDLE_ID", "KIND_SCHEMA", "SCHEMA_NAMES", "bundle_schema", "definition",
+           "definition_check", "error_schema", "explain", "fast_check", "full_check", "is_valid",
+           "load_schema", "schema_bytes", "schema_dir"]
 
-__all__ = ["BUNDLE_ID", "KIND_SCHEMA", "SCHEMA_NAMES", "bundle_schema", "error_schema", "explain",
-           "fast_check", "full_check", "is_valid", "load_schema", "schema_bytes", "schema_dir"]
-
-Level: TypeAlias = 'Literal["error", "full"]'
+Level: TypeAlias = Literal["error", "full"]
 
 
 @functools.cache
@@ -62,6 +60,20 @@ def full_check(name: str) -> Callable[[Any], bool]:
     return compile_check(load_schema(name))
 
 
+@functools.cache
+def definition(name: str, part: str) -> dict[str, Any]:
+    """A schema whose instances are those of ``$defs/<part>`` of schema ``name`` (its other
+    definitions kept, so references resolve): one message of a logtree conversation, say."""
+    root = load_schema(name)
+    return {"$schema": root["$schema"], "$defs": root["$defs"], "$ref": f"#/$defs/{part}"}
+
+
+@functools.cache
+def definition_check(name: str, part: str) -> Callable[[Any], bool]:
+    """The checker of ``$defs/<part>`` of schema ``name`` (see ``definition``)."""
+    return compile_check(severity.error_level(definition(name, part)))
+
+
 def is_valid(name: str, instance: Any) -> bool:
     """Whether ``instance`` satisfies schema ``name`` (fast path, no jsonschema import)."""
     return fast_check(name)(instance)
@@ -76,24 +88,35 @@ def _validator(name: str, level: Level = "error") -> Any:
     return cls(schema, format_checker=None)
 
 
-def explain(name: str, instance: Any, *, level: Level = "error") -> tuple[str, str] | None:
+def explain(name: str, instance: Any, *, level: Level = "error",
+            part: str | None = None) -> tuple[str, str] | None:
     """The best error for an invalid instance as ``(json_pointer, message)``; None when valid.
 
-    ``level="full"`` judges warning-level rules too (explains a warning). Uses
-    python-jsonschema's ``best_match``; imported on first use.
+    ``level="full"`` judges warning-level rules too (explains a warning); ``part`` explains an
+    instance of one definition (see ``definition``). Uses python-jsonschema's ``best_match``;
+    imported on first use.
     """
     import jsonschema
 
     from rlio.findings import pointer_of
 
+    validator = _validator(name, level) if part is None else _part_validator(name, part)
     try:
-        error = jsonschema.exceptions.best_match(_validator(name, level).iter_errors(instance))
+        error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
     except RecursionError:
         return "", "record is nested too deeply to explain"
     if error is None:
         return None
     pointer = pointer_of(error.absolute_path)
     return pointer, _one_line(error)
+
+
+@functools.cache
+def _part_validator(name: str, part: str) -> Any:
+    import jsonschema
+
+    schema = severity.error_level(definition(name, part))
+    return jsonschema.validators.validator_for(schema)(schema, format_checker=None)
 
 
 def _one_line(error: Any) -> str:

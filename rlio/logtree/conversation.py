@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from rlio import schema
 from rlio._codec.jsonl import encode_record, normalize_value
 from rlio.errors import RecordError
 from rlio.findings import pointer_of
@@ -33,8 +34,6 @@ _IMAGE_MAGIC = (
     (b"GIF87a", "gif"),
     (b"GIF89a", "gif"),
 )
-_PART_FIELD = {"text": "text", "thinking": "thinking"}
-_OPTIONAL_STRINGS = ("tool_call_id", "name")
 
 
 def _type_name(value: Any) -> str:
@@ -127,69 +126,13 @@ def _prepare_call(call: Any) -> Any:
 
 
 def _check_message(msg: Any, i: int) -> None:
-    """Raise RecordError unless ``msg`` matches the schema's ``message`` shape."""
-    if not isinstance(msg, dict):
-        raise _fail(i, [], "an object with 'role' and 'content'", msg)
-    if not isinstance(msg.get("role"), str):
-        raise _fail(i, ["role"], "a string", msg.get("role"))
-    content = msg.get("content")
-    if isinstance(content, list):
-        for k, part in enumerate(content):
-            _check_part(part, i, k)
-    elif not isinstance(content, str):
-        raise _fail(i, ["content"], "a string or a list of parts", content)
-    calls = msg.get("tool_calls")
-    if "tool_calls" in msg:
-        if not isinstance(calls, list):
-            raise _fail(i, ["tool_calls"], "a list of tool calls", calls)
-        for k, call in enumerate(calls):
-            _check_call(call, i, k)
-    if "unparsed_tool_calls" in msg:
-        raw_calls = msg["unparsed_tool_calls"]
-        if not isinstance(raw_calls, list):
-            raise _fail(i, ["unparsed_tool_calls"], "a list", raw_calls)
-        for k, raw in enumerate(raw_calls):
-            if not isinstance(raw, dict):
-                raise _fail(i, ["unparsed_tool_calls", k], "an object", raw)
-            for key in ("raw_text", "error"):
-                if not isinstance(raw.get(key), str):
-                    raise _fail(i, ["unparsed_tool_calls", k, key], "a string", raw.get(key))
-    if "trainable" in msg and not isinstance(msg["trainable"], bool):
-        raise _fail(i, ["trainable"], "a boolean", msg["trainable"])
-    for key in _OPTIONAL_STRINGS:
-        if key in msg and not isinstance(msg[key], str):
-            raise _fail(i, [key], "a string", msg[key])
-
-
-def _check_part(part: Any, i: int, k: int) -> None:
-    if not isinstance(part, dict):
-        raise _fail(i, ["content", k], "a part object", part)
-    kind = part.get("type")
-    if kind == "image":
-        if "image" in part and not isinstance(part["image"], str):
-            raise _fail(i, ["content", k, "image"], "a string (URL or data URI)", part["image"])
+    """Raise RecordError unless ``msg`` is a message of the logtree schema (``$defs/message``)."""
+    if schema.definition_check("logtree", "message")(msg):
         return
-    field = _PART_FIELD.get(kind) if isinstance(kind, str) else None
-    if field is None:
-        raise _fail(i, ["content", k, "type"], "'text', 'thinking' or 'image'", kind)
-    if not isinstance(part.get(field), str):
-        raise _fail(i, ["content", k, field], "a string", part.get(field))
-
-
-def _check_call(call: Any, i: int, k: int) -> None:
-    where: list[str | int] = ["tool_calls", k]
-    if not isinstance(call, dict):
-        raise _fail(i, where, "a tool call object", call)
-    if call.get("type") != "function":
-        raise _fail(i, [*where, "type"], "'function'", call.get("type"))
-    if "id" in call and call["id"] is not None and not isinstance(call["id"], str):
-        raise _fail(i, [*where, "id"], "a string or null", call["id"])
-    function = call.get("function")
-    if not isinstance(function, dict):
-        raise _fail(i, [*where, "function"], "an object with 'name' and 'arguments'", function)
-    for key in ("name", "arguments"):
-        if not isinstance(function.get(key), str):
-            raise _fail(i, [*where, "function", key], "a string", function.get(key))
+    found = schema.explain("logtree", msg, part="message") or ("", "does not match the schema")
+    pointer = pointer_of(["messages", i]) + found[0]
+    raise RecordError(f"conversation message {i}: {found[1]}", index=i,
+                      pointer=pointer)
 
 
 def normalize_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -490,27 +490,28 @@ def test_conversation_turns_raw_image_bytes_into_a_data_uri() -> None:
 @pytest.mark.parametrize(
     ("messages", "pointer", "fragment"),
     [
-        ([{"content": "x"}], "/messages/0/role", "expected a string"),
-        ([{"role": "u", "content": 3}], "/messages/0/content", "a string or a list of parts"),
-        ([{"role": "u"}], "/messages/0/content", "a string or a list of parts"),
+        ([{"content": "x"}], "/messages/0", "'role' is a required property"),
+        ([{"role": "u", "content": 3}], "/messages/0/content", "3 is not valid under any"),
+        ([{"role": "u"}], "/messages/0", "'content' is a required property"),
         ([{"role": "u", "content": "a"}, {"role": "u", "content": [{"type": "audio"}]}],
-         "/messages/1/content/0/type", "'text', 'thinking' or 'image'"),
+         "/messages/1/content/0", "is not valid under any of the given schemas"),
         ([{"role": "u", "content": [{"type": "text", "text": 1}]}],
-         "/messages/0/content/0/text", "a string"),
+         "/messages/0/content/0/text", "1 is not of type 'string'"),
         ([{"role": "u", "content": [{"type": "thinking"}]}],
-         "/messages/0/content/0/thinking", "a string"),
+         "/messages/0/content/0", "is not valid under any of the given schemas"),
         ([{"role": "u", "content": [{"type": "image", "image": b"not an image"}]}],
          "/messages/0/content/0/image", "cannot be written as JSON"),
         ([{"role": "u", "content": "", "tool_calls": [{"type": "other", "function": {}}]}],
-         "/messages/0/tool_calls/0/type", "'function'"),
+         "/messages/0/tool_calls/0/type", "'function' was expected"),
         ([{"role": "u", "content": "", "tool_calls": [{"function": {"name": "f"}}]}],
-         "/messages/0/tool_calls/0/function/arguments", "a string"),
+         "/messages/0/tool_calls/0/function", "'arguments' is a required property"),
         ([{"role": "u", "content": "", "tool_calls": [{"id": 5, "function": {}}]}],
-         "/messages/0/tool_calls/0/id", "a string or null"),
+         "/messages/0/tool_calls/0/id", "5 is not of type 'string', 'null'"),
         ([{"role": "u", "content": "", "unparsed_tool_calls": [{"raw_text": "x"}]}],
-         "/messages/0/unparsed_tool_calls/0/error", "a string"),
-        ([{"role": "u", "content": "", "trainable": "yes"}], "/messages/0/trainable", "a boolean"),
-        ([{"role": "u", "content": "", "name": 3}], "/messages/0/name", "a string"),
+         "/messages/0/unparsed_tool_calls/0", "'error' is a required property"),
+        ([{"role": "u", "content": "", "trainable": "yes"}], "/messages/0/trainable",
+         "is not of type 'boolean'"),
+        ([{"role": "u", "content": "", "name": 3}], "/messages/0/name", "is not of type 'string'"),
         ([{"role": "u", "content": "", "meta": {"x": object()}}], "/messages/0/meta/x",
          "cannot be written as JSON"),
         ([{"role": "u", "content": "", "meta": {1: "x"}}], "/messages/0/meta",
@@ -521,7 +522,8 @@ def test_conversation_turns_raw_image_bytes_into_a_data_uri() -> None:
 def test_conversation_rejects_bad_messages_naming_index_and_pointer(
     messages: list[Any], pointer: str, fragment: str
 ) -> None:
-    """A message breaking the docs/format.md §7 shape is a RecordError naming index and pointer."""
+    """A message breaking the logtree schema's message shape (docs/format.md §7) is a RecordError
+    naming the index and jsonschema's pointer and reason."""
     lt = LogTree("t")
     with pytest.raises(RecordError) as info:
         lt.conversation(messages)
