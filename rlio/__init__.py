@@ -6,6 +6,8 @@ light (no jsonschema, fsspec or gcsfs) inside a training loop.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rlio._lazy import lazy_attributes
 from rlio._version import __version__
 
@@ -45,7 +47,6 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = sorted(_EXPORTS)
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rlio.errors import (
         LabelCollisionError,

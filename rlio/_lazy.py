@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
+from collections.abc import Callable
+from typing import Any
 
 
 def lazy_attributes(package: str, table: dict[str, str], namespace: dict[str, Any],

@@ -11,10 +11,7 @@ every start. These classes are written by hand instead: a subclass declares ``__
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, ClassVar
-
+from typing import Any, ClassVar
 
 __all__ = ["FrozenRecord", "Record"]
 

@@ -7,11 +7,9 @@ JSON Schema 2020-12 implementation resolves the whole document with no registry 
 
 from __future__ import annotations
 
-from rlio._schema.loader import SCHEMA_NAMES, load_schema
+from typing import Any, Final
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Final
+from rlio._schema.loader import SCHEMA_NAMES, load_schema
 
 BUNDLE_ID: Final = "urn:rlio:schema:bundle:1"
 _DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
