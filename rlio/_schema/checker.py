@@ -6,10 +6,15 @@ that failed. The verdicts follow python-jsonschema's ``is_valid`` (draft 2020-12
 the shipped schemas use; a schema holding any other validation keyword is refused at compile time,
 so a new rule cannot be silently ignored.
 
-One shortcut, for the workload: an object's per-key checks (``properties``, ``patternProperties``,
-``additionalProperties``) are resolved once per key name and kept (``_KEY_MEMO`` names per
-object), because a metrics line repeats the same keys every step and running its ``^time/``-style
-regexes per key per call costs more than the rest of ``log_metrics`` (benchmarks/writer_floor.py).
+Two things keep it fast without a second engine (``benchmarks/writer_floor.py`` and
+``benchmarks/fleet.py`` time them):
+
+- a subschema that is only a ``type`` is known by its exact Python types, so a container tests a
+  member's ``type(value)`` against that set in place instead of calling a function per value;
+- an object's per-key checks (``properties``, ``patternProperties``, ``additionalProperties``)
+  are resolved once per key name and kept (at most ``_KEY_MEMO`` names per object schema), since
+  a metrics line repeats its keys every step and its ``^time/``-style regexes would otherwise run
+  per key per line.
 """
 
 from __future__ import annotations
@@ -20,8 +25,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 Check = Callable[[Any], bool]
+#: A compiled subschema: the exact types it accepts whatever the value (non-empty only for a
+#: subschema that is a bare ``type``), and its check. A value is valid when ``type(value)`` is
+#: in the set or the check passes.
+Typed = tuple[frozenset[type], Check]
 
-#: Keywords that carry no rule (annotations, and the containers of definitions).
+#: Keywords that carry no rule (annotations, and the container of definitions).
 _ANNOTATIONS: Final = frozenset({
     "$schema", "$id", "$defs", "$comment", "title", "description", "default", "examples",
     "x-rlio-severity", "deprecated", "readOnly", "writeOnly",
@@ -35,6 +44,7 @@ _RULES: Final = frozenset({
 })
 #: Distinct key names remembered per object schema (a bound, so hostile input cannot grow it).
 _KEY_MEMO: Final = 4096
+_NONE: Final[frozenset[type]] = frozenset()
 
 
 def _always(_: Any) -> bool:
@@ -43,6 +53,9 @@ def _always(_: Any) -> bool:
 
 def _never(_: Any) -> bool:
     return False
+
+
+ALWAYS: Final[Typed] = (_NONE, _always)
 
 
 def _is_number(value: Any) -> bool:
@@ -67,11 +80,15 @@ _TYPE_TESTS: Final[dict[str, Check]] = {
     "object": lambda v: isinstance(v, dict),
     "string": lambda v: isinstance(v, str),
 }
-#: The exact Python types a JSON type accepts whatever the value (float for integer needs a look).
-_EXACT: Final[dict[str, tuple[type, ...]]] = {
-    "array": (list,), "boolean": (bool,), "integer": (int,), "null": (type(None),),
-    "number": (int, float), "object": (dict,), "string": (str,),
+#: The exact Python types each JSON type accepts whatever the value (a float is an integer only
+#: when integral, so it needs the test).
+_EXACT: Final[dict[str, frozenset[type]]] = {
+    "array": frozenset({list}), "boolean": frozenset({bool}), "integer": frozenset({int}),
+    "null": frozenset({type(None)}), "number": frozenset({int, float}),
+    "object": frozenset({dict}), "string": frozenset({str}),
 }
+
+_JSON_TYPES: Final = frozenset().union(*_EXACT.values())
 
 
 def equal(one: Any, two: Any) -> bool:
@@ -94,45 +111,44 @@ class _Compiler:
 
     def __init__(self, root: Any) -> None:
         self.root = root
-        self.refs: dict[str, Check] = {}
+        self.refs: dict[str, Typed] = {}
         self.cells: dict[str, list[Check]] = {}
 
-    def node(self, schema: Any) -> Check:
-        """The check of one subschema (a dict or a boolean)."""
+    def node(self, schema: Any) -> Typed:
+        """One subschema (an object or a boolean), compiled."""
         if schema is True or schema == {}:
-            return _always
+            return ALWAYS
         if schema is False:
-            return _never
+            return _NONE, _never
         if not isinstance(schema, dict):
             raise ValueError(f"a subschema must be an object or a boolean, got {schema!r}")
         unknown = set(schema) - _RULES - _ANNOTATIONS
         if unknown:
             raise ValueError(f"schema keyword(s) {sorted(unknown)} are not supported")
-        checks = [c for c in (self._type(schema), *self._scalar(schema), *self._object(schema),
-                              *self._array(schema), *self._logic(schema)) if c is not _always]
-        if not checks:
-            return _always
-        if len(checks) == 1:
-            return checks[0]
-        return _all_of(checks)
+        rules = set(schema) - _ANNOTATIONS
+        if rules == {"type"}:
+            return self._type(schema["type"])
+        if schema.get("type") == "object":
+            checks = [self._object(schema)]
+        else:
+            checks = [_whole(self._type(schema["type"]))] if "type" in schema else []
+            checks += [c for c in (self._members(schema), self._required(schema)) if c]
+        checks += [*self._scalar(schema), *self._array(schema), *self._logic(schema)]
+        return _NONE, _all_of(checks)
 
     # -- the keywords, by the kind of instance they apply to --------------------------------
 
-    def _type(self, schema: dict[str, Any]) -> Check:
-        if "type" not in schema:
-            return _always
-        names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        exact = frozenset(t for name in names for t in _EXACT[name])
+    def _type(self, type_: str | list[str]) -> Typed:
+        names = type_ if isinstance(type_, list) else [type_]
+        exact = frozenset().union(*(_EXACT[name] for name in names))
         tests = [_TYPE_TESTS[name] for name in names]
-        if "integer" in names and "number" not in names:
-            exact = exact - {float}
+        # JSON's own types outside ``exact`` fail at once (but an integral float may be an integer)
+        refused = _JSON_TYPES - exact - ({float} if "integer" in names else set())
 
-        def check_type(value: Any) -> bool:
-            if type(value) in exact:
-                return True
-            return any(test(value) for test in tests)
+        def check_type(value: Any) -> bool:  # the rest: a subclass, or an integral float
+            return type(value) not in refused and any(test(value) for test in tests)
 
-        return check_type
+        return exact, check_type
 
     def _scalar(self, schema: dict[str, Any]) -> list[Check]:
         out: list[Check] = []
@@ -155,35 +171,53 @@ class _Compiler:
                 out.append(_bound(test, schema[key]))
         return out
 
-    def _object(self, schema: dict[str, Any]) -> list[Check]:
-        out: list[Check] = []
-        if "required" in schema:
-            out.append(_required(tuple(schema["required"])))
-        if any(k in schema for k in ("properties", "patternProperties", "additionalProperties")):
-            out.append(self._members(schema))
-        return out
+    def _object(self, schema: dict[str, Any]) -> Check:
+        """``type: object`` with its object keywords, in one function (the common node)."""
+        required = tuple(schema.get("required", ()))
+        members = self._members(schema, typed=True)
 
-    def _members(self, schema: dict[str, Any]) -> Check:
+        def check_object(value: Any) -> bool:
+            if type(value) is not dict and not isinstance(value, dict):
+                return False
+            for name in required:
+                if name not in value:
+                    return False
+            return members is None or members(value)
+
+        return check_object
+
+    def _required(self, schema: dict[str, Any]) -> Check | None:
+        if "required" not in schema:
+            return None
+        names = tuple(schema["required"])
+        return lambda v: not isinstance(v, dict) or all(name in v for name in names)
+
+    def _members(self, schema: dict[str, Any], *, typed: bool = False) -> Check | None:
+        """The per-key keywords; ``typed``: the caller has already seen a dict."""
+        if not any(k in schema for k in ("properties", "patternProperties",
+                                         "additionalProperties")):
+            return None
         props = {k: self.node(s) for k, s in schema.get("properties", {}).items()}
         patterns = [(re.compile(p).search, self.node(s))
                     for p, s in schema.get("patternProperties", {}).items()]
         extra = self.node(schema.get("additionalProperties", True))
-        if not patterns and extra is _always:
-            return _listed_members(props)
-        return _keyed_members(props, patterns, extra)
+        check = (_listed_members(props) if not patterns and extra is ALWAYS
+                 else _keyed_members(props, patterns, extra))
+        if typed:
+            return check
+        return lambda v: not isinstance(v, dict) or check(v)
 
     def _array(self, schema: dict[str, Any]) -> list[Check]:
-        if "items" not in schema:
+        compiled = self.node(schema["items"]) if "items" in schema else ALWAYS
+        if compiled is ALWAYS:
             return []
-        item = self.node(schema["items"])
-        if item is _always:
-            return []
+        exact, item = compiled
 
         def check_items(value: Any) -> bool:
             if type(value) is not list and not isinstance(value, list):
                 return True
-            for x in value:
-                if not item(x):
+            for x in value:  # noqa: SIM110 (a loop: all() with a generator costs more per item)
+                if type(x) not in exact and not item(x):
                     return False
             return True
 
@@ -192,36 +226,36 @@ class _Compiler:
     def _logic(self, schema: dict[str, Any]) -> list[Check]:
         out: list[Check] = []
         if "allOf" in schema:
-            out.append(_all_of([self.node(s) for s in schema["allOf"]]))
+            out.append(_all_of([_whole(self.node(s)) for s in schema["allOf"]]))
         if "anyOf" in schema:
-            options = [self.node(s) for s in schema["anyOf"]]
-            out.append(lambda v: any(c(v) for c in options))
+            out.append(_any_of([self.node(s) for s in schema["anyOf"]]))
         if "oneOf" in schema:
-            ones = [self.node(s) for s in schema["oneOf"]]
+            ones = [_whole(self.node(s)) for s in schema["oneOf"]]
             out.append(lambda v: sum(1 for c in ones if c(v)) == 1)
         if "not" in schema:
-            negated = self.node(schema["not"])
+            negated = _whole(self.node(schema["not"]))
             out.append(lambda v: not negated(v))
         if "if" in schema:
-            test = self.node(schema["if"])
-            then, other = self.node(schema.get("then", True)), self.node(schema.get("else", True))
+            test = _whole(self.node(schema["if"]))
+            then = _whole(self.node(schema.get("then", True)))
+            other = _whole(self.node(schema.get("else", True)))
             out.append(lambda v: then(v) if test(v) else other(v))
         if "$ref" in schema:
-            out.append(self.ref(schema["$ref"]))
+            out.append(_whole(self.ref(schema["$ref"])))
         return out
 
-    def ref(self, pointer: str) -> Check:
-        """The check of a local reference (``#`` or ``#/$defs/name``), compiled once; a
-        reference back into a target still being compiled goes through a cell."""
+    def ref(self, pointer: str) -> Typed:
+        """A local reference (``#`` or ``#/$defs/name``), compiled once; a reference back into a
+        target still being compiled goes through a cell filled in when it is done."""
         if pointer in self.refs:
             return self.refs[pointer]
         if pointer in self.cells:
             cell = self.cells[pointer]
-            return lambda v: cell[0](v)
+            return _NONE, lambda v: cell[0](v)
         cell = self.cells[pointer] = [_never]
-        check = self.node(self._target(pointer))
-        cell[0] = self.refs[pointer] = check
-        return check
+        compiled = self.refs[pointer] = self.node(self._target(pointer))
+        cell[0] = _whole(compiled)
+        return compiled
 
     def _target(self, pointer: str) -> Any:
         if not pointer.startswith("#"):
@@ -232,18 +266,39 @@ class _Compiler:
         return node
 
 
+def _whole(typed: Typed) -> Check:
+    """A compiled subschema as one function of the value."""
+    exact, check = typed
+    if not exact:
+        return check
+    return lambda v: type(v) in exact or check(v)
+
+
 def _all_of(checks: list[Check]) -> Check:
     checks = [c for c in checks if c is not _always]
+    if not checks:
+        return _always
     if len(checks) == 1:
         return checks[0]
 
     def check_all(value: Any) -> bool:
-        for c in checks:
+        for c in checks:  # noqa: SIM110 (a loop: all() with a generator costs more)
             if not c(value):
                 return False
         return True
 
     return check_all
+
+
+def _any_of(options: list[Typed]) -> Check:
+    def check_any(value: Any) -> bool:
+        t = type(value)
+        for exact, check in options:  # noqa: SIM110 (a loop: any() with a generator costs more)
+            if t in exact or check(value):
+                return True
+        return False
+
+    return check_any
 
 
 def _const(expected: Any) -> Check:
@@ -267,57 +322,44 @@ def _bound(test: Callable[[Any, Any], bool], limit: Any) -> Check:
     return check_bound
 
 
-def _required(names: tuple[str, ...]) -> Check:
-    def check_required(value: Any) -> bool:
-        if not isinstance(value, dict):
-            return True
-        for name in names:
-            if name not in value:
-                return False
-        return True
-
-    return check_required
-
-
-def _listed_members(props: dict[str, Check]) -> Check:
-    """``properties`` alone: each listed key present is checked; other keys are free."""
-    listed = [(k, c) for k, c in props.items() if c is not _always]
+def _listed_members(props: dict[str, Typed]) -> Check:
+    """``properties`` alone (on a dict): each listed key present is checked; others are free."""
+    listed = [(k, exact, c) for k, (exact, c) in props.items() if (exact, c) != ALWAYS]
 
     def check_listed(value: Any) -> bool:
-        if not isinstance(value, dict):
-            return True
-        for key, check in listed:
-            if key in value and not check(value[key]):
-                return False
+        for key, exact, check in listed:
+            if key in value:
+                item = value[key]
+                if type(item) not in exact and not check(item):
+                    return False
         return True
 
     return check_listed
 
 
 def _keyed_members(
-    props: dict[str, Check], patterns: list[tuple[Callable[[str], Any], Check]], extra: Check,
+    props: dict[str, Typed], patterns: Sequence[tuple[Callable[[str], Any], Typed]],
+    extra: Typed,
 ) -> Check:
-    """Every key of the object against the checks that apply to its name (resolved once)."""
-    memo: dict[str, Check] = {}
+    """Every key of a dict against the subschemas that apply to its name (resolved once)."""
+    memo: dict[str, Typed] = {}
 
-    def for_key(key: str) -> Check:
-        checks = [props[key]] if key in props else []
-        matched = [c for search, c in patterns if search(key) is not None]
-        checks += matched
-        if key not in props and not matched:
-            checks.append(extra)
-        check = _all_of(checks) if checks else _always
+    def for_key(key: str) -> Typed:
+        applies = [props[key]] if key in props else []
+        matched = [typed for search, typed in patterns if search(key) is not None]
+        applies += matched if matched or key in props else [extra]
+        applies = [t for t in applies if t != ALWAYS]
+        typed = ALWAYS if not applies else applies[0] if len(applies) == 1 else (
+            _NONE, _all_of([_whole(t) for t in applies]))
         if len(memo) < _KEY_MEMO:
-            memo[key] = check
-        return check
+            memo[key] = typed
+        return typed
 
     def check_keyed(value: Any) -> bool:
-        if not isinstance(value, dict):
-            return True
         get = memo.get
         for key, item in value.items():
-            check = get(key) or for_key(key)
-            if check is not _always and not check(item):
+            exact, check = get(key) or for_key(key)
+            if type(item) not in exact and not check(item):
                 return False
         return True
 
@@ -326,4 +368,4 @@ def _keyed_members(
 
 def compile_check(schema: Any) -> Check:
     """The verdict of ``schema`` (a parsed JSON Schema document) as one callable."""
-    return _Compiler(schema).node(schema)
+    return _whole(_Compiler(schema).node(schema))
