@@ -156,3 +156,13 @@ def test_tool_flags_long_modules(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert ig.oversized(ig.build_graph(pkg), 5) == [("pkg.big", 6)]
     assert ig.main(["--root", str(pkg), "--check", "--max-lines", "5"]) == 1
     assert "big.py has 6 lines (max 5)" in capsys.readouterr().out
+
+
+def test_architecture_document_is_linked_and_names_real_modules() -> None:
+    """docs/architecture.md exists, the README links it, and every ``rlio/...`` path it names
+    exists (so the page stays true as modules move)."""
+    doc = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert "docs/architecture.md" in (REPO / "README.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`(rlio/[A-Za-z0-9_/.]+)`", doc))
+    assert named, "docs/architecture.md names no module"
+    assert sorted(p for p in named if not (REPO / p.rstrip("/")).exists()) == []
