@@ -19,17 +19,14 @@ import io
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from types import TracebackType
+from typing import BinaryIO, Literal, TypeAlias
 
 from rlio._record import FrozenRecord
 from rlio.errors import UnsafeStorageError
 from rlio.layout import APPEND_ONLY, parse_path
 from rlio.storage.lease import LEASE_SECONDS, InProcessLease, Lease
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import BinaryIO, Literal, TypeAlias
-
-EntryKind: TypeAlias = 'Literal["file", "dir", "symlink", "other"]'
+EntryKind: TypeAlias = Literal["file", "dir", "symlink", "other"]
 
 #: Infix of temporary files written next to their target before an atomic rename.
 TEMP_INFIX = ".rlio-tmp-"
@@ -83,28 +80,6 @@ class Appender(ABC):
     @abstractmethod
     def append(self, data: bytes) -> None:
         """Append complete lines (``data`` ends with ``\\n``)."""
-
-    def line_appender(self) -> Callable[[bytes], None]:
-        """The fastest callable that appends one complete line, with ``append``'s semantics.
-
-        For a hot path that appends many lines (``RunWriter.log_metrics``): look it up once,
-        call it per line. A backend may return something that skips the checks ``append``
-        makes, so call it only while this appender is open, never at the same time as
-        ``close``. By default it is ``append`` itself, which on a local disk already is one
-        ``os.write`` on the O_APPEND descriptor (a short write is completed).
-        """
-        return self.append
-
-    def hot_descriptor(self) -> int | None:
-        """The O_APPEND descriptor a hot path may ``write`` one complete line to at a time (the
-        C ``log_metrics``), or None: no plain descriptor, or a failed append left a fragment.
-        The same rules as ``line_appender``; a short write goes to ``finish_line``."""
-        return None
-
-    def finish_line(self, data: bytes, written: int) -> None:
-        """Complete a line of which a hot path's write took only the first ``written`` bytes
-        (or take them back and raise ``AppendError``, as ``append`` would)."""
-        raise NotImplementedError(f"{type(self).__name__} has no hot descriptor")
 
     @abstractmethod
     def append_durable(self, data: bytes) -> None:

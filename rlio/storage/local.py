@@ -14,15 +14,12 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
+from typing import BinaryIO
 
 from rlio.errors import AppendError
 from rlio.storage import intent, locking
 from rlio.storage.base import HIDDEN_PREFIXES, TEMP_INFIX, Appender, Entry, Storage
 from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease, LocalLease
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import BinaryIO
 
 #: Where the ``filelock`` fallback keeps its lock files when ``fcntl`` is missing.
 LOCKS_DIR = ".rlio-locks"
@@ -96,7 +93,7 @@ class _LocalAppender(Appender):
         self._real: int | None = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT
                                          | os.O_CLOEXEC, 0o644)
         # None while closed, or while a failed append's fragment could not be cut off: the
-        # hot path then takes the slow one, which starts the next line on a fresh line.
+        # next append then starts on a fresh line (``_append_slow``).
         self._fd: int | None = self._real
 
     def _require_fd(self) -> int:
@@ -104,10 +101,8 @@ class _LocalAppender(Appender):
             raise ValueError(f"append to closed file {self._path}")
         return self._real
 
-    # Also the ``line_appender`` (not overridden): a closure over the descriptor is no faster,
-    # and this refuses a closed handle instead of writing to a descriptor number reused since.
     def append(self, data: bytes) -> None:
-        fd = self._fd  # the metrics hot path: one os.write, a loop only after a short write
+        fd = self._fd  # one os.write; a loop only after a short write
         if fd is None:
             self._append_slow(data)
             return
@@ -115,18 +110,11 @@ class _LocalAppender(Appender):
             n = os.write(fd, data)
         except OSError as exc:
             raise self._error(exc) from None  # nothing was written
-        if n != len(data):
-            self.finish_line(data, n)
-
-    def hot_descriptor(self) -> int | None:
-        return self._fd
-
-    def finish_line(self, data: bytes, written: int) -> None:
-        fd = self._require_fd()
-        try:
-            _write_counted(fd, data, written)
-        except _Failed as failed:
-            raise self._cut_back(fd, failed) from None
+        if n != len(data):  # a short write (a signal, a full disk): write the rest
+            try:
+                _write_counted(fd, data, n)
+            except _Failed as failed:
+                raise self._cut_back(fd, failed) from None
 
     def _append_slow(self, data: bytes) -> None:
         """Append after a fragment that could not be cut off: on a new line (or refuse)."""

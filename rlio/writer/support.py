@@ -1,24 +1,18 @@
 """What the writer does to a run besides encoding records: ``git diff``, refusing symbolic
-links, refusing a fresh start over an existing run, checkpoint records that resume can restart
-from, and the metrics schema's verdict on a ``step`` alone.
+links, refusing a fresh start over an existing run, and checkpoint records that resume can
+restart from.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import subprocess
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any
 
 from rlio import layout as L
 from rlio.errors import RecordError, RunExistsError, UnsafeStorageError
 from rlio.rules import resume_problem
-from rlio.schema import error_schema
 from rlio.storage.base import Storage
-
-if TYPE_CHECKING:
-    from rlio._schema.metrics_check import MetricsCheck
 
 _GIT_TIMEOUT = 30.0
 
@@ -60,27 +54,6 @@ def git_diff(cwd: str | os.PathLike[str] | None = None, *, timeout: float = _GIT
     return diff
 
 
-@functools.cache
-def metrics_step_check() -> Callable[[Any], bool] | None:
-    """The metrics schema's verdict on a ``step`` value alone, or None when it has none.
-
-    Derived from the schema document: when it judges a line key by key, a line is valid exactly
-    when its metrics are and this predicate holds for its step (``compile_key_check``).
-    """
-    from rlio._schema.blocks import compile_key_check
-
-    return compile_key_check(error_schema("metrics-line"), "step")
-
-
-@functools.cache
-def metrics_layouts() -> MetricsCheck | None:
-    """The compiled per-layout checks of metrics lines with the step apart (one per process, so
-    writers share compiled layouts), or None when the schema does not judge key by key."""
-    from rlio._schema.metrics_check import compile_metrics_check
-
-    return compile_metrics_check(error_schema("metrics-line"), "step")
-
-
 def refuse_symlinks(storage: Storage, rel: str) -> None:
     """No write may follow a symbolic link out of (or around) the run directory.
 
@@ -118,9 +91,6 @@ def refuse_fresh_start(storage: Storage, *, has_iteration_files: bool) -> None:
         )
 
 
-_PLAIN: Final = frozenset({str, int, bool})
-
-
 def checkpoint_record(name: str, fields: tuple[tuple[str, Any], ...],
                       extra: dict[str, Any]) -> dict[str, Any]:
     """A checkpoint record in documented key order (None values omitted), then ``extra``.
@@ -129,9 +99,8 @@ def checkpoint_record(name: str, fields: tuple[tuple[str, Any], ...],
     """
     record: dict[str, Any] = {"name": name}
     for key, value in fields:
-        if value is not None:  # (a str or an int: no ABC check, which costs more than the rest)
-            record[key] = value if type(value) in _PLAIN else (
-                os.fspath(value) if isinstance(value, os.PathLike) else value)
+        if value is not None:
+            record[key] = os.fspath(value) if isinstance(value, os.PathLike) else value
     record.update(extra)
     return record
 
