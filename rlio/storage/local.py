@@ -13,7 +13,7 @@ import operator
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import BinaryIO
 
 from rlio.errors import AppendError
@@ -32,12 +32,6 @@ def _fsync_dir(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-#: Linux starts writing a file's dirty pages back when told they are not needed soon (pages
-#: still dirty or under write-back stay cached); elsewhere the final fsync does it all.
-_fadvise = getattr(os, "posix_fadvise", None)
-_DONTNEED: int = getattr(os, "POSIX_FADV_DONTNEED", 4)
 
 
 def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
@@ -295,8 +289,8 @@ class LocalStorage(Storage):
             os.close(fd)
 
     def replace(self, rel: str, data: bytes) -> None:
-        with self.replacing(rel) as write:
-            write(data)
+        """Temp file in the same directory, fsync, rename, directory fsync."""
+        self.replace_all([(rel, data)])
 
     def _replace_unsynced(self, rel: str, data: bytes) -> None:
         """Temp file in the same directory, then rename: never a torn file, but no fsync."""
@@ -313,44 +307,6 @@ class LocalStorage(Storage):
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-
-    @contextlib.contextmanager
-    def replacing(self, rel: str) -> Iterator[Callable[[bytes | bytearray], None]]:
-        """Replace ``rel`` atomically with bytes written in pieces, streamed: yields ``write``.
-
-        Unlike the base class's, which keeps the pieces until the end, this is ``replace``
-        (temp file in the same directory, fsync, rename, directory fsync) for data produced
-        while it is written: each piece goes to the temp file at once and its write-back to disk
-        is started (``posix_fadvise``), so the fsync when the block exits has little left to
-        wait for. When the block raises, the temp file is removed and ``rel`` is unchanged.
-        """
-        full = self._abs(rel)
-        parent = os.path.dirname(full)
-        os.makedirs(parent or ".", exist_ok=True)
-        tmp = os.path.join(parent, f".{os.path.basename(full)}{TEMP_INFIX}{os.urandom(4).hex()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        offset = 0
-
-        def write(data: bytes | bytearray) -> None:
-            nonlocal offset
-            _write_all(fd, data)
-            if _fadvise is not None and data:
-                with contextlib.suppress(OSError):  # only a hint: the fsync below is the rule
-                    _fadvise(fd, offset, len(data), _DONTNEED)  # starts write-back now
-            offset += len(data)
-
-        try:
-            try:
-                yield write
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, full)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        _fsync_dir(parent)
 
     def _lock_path(self, rel: str) -> str:
         """The ``filelock`` fallback's lock file of ``rel`` (unused where ``flock`` exists)."""

@@ -83,12 +83,20 @@ def metrics_record(metrics: Mapping[str, Any], step: Any, index: int) -> Mapping
         if "step" not in metrics or (type(metrics) is dict and next(iter(metrics)) == "step"):
             return metrics
         return {"step": metrics["step"], **metrics}
-    if "step" in metrics and metrics["step"] is not step and metrics["step"] != step:
+    if "step" in metrics and not _same(metrics["step"], step):
         raise RecordError(
             f"metrics record {index} at /step: step={step!r} is given as an argument but the "
             f"metrics hold step={metrics['step']!r}", index=index, pointer="/step",
         )
     return {"step": step, **metrics}
+
+
+def _same(one: Any, two: Any) -> bool:
+    """Whether two step values are equal (a value whose ``==`` raises, a numpy array: not)."""
+    try:
+        return one is two or bool(one == two)
+    except Exception:
+        return False
 
 
 class RunWriter:
