@@ -56,6 +56,14 @@ def reward_mismatch(total: Any, final: Any, rewards: Sequence[Any]) -> float | N
     return None
 
 
+def trajectory_id(group_idx: Any, traj_idx: Any) -> tuple[int, int] | None:
+    """The ``(group_idx, traj_idx)`` pair that must not repeat in one file (RL403), or None when
+    either is not an int (nothing to compare: the schema judges such a value)."""
+    if type(group_idx) is int and type(traj_idx) is int:
+        return group_idx, traj_idx
+    return None
+
+
 def bad_step_index(step_indices: Sequence[Any]) -> int | None:
     """The first position whose ``step_idx`` is not the position; None when they run 0..n-1."""
     for position, value in enumerate(step_indices):

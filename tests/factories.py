@@ -141,6 +141,39 @@ def rollout_write_outcome(root: str, recs: list[Any], *, check: bool = True) -> 
     return (path.read_bytes() if path.exists() else b"<absent>"), error
 
 
+def writer_agrees_with_validator(write: Any, files: tuple[str, ...], *,
+                                 nonfinite: str = "null") -> bool | None:
+    """Call ``write(run)`` on a checked writer and on one with ``check=False``, each in a fresh
+    run, and assert the checked one refused (``RecordError``) exactly when the validator reports
+    an error in the unchecked one's run; when accepted, both wrote the same bytes of ``files``.
+    Returns whether it was accepted (None: not writable even unchecked, and refused)."""
+    import tempfile
+
+    from rlio.findings import Severity
+
+    with tempfile.TemporaryDirectory() as d:
+        checked, unchecked = Path(d, "checked"), Path(d, "unchecked")
+        outcome = []
+        for root, check in ((checked, True), (unchecked, False)):
+            with RunWriter(root, check=check, nonfinite=nonfinite) as run:  # type: ignore[arg-type]
+                run.write_config({})
+                try:
+                    write(run)
+                    outcome.append(True)
+                except RecordError:
+                    outcome.append(False)
+        accepted, written = outcome
+        if not written:  # not writable at all (an object, an integer beyond 64 bits)
+            assert not accepted
+            return None
+        found = [f for f in validate_run(unchecked).findings if f.severity == Severity.ERROR]
+        assert accepted == (found == []), found
+        if accepted:
+            for rel in files:
+                assert (checked / rel).read_bytes() == (unchecked / rel).read_bytes(), rel
+        return accepted
+
+
 def set_at(obj: Any, path: list[Any], value: Any) -> None:
     """Set ``value`` at ``path`` (keys and indexes) inside ``obj``."""
     node: Any = obj

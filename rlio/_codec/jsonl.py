@@ -11,6 +11,7 @@ a slow path, the ``NaN``/``Infinity`` tokens the cookbook writes, and classifies
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import json
@@ -57,12 +58,14 @@ def normalize_value(obj: Any) -> Any:
         return isoformat()
     tolist = getattr(obj, "tolist", None)  # numpy arrays and scalars
     if callable(tolist) and type(obj).__module__ == "numpy":
-        dtype = getattr(obj, "dtype", None)
-        if getattr(obj, "ndim", 1) == 0 and getattr(dtype, "kind", "") == "f" \
-                and getattr(dtype, "itemsize", 8) < 8:
-            # a float32/float16 as its own shortest repr (0.1, not 0.10000000149011612): what
-            # orjson writes for it natively, so every path writes the same line
-            return float(str(obj))
+        if getattr(obj, "ndim", 1) == 0:
+            # the value orjson writes for the scalar natively (a float32 as its shortest repr, a
+            # datetime64 in orjson's ISO form), so every path writes the same line; a non-finite
+            # float (written as null) stays a float for the token policy
+            with contextlib.suppress(orjson.JSONEncodeError):
+                value = orjson.loads(orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY))
+                if value is not None:
+                    return value
         return tolist()
     item = getattr(obj, "item", None)  # torch / jax scalars
     if callable(item) and getattr(obj, "ndim", 0) == 0 and not isinstance(obj, Mapping):

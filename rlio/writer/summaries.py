@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from rlio._schema.loader import load_schema
 from rlio.errors import RecordError
-from rlio.rules import REWARD_TOLERANCE, bad_step_index, reward_mismatch
+from rlio.rules import REWARD_TOLERANCE, bad_step_index, reward_mismatch, trajectory_id
 
 _SCHEMA = load_schema("rollout-summary-line")
 #: Key order of a rollout-summary record and of one of its steps (docs/format.md §6), from schema.
@@ -93,17 +93,19 @@ def _ordered_step(step: Any) -> Any:
 def cross_check(rec: dict[str, Any], index: int, seen: set[tuple[Any, Any]]) -> None:
     """docs/format.md §9 on a schema-valid record (``rlio.rules``): ids, step_idx, rewards.
 
-    ``seen`` holds the ``(group_idx, traj_idx)`` pairs of the file's earlier records. Refuses
+    ``seen`` holds the ``(group_idx, traj_idx)`` pairs of the file's earlier records
+    (``rlio.rules.trajectory_id``). Refuses
     exactly what the validator reports as an error (RL403, RL404, RL405).
 
     Raises:
         RecordError: naming the record and the pointer of the value breaking a rule.
     """
-    pair = (rec["group_idx"], rec["traj_idx"])
-    if pair in seen:
-        raise record_error(index, "/traj_idx", f"(group_idx, traj_idx) = {pair} appears twice "
-                                               "in this file")
-    seen.add(pair)
+    pair = trajectory_id(rec["group_idx"], rec["traj_idx"])
+    if pair is not None:
+        if pair in seen:
+            raise record_error(index, "/traj_idx", f"(group_idx, traj_idx) = {pair} appears "
+                                                   "twice in this file")
+        seen.add(pair)
     steps = rec["steps"]
     at = bad_step_index([step["step_idx"] for step in steps])
     if at is not None:

@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import copy
 import math
-import pathlib
 import tempfile
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
-from factories import ordered_record, set_at
+from factories import ordered_record, set_at, writer_agrees_with_validator
 from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
-from rlio import RecordError, RunWriter, validate_run
-from rlio.findings import Severity
+from rlio import RecordError, RunWriter
 from rlio.rules import REWARD_TOLERANCE
 from rlio.schema import error_schema
 
@@ -46,35 +44,11 @@ EDGES: list[Any] = [
 VALUES = st.sampled_from(EDGES) | st.sampled_from([0, 3, 0.25, 12.5, "name", "/ckpt/1"])
 
 
-def errors(run: pathlib.Path) -> list[Any]:
-    return [f for f in validate_run(run).findings if f.severity == Severity.ERROR]
-
-
 def agree(write: Callable[[RunWriter], None], files: tuple[str, ...]) -> None:
-    """``write`` by a checked writer and by an unchecked one, each into a fresh run: the checked
-    one refuses exactly when the validator finds an error in the unchecked one's run."""
-    with tempfile.TemporaryDirectory() as d:
-        checked, unchecked = pathlib.Path(d, "checked"), pathlib.Path(d, "unchecked")
-        outcome = []
-        for root, check in ((checked, True), (unchecked, False)):
-            with RunWriter(root, check=check) as run:
-                run.write_config({})
-                try:
-                    write(run)
-                    outcome.append(True)
-                except RecordError:
-                    outcome.append(False)
-        accepted, written = outcome
-        if currently_in_test_context():  # the mix of outcomes, in hypothesis' statistics
-            event("accepted" if accepted else "refused" if written else "not writable")
-        if not written:  # not writable at all (an object, an integer beyond 64 bits)
-            assert not accepted
-            return
-        found = errors(unchecked)
-        assert accepted == (found == []), found
-        if accepted:
-            for rel in files:
-                assert (checked / rel).read_bytes() == (unchecked / rel).read_bytes(), rel
+    """``factories.writer_agrees_with_validator``, its outcome counted in hypothesis' statistics."""
+    accepted = writer_agrees_with_validator(write, files)
+    if currently_in_test_context():
+        event({True: "accepted", False: "refused", None: "not writable"}[accepted])
 
 
 # -- metrics.jsonl ------------------------------------------------------------------------------
