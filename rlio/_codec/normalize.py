@@ -57,6 +57,8 @@ class _Normalizer:
             if not INT_MIN <= obj <= INT_MAX:
                 return self._error_or_repr(obj, path, f"integer {obj} does not fit in 64 bits")
             return obj
+        if t.__module__ == "numpy" and getattr(obj, "ndim", 1) == 0:  # before the ABC tests
+            return self._other(obj, path)
         if isinstance(obj, enum.Enum):
             return self.convert(obj.value, path)
         if isinstance(obj, str):
@@ -76,6 +78,8 @@ class _Normalizer:
     def _other(self, obj: Any, path: _Path) -> Any:
         """A value that is neither a JSON scalar nor a container: sets, dates, paths, numpy and
         torch scalars, models; refused (or its ``repr``) when it has no faithful JSON form."""
+        if type(obj).__module__ == "numpy":
+            return self._converted(obj, path)
         if isinstance(obj, (set, frozenset)):
             try:
                 return self._container(sorted(obj), path)
@@ -94,6 +98,10 @@ class _Normalizer:
         if callable(obj) and not hasattr(obj, "model_dump"):
             name = getattr(obj, "__qualname__", type(obj).__qualname__)
             return self._error_or_repr(obj, path, f"callable {name} has no JSON form")
+        return self._converted(obj, path)
+
+    def _converted(self, obj: Any, path: _Path) -> Any:
+        """``normalize_value(obj)``, converted in turn (refused when it cannot convert)."""
         try:
             replacement = normalize_value(obj)
         except Exception as exc:  # a user type failing to convert is this value's problem

@@ -12,11 +12,11 @@ file's lock. A refused record raises ``RecordError`` (explained by ``rlio.schema
 leaves the file unchanged.
 
 The checker judges a record as given. A record it refuses as given (a numpy integer, a tuple, a
-mapping that is not a dict) is judged again as written: plain JSON values, non-finite floats as
-the null written (``rlio._codec.normalize``). A record accepted as given is accepted as written:
-numpy scalars keep their value, and the shipped schemas accept null wherever they accept a number
-(``tests/unit/writer/test_writer_rules_agree.py`` pins both), so a NaN they accept is also
-accepted as its null.
+mapping that is not a dict) is judged again as written: its encoded line decoded, as the validator
+will read it (numpy scalars as their values, NaN as null). A record accepted as given is accepted
+as written: numpy scalars keep their value, and the shipped schemas accept null wherever they
+accept a number and bound integers only (``tests/unit/writer/test_writer_rules_agree.py`` pins
+it), so a NaN they accept is also accepted as its null.
 """
 
 from __future__ import annotations
@@ -32,14 +32,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from rlio import layout as L
-from rlio._codec.jsonl import _LINE_OPTS, NonFinite, encode_line, normalize_value
-from rlio._codec.normalize import (
-    OnUnserializable,
-    config_bytes,
-    has_nonfinite,
-    nonfinite_to_none,
-    to_json_value,
-)
+from rlio._codec.jsonl import _LINE_OPTS, NonFinite, decode, encode_line, normalize_value
+from rlio._codec.normalize import OnUnserializable, config_bytes, nonfinite_to_none, to_json_value
 from rlio.errors import LabelCollisionError, RecordError
 from rlio.resume import ResumeState, prepare_resume
 from rlio.schema import explain, fast_check
@@ -61,13 +55,10 @@ from rlio.writer.timing import SpanTimer, span_metrics, timing_line
 if TYPE_CHECKING:
     from rlio.logtree.builder import LogTree
 
-#: The schema of each append-only file's lines and how error messages name one of its records.
-_LINES = {
-    L.METRICS: ("metrics-line", "metrics record"),
-    L.CHECKPOINTS: ("checkpoint-line", "checkpoint record"),
-    L.TIMING_SPANS: ("timing-spans-line", "timing spans record"),
-}
-_ROLLOUTS = ("rollout-summary-line", "rollout summary record")
+#: The schemas of the records the writer checks (docs/format.md §3, §5, §6, §8).
+_SCHEMAS = ("metrics-line", "checkpoint-line", "timing-spans-line", "rollout-summary-line")
+#: The append-only files: each has a lock (one line at a time) and a count of lines appended.
+_APPENDED = (L.METRICS, L.CHECKPOINTS, L.TIMING_SPANS)
 
 
 def metrics_record(metrics: Mapping[str, Any], step: Any, index: int) -> Mapping[str, Any]:
@@ -77,7 +68,7 @@ def metrics_record(metrics: Mapping[str, Any], step: Any, index: int) -> Mapping
         TypeError: ``metrics`` is not a mapping.
         RecordError: ``step`` conflicts with a ``"step"`` key in ``metrics``.
     """
-    if not isinstance(metrics, Mapping):
+    if type(metrics) is not dict and not isinstance(metrics, Mapping):
         raise TypeError(f"metrics must be a mapping of name to value, got {metrics!r}")
     if step is None:
         if "step" not in metrics or (type(metrics) is dict and next(iter(metrics)) == "step"):
@@ -146,11 +137,11 @@ class RunWriter:
         self._nonfinite: NonFinite = nonfinite
         self._check = check
         self._checks: dict[str, Callable[[Any], bool]] = {
-            schema: fast_check(schema) for schema, _ in (*_LINES.values(), _ROLLOUTS)}
+            schema: fast_check(schema) for schema in _SCHEMAS}
         self._lock = threading.Lock()  # guards the appenders, labels and the closed flag
         self._appenders: dict[str, Appender] = {}
-        self._file_locks = {rel: threading.Lock() for rel in _LINES}  # one line at a time
-        self._counts = dict.fromkeys(_LINES, 0)  # lines appended: the next record's index
+        self._file_locks = {rel: threading.Lock() for rel in _APPENDED}
+        self._counts = dict.fromkeys(_APPENDED, 0)  # lines appended: the next record's index
         self._labels: dict[str, str] = {}  # label -> the evaluator name that claimed it
         self._timer = SpanTimer()
         self._closed = False
@@ -236,7 +227,8 @@ class RunWriter:
     def _require_open(self) -> None:
         if self._closed:
             raise ValueError(f"RunWriter for {self.log_path!r} is closed")
-        ownership.require_lease(self._lease, self.log_path)
+        if self._lease is not None:
+            ownership.require_lease(self._lease, self.log_path)
 
     # -- names and paths ---------------------------------------------------------------------
 
@@ -269,56 +261,49 @@ class RunWriter:
         refuse_symlinks(self._storage, rel)
         return rel
 
-    # -- records: judged, then encoded -------------------------------------------------------
+    # -- records: encoded, judged -----------------------------------------------------------
 
-    def _judged(self, schema: str, record: Any, what: str, index: int) -> Any:
-        """``record`` to encode, once schema ``schema`` accepts it (see the module docstring).
-
-        Raises:
-            RecordError: naming ``what``, the index and the JSON pointer of the problem.
-        """
-        try:
-            if self._checks[schema](record):
-                return record
-        except Exception:  # a user type the checker trips on: judged as written below
-            pass
-        return self._as_written(schema, record, what, index)
-
-    def _as_written(self, schema: str, record: Any, what: str, index: int) -> Any:
-        """``record`` as plain JSON values, judged (with ``check``) in the form written.
-
-        Raises:
-            RecordError: a value has no faithful JSON form, or (with ``check``) the schema
-                refuses the record as written; explained by python-jsonschema.
-        """
-        plain = to_json_value(record, what=what, index=index)
-        if not self._check:
-            return plain
-        written = nonfinite_to_none(plain) if has_nonfinite(plain) else plain
-        if self._checks[schema](written):
-            return plain
-        pointer, reason = explain(schema, written) or ("", f"does not match schema {schema}")
-        raise RecordError(f"{what} {index} at {pointer or '/'}: {reason}", index=index,
-                          pointer=pointer)
-
-    def _encode(self, schema: str, record: Any, what: str, index: int) -> bytes:
+    def _encode(self, record: Any, what: str, index: int) -> bytes:
         """One JSONL line: orjson at once under the strict policy; a record orjson refuses (or
-        the token policy) goes through ``_as_written``, which names a value it cannot write."""
+        the token policy) is made plain JSON values first (``to_json_value``).
+
+        Raises:
+            RecordError: a value has no faithful JSON form; names its pointer.
+        """
         if self._nonfinite == "null":
             try:
                 return orjson.dumps(record, normalize_value, _LINE_OPTS)
             except (TypeError, ValueError, RecursionError):
                 pass
-        plain = self._as_written(schema, record, what, index)
+        plain = to_json_value(record, what=what, index=index)
         return encode_line(plain, nonfinite=self._nonfinite, index=index)
 
-    def _line(self, rel: str, record: Any) -> bytes:
-        """The checked (with ``check``) and encoded line of ``record`` for append-only ``rel``."""
-        schema, what = _LINES[rel]
-        index = self._counts[rel]
+    def _line(self, schema: str, record: Any, what: str, index: int) -> tuple[Any, bytes]:
+        """The line of ``record``, and the record as judged (see the module docstring): as
+        given when schema ``schema`` accepts it so, else as written (its line decoded, NaN as
+        null), which the schema must accept. Without ``check``: ``record`` and its line.
+
+        Raises:
+            RecordError: naming ``what``, the index and the JSON pointer of the problem.
+        """
+        check = self._checks[schema]
         if self._check:
-            record = self._judged(schema, record, what, index)
-        return self._encode(schema, record, what, index)
+            try:
+                if check(record):
+                    return record, self._encode(record, what, index)
+            except Exception:  # a user type the checker trips on: judged as written below
+                pass
+        line = self._encode(record, what, index)
+        if not self._check:
+            return record, line
+        image, nonfinite = decode(line)
+        if nonfinite:  # NaN tokens: judged as the null they stand for
+            image = nonfinite_to_none(image)
+        if check(image):
+            return image, line
+        pointer, reason = explain(schema, image) or ("", f"does not match schema {schema}")
+        raise RecordError(f"{what} {index} at {pointer or '/'}: {reason}", index=index,
+                          pointer=pointer)
 
     # -- append-only files -------------------------------------------------------------------
 
@@ -358,8 +343,10 @@ class RunWriter:
         if self._timer.spans:
             self._log_with_spans(metrics, step)
             return
-        record = metrics_record(metrics, step, self._counts[L.METRICS])
-        self._append(L.METRICS, self._line(L.METRICS, record), durable=False)
+        index = self._counts[L.METRICS]
+        record = metrics_record(metrics, step, index)
+        _, line = self._line("metrics-line", record, "metrics record", index)
+        self._append(L.METRICS, line, durable=False)
 
     def _log_with_spans(self, metrics: Mapping[str, Any], step: int | None) -> None:
         """``log_metrics`` with the pending spans: ``time/<name>`` metrics, then their line."""
@@ -388,7 +375,9 @@ class RunWriter:
         Raises:
             RecordError: the line breaks the timing-spans schema; nothing is written.
         """
-        line = self._line(L.TIMING_SPANS, timing_line(step, spans))
+        index = self._counts[L.TIMING_SPANS]
+        _, line = self._line("timing-spans-line", timing_line(step, spans),
+                             "timing spans record", index)
         self._append(L.TIMING_SPANS, line, durable=False)
 
     def timer(self, name: str) -> contextlib.AbstractContextManager[None]:
@@ -429,10 +418,9 @@ class RunWriter:
         record = checkpoint_record(name, (("batch", batch), ("epoch", epoch), ("final", final),
                                           ("state_path", state_path),
                                           ("sampler_path", sampler_path)), extra)
+        judged, line = self._line("checkpoint-line", record, "checkpoint record", index)
         if self._check:
-            record = self._judged("checkpoint-line", record, "checkpoint record", index)
-            refuse_unresumable(record, index)
-        line = self._encode("checkpoint-line", record, "checkpoint record", index)
+            refuse_unresumable(judged, index)
         self._append(L.CHECKPOINTS, line, durable=True)
 
     # -- whole files -------------------------------------------------------------------------
@@ -492,15 +480,14 @@ class RunWriter:
         it = L.iteration_number(iteration)
         rel = self._target(it, "rollout_summaries", evaluator)
         split = L.split_name(L.parse_path(rel).label)
-        schema, what = _ROLLOUTS
         seen: set[tuple[Any, Any]] = set()
         lines = []
         for i, rec in enumerate(records):
-            out = ordered_rollout(rec, it, split, i)
+            judged, line = self._line("rollout-summary-line", ordered_rollout(rec, it, split, i),
+                                      "rollout summary record", i)
             if self._check:
-                out = self._judged(schema, out, what, i)
-                cross_check(out, i, seen)
-            lines.append(self._encode(schema, out, what, i))
+                cross_check(judged, i, seen)
+            lines.append(line)
         self._storage.replace(rel, b"".join(lines))
 
     @contextlib.contextmanager
