@@ -46,6 +46,7 @@ from rlio.writer.summaries import cross_check, ordered_rollout
 from rlio.writer.support import (
     checkpoint_record,
     git_diff,
+    metrics_record,
     refuse_fresh_start,
     refuse_symlinks,
     refuse_unresumable,
@@ -59,35 +60,6 @@ if TYPE_CHECKING:
 _SCHEMAS = ("metrics-line", "checkpoint-line", "timing-spans-line", "rollout-summary-line")
 #: The append-only files: each has a lock (one line at a time) and a count of lines appended.
 _APPENDED = (L.METRICS, L.CHECKPOINTS, L.TIMING_SPANS)
-
-
-def metrics_record(metrics: Mapping[str, Any], step: Any, index: int) -> Mapping[str, Any]:
-    """The metrics line of ``log_metrics(metrics, step)``: ``step`` first, then the metrics.
-
-    Raises:
-        TypeError: ``metrics`` is not a mapping.
-        RecordError: ``step`` conflicts with a ``"step"`` key in ``metrics``.
-    """
-    if type(metrics) is not dict and not isinstance(metrics, Mapping):
-        raise TypeError(f"metrics must be a mapping of name to value, got {metrics!r}")
-    if step is None:
-        if "step" not in metrics or (type(metrics) is dict and next(iter(metrics)) == "step"):
-            return metrics
-        return {"step": metrics["step"], **metrics}
-    if "step" in metrics and not _same(metrics["step"], step):
-        raise RecordError(
-            f"metrics record {index} at /step: step={step!r} is given as an argument but the "
-            f"metrics hold step={metrics['step']!r}", index=index, pointer="/step",
-        )
-    return {"step": step, **metrics}
-
-
-def _same(one: Any, two: Any) -> bool:
-    """Whether two step values are equal (a value whose ``==`` raises, a numpy array: not)."""
-    try:
-        return one is two or bool(one == two)
-    except Exception:
-        return False
 
 
 class RunWriter:

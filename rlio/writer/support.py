@@ -1,12 +1,13 @@
-"""What the writer does to a run besides encoding records: ``git diff``, refusing symbolic
-links, refusing a fresh start over an existing run, and checkpoint records that resume can
-restart from.
+"""What the writer does besides judging and encoding records: ``git diff``, refusing symbolic
+links, refusing a fresh start over an existing run, and building the metrics and checkpoint
+records of a call (a checkpoint that resume can restart from).
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 from typing import Any
 
 from rlio import layout as L
@@ -89,6 +90,35 @@ def refuse_fresh_start(storage: Storage, *, has_iteration_files: bool) -> None:
             f"run {storage.display('')!r} already holds records ({', '.join(held)}); pass "
             "resume=True to continue it, or pick a new log_path for a fresh run"
         )
+
+
+def metrics_record(metrics: Mapping[str, Any], step: Any, index: int) -> Mapping[str, Any]:
+    """The metrics line of ``log_metrics(metrics, step)``: ``step`` first, then the metrics.
+
+    Raises:
+        TypeError: ``metrics`` is not a mapping.
+        RecordError: ``step`` conflicts with a ``"step"`` key in ``metrics``.
+    """
+    if type(metrics) is not dict and not isinstance(metrics, Mapping):
+        raise TypeError(f"metrics must be a mapping of name to value, got {metrics!r}")
+    if step is None:
+        if "step" not in metrics or (type(metrics) is dict and next(iter(metrics)) == "step"):
+            return metrics
+        return {"step": metrics["step"], **metrics}
+    if "step" in metrics and not _same(metrics["step"], step):
+        raise RecordError(
+            f"metrics record {index} at /step: step={step!r} is given as an argument but the "
+            f"metrics hold step={metrics['step']!r}", index=index, pointer="/step",
+        )
+    return {"step": step, **metrics}
+
+
+def _same(one: Any, two: Any) -> bool:
+    """Whether two step values are equal (a value whose ``==`` raises, a numpy array: not)."""
+    try:
+        return one is two or bool(one == two)
+    except Exception:
+        return False
 
 
 def checkpoint_record(name: str, fields: tuple[tuple[str, Any], ...],

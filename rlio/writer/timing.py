@@ -42,8 +42,7 @@ class SpanTimer:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        #: The pending spans; the list object never changes, so a hot path may hold it and test
-        #: its truth for "spans wait for the next ``log_metrics``".
+        #: The pending spans: truthy while spans wait for the next ``log_metrics``.
         self.spans: list[dict[str, Any]] = []
 
     @contextlib.contextmanager
