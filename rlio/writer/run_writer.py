@@ -455,10 +455,12 @@ class RunWriter:
         seen: set[tuple[Any, Any]] = set()
         lines = []
         for i, rec in enumerate(records):
-            judged, line = self._line("rollout-summary-line", ordered_rollout(rec, it, split, i),
-                                      "rollout summary record", i)
+            out = ordered_rollout(rec, it, split, i)
             if self._check:
-                cross_check(judged, i, seen)
+                out, line = self._line("rollout-summary-line", out, "rollout summary record", i)
+                cross_check(out, i, seen)
+            else:
+                line = self._encode(out, "rollout summary record", i)
             lines.append(line)
         self._storage.replace(rel, b"".join(lines))
 
