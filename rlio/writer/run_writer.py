@@ -293,7 +293,8 @@ class RunWriter:
     def _append(self, rel: str, line: bytes, *, durable: bool) -> None:
         app = self._appenders.get(rel) or self._appender(rel)
         with self._file_locks[rel]:
-            self._require_open()
+            if self._closed or (self._lease is not None and self._lease.lost):
+                self._require_open()  # raises why
             if durable:
                 app.append_durable(line)
             else:
