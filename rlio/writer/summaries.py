@@ -23,7 +23,8 @@ STEP_KEYS: Final[tuple[str, ...]] = tuple(_SCHEMA["$defs"]["step"]["properties"]
 _ROLLOUT_KEY_SET: Final = frozenset(ROLLOUT_KEYS)
 _STEP_RANK: Final = {k: i for i, k in enumerate(STEP_KEYS)}
 #: The usual step layout: the required keys in documented order (compared first).
-_STEP_REQUIRED: Final = tuple(k for k in STEP_KEYS if k in _SCHEMA["$defs"]["step"]["required"])
+_STEP_REQUIRED: Final = [k for k in STEP_KEYS if k in _SCHEMA["$defs"]["step"]["required"]]
+_ROLLOUT_KEY_LIST: Final = list(ROLLOUT_KEYS)
 
 
 def record_error(index: int, pointer: str, reason: str) -> RecordError:
@@ -35,7 +36,7 @@ def record_error(index: int, pointer: str, reason: str) -> RecordError:
 def _in_order(rec: Any, iteration: int, split: str) -> bool:
     """Whether ``rec`` needs nothing from ``ordered_rollout``: a dict in documented key order with
     the file's split and an int iteration, its steps dicts with their keys in documented order."""
-    if type(rec) is not dict or tuple(rec) != ROLLOUT_KEYS:
+    if type(rec) is not dict or [*rec] != _ROLLOUT_KEY_LIST:
         return False
     steps = rec["steps"]
     if rec["split"] != split or type(rec["iteration"]) is not int \
@@ -44,8 +45,8 @@ def _in_order(rec: Any, iteration: int, split: str) -> bool:
     for step in steps:
         if type(step) is not dict:
             return False
-        keys = tuple(step)
-        if keys != _STEP_REQUIRED and list(keys) != sorted(keys, key=_step_rank):
+        keys = [*step]
+        if keys != _STEP_REQUIRED and keys != sorted(keys, key=_step_rank):
             return False
     return True
 
