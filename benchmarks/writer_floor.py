@@ -1,15 +1,15 @@
 """The writer's hot paths against their physical floors, interleaved in one process.
 
 Run: ``python benchmarks/writer_floor.py [--quick]``. Rows (rlio's median, the floor's median,
-the ratio and the goal of issue 16):
+the ratio and the goal of issue 22, pure Python):
 
 - ``log_metrics`` checked, per record, against ``os.write(fd, orjson.dumps(line))`` of the same
   line (step included) on an O_APPEND descriptor in the same folder: 20 floats as a training loop
-  logs them (ranges and counts included; goal 1.3x), the same 20 keys as numpy scalars (float32,
-  float64, int64, bool_; goal 1.5x) and 200 keys (goal 1.5x); and, as a breakdown without a goal,
+  logs them (ranges and counts included; goal 2.5x), the same 20 keys as numpy scalars (float32,
+  float64, int64, bool_; goal 3x) and 200 keys (goal 3x); and, as a breakdown without a goal,
   the 20 floats with ``check=False`` (the checked row less this one is what checking costs).
-- ``write_rollout_summaries`` of 4096 trajectories x 4 steps, checked (goal 1.5x) and
-  ``check=False`` (goal 1.15x), against orjson encoding each line, one write to a temp file,
+- ``write_rollout_summaries`` of 4096 trajectories x 4 steps, checked (goal 3x) and
+  ``check=False`` (goal 1.5x), against orjson encoding each line, one write to a temp file,
   fsync, rename and directory fsync.
 - one logtree of 64 conversations written (JSON and HTML twin), against the same document as
   compact orjson and its HTML page (rendered by rlio in both), each written to a temp file with
@@ -125,8 +125,6 @@ def metrics_variants(base: str, records: list[dict[str, Any]],
     def rlio() -> float:
         d = tempfile.mkdtemp(dir=base)
         with RunWriter(d, check=check) as w:
-            w.log_metrics(records[0], step=0)  # a key layout is compiled on its second sight
-            w.log_metrics(records[1], step=1)
             log = w.log_metrics
             t0 = time.perf_counter()
             for i in range(n):
@@ -234,9 +232,9 @@ def rows(quick: bool, base: str | None = None) -> list[Row]:
         out = []
         rng = random.Random(0)
         floor_m = "orjson.dumps + os.write"
-        for path, make, goal in (("log_metrics checked, 20 floats", metrics_record, 1.3),
-                                 ("log_metrics checked, 20 numpy scalars", numpy_record, 1.5),
-                                 ("log_metrics checked, 200 keys", wide_record, 1.5)):
+        for path, make, goal in (("log_metrics checked, 20 floats", metrics_record, 2.5),
+                                 ("log_metrics checked, 20 numpy scalars", numpy_record, 3.0),
+                                 ("log_metrics checked, 200 keys", wide_record, 3.0)):
             count = n if "200" not in path else n // 5
             records = [make(i, rng) for i in range(count)]
             times = interleaved(metrics_variants(folder, records), rounds)
@@ -248,7 +246,7 @@ def rows(quick: bool, base: str | None = None) -> list[Row]:
                         None, floor_m))
         recs = rollout_records(4096, 4, random.Random(1))
         floor_r = "orjson + write + fsync + rename + dir fsync"
-        for check, goal in ((True, 1.5), (False, 1.15)):
+        for check, goal in ((True, 3.0), (False, 1.5)):
             times = interleaved(rollout_variants(folder, recs, check=check), rounds)
             out.append(_row(f"write_rollout_summaries 4096x4, check={check}", times, "ms",
                             1e3, goal, floor_r))

@@ -1,20 +1,17 @@
-"""The cross-record rules of docs/format.md §3 and §9, one owner for the writer and the validator.
+"""Cross-record rules of docs/format.md §3, §5 and §9: one owner for the writer and validator.
 
-The writer's general path (``rlio.writer.rollouts``), its compiled one-pass scan
-(``rlio._schema.rollout_scan``) and the validator's checks (``rlio.validate.checks``) all decide
-with these functions and constants, so the writer refuses exactly what the validator reports as
-an error. Each rule reads plain values (numbers, sequences) and never raises for odd data: a
-value it cannot compare (None, non-finite, beyond floats) is "nothing to compare".
+The writer (``rlio.writer.summaries``, ``rlio.writer.support``) and the validator's checks
+(``rlio.validate.checks``) decide with these functions and constants, so the writer refuses
+exactly what the validator reports as an error. Each rule reads plain values (numbers,
+sequences) and never raises for odd data: a value it cannot compare (None, non-finite, beyond
+floats) is "nothing to compare".
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Final
+from typing import Any, Final
 
 #: ``total_reward`` may differ from the step rewards plus ``final_reward`` by
 #: ``REWARD_TOLERANCE * (1 + sum of their magnitudes)``: an absolute floor for small sums and a
@@ -56,6 +53,14 @@ def reward_mismatch(total: Any, final: Any, rewards: Sequence[Any]) -> float | N
         return None
     if abs(total - expected) > REWARD_TOLERANCE * (1.0 + scale):
         return expected
+    return None
+
+
+def trajectory_id(group_idx: Any, traj_idx: Any) -> tuple[int, int] | None:
+    """The ``(group_idx, traj_idx)`` pair that must not repeat in one file (RL403), or None when
+    either is not an int (nothing to compare: the schema judges such a value)."""
+    if type(group_idx) is int and type(traj_idx) is int:
+        return group_idx, traj_idx
     return None
 
 

@@ -28,7 +28,6 @@ from typing import Any
 
 import pytest
 
-import rlio.writer.run_writer as run_writer_module
 from rlio import RecordError, RunWriter, layout
 from rlio.cli import main
 from rlio.validate import validate_run
@@ -109,7 +108,7 @@ def trajectory(iteration: int, group: int = 0, traj: int = 0, *, split: str = "t
 
 
 def ordered_step(i: int, reward: Any = 0.25, **over: Any) -> dict[str, Any]:
-    """A rollout step with every key in documented order (what the writer's scan takes)."""
+    """A rollout step with every key in documented order."""
     out = {"step_idx": i, "ob_len": 10 + i, "ac_len": 3, "reward": reward,
            "episode_done": False, "metrics": {"m": 1.5, "n": 2}, "logs": {"t": "x"}}
     out.update(over)
@@ -129,22 +128,50 @@ def ordered_record(g: int, t: int, n: int = 3, **over: Any) -> dict[str, Any]:
     return out
 
 
-def rollout_write_outcome(root: str, recs: list[Any], *, scan: bool,
-                  monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, Any]:
-    """Write ``recs`` as iteration 4's rollout summaries of a new run at ``root``, through the
-    writer's one-pass scan or (``scan=False``) its general path alone: (the file's bytes, and
-    (index, pointer, message) of the RecordError or None)."""
-    with monkeypatch.context() as m:
-        if not scan:
-            m.setattr(run_writer_module, "rollout_scan", lambda: None)
-        error = None
-        with RunWriter(root) as run:
-            try:
-                run.write_rollout_summaries(4, copy.deepcopy(recs))
-            except RecordError as exc:
-                error = (exc.index, exc.pointer, str(exc))
+def rollout_write_outcome(root: str, recs: list[Any], *, check: bool = True) -> tuple[bytes, Any]:
+    """Write ``recs`` as iteration 4's rollout summaries of a new run at ``root``: (the file's
+    bytes, or ``b"<absent>"``, and (index, pointer, message) of the RecordError or None)."""
+    error = None
+    with RunWriter(root, check=check) as run:
+        try:
+            run.write_rollout_summaries(4, copy.deepcopy(recs))
+        except RecordError as exc:
+            error = (exc.index, exc.pointer, str(exc))
     path = pathlib.Path(root, "train_iteration_000004_rollout_summaries.jsonl")
     return (path.read_bytes() if path.exists() else b"<absent>"), error
+
+
+def writer_agrees_with_validator(write: Any, files: tuple[str, ...], *,
+                                 nonfinite: str = "null") -> bool | None:
+    """Call ``write(run)`` on a checked writer and on one with ``check=False``, each in a fresh
+    run, and assert the checked one refused (``RecordError``) exactly when the validator reports
+    an error in the unchecked one's run; when accepted, both wrote the same bytes of ``files``.
+    Returns whether it was accepted (None: not writable even unchecked, and refused)."""
+    import tempfile
+
+    from rlio.findings import Severity
+
+    with tempfile.TemporaryDirectory() as d:
+        checked, unchecked = Path(d, "checked"), Path(d, "unchecked")
+        outcome = []
+        for root, check in ((checked, True), (unchecked, False)):
+            with RunWriter(root, check=check, nonfinite=nonfinite) as run:  # type: ignore[arg-type]
+                run.write_config({})
+                try:
+                    write(run)
+                    outcome.append(True)
+                except RecordError:
+                    outcome.append(False)
+        accepted, written = outcome
+        if not written:  # not writable at all (an object, an integer beyond 64 bits)
+            assert not accepted
+            return None
+        found = [f for f in validate_run(unchecked).findings if f.severity == Severity.ERROR]
+        assert accepted == (found == []), found
+        if accepted:
+            for rel in files:
+                assert (checked / rel).read_bytes() == (unchecked / rel).read_bytes(), rel
+        return accepted
 
 
 def set_at(obj: Any, path: list[Any], value: Any) -> None:

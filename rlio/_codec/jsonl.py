@@ -11,6 +11,7 @@ a slow path, the ``NaN``/``Infinity`` tokens the cookbook writes, and classifies
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import json
@@ -39,10 +40,12 @@ INT_MAX: Final = 2**64 - 1
 def normalize_value(obj: Any) -> Any:
     """Turn one non-JSON value into its JSON-able equivalent, or raise TypeError.
 
-    numpy scalars -> ``.item()``, numpy arrays -> ``.tolist()``, enums -> their value, paths ->
-    strings, dataclasses and pydantic models -> dicts, datetimes -> ISO strings, sets -> sorted
-    lists (when orderable).
+    numpy scalars -> the value orjson writes for them, numpy arrays -> ``.tolist()``, enums ->
+    their value, paths -> strings, dataclasses and pydantic models -> dicts, datetimes -> ISO
+    strings, sets -> sorted lists (when orderable).
     """
+    if type(obj).__module__ == "numpy":
+        return _numpy_value(obj)
     if isinstance(obj, enum.Enum):
         return obj.value
     if isinstance(obj, os.PathLike):
@@ -55,15 +58,6 @@ def normalize_value(obj: Any) -> Any:
     isoformat = getattr(obj, "isoformat", None)
     if callable(isoformat):
         return isoformat()
-    tolist = getattr(obj, "tolist", None)  # numpy arrays and scalars
-    if callable(tolist) and type(obj).__module__ == "numpy":
-        dtype = getattr(obj, "dtype", None)
-        if getattr(obj, "ndim", 1) == 0 and getattr(dtype, "kind", "") == "f" \
-                and getattr(dtype, "itemsize", 8) < 8:
-            # a float32/float16 as its own shortest repr (0.1, not 0.10000000149011612): what
-            # orjson writes for it natively, so every path writes the same line
-            return float(str(obj))
-        return tolist()
     item = getattr(obj, "item", None)  # torch / jax scalars
     if callable(item) and getattr(obj, "ndim", 0) == 0 and not isinstance(obj, Mapping):
         return item()
@@ -73,6 +67,29 @@ def normalize_value(obj: Any) -> Any:
         except TypeError:
             raise TypeError("an unordered set of mixed types has no faithful JSON form") from None
     raise TypeError(f"{type(obj).__qualname__} is not JSON-serializable")
+
+
+def _numpy_value(obj: Any) -> Any:
+    """A numpy array's ``tolist()``; a numpy scalar as the value orjson writes for it natively
+    (its ``.item()`` for integers, booleans and float64; a float32 as its shortest repr, a
+    datetime64 in orjson's ISO form), so every path writes the same line. A non-finite float
+    (written as null) stays a float, for the token policy."""
+    dtype = getattr(obj, "dtype", None)
+    if getattr(obj, "ndim", 1) != 0 or dtype is None:
+        tolist = getattr(obj, "tolist", None)
+        if not callable(tolist):
+            raise TypeError(f"{type(obj).__qualname__} is not JSON-serializable")
+        return tolist()
+    if dtype.kind in "biu" or (dtype.kind == "f" and dtype.itemsize == 8):
+        return obj.item()
+    with contextlib.suppress(orjson.JSONEncodeError):
+        value = orjson.loads(orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY))
+        if value is not None:
+            return value
+    value = obj.item()
+    if type(value).__module__ == "numpy":  # a longdouble, say: no Python equivalent
+        raise TypeError(f"{type(obj).__qualname__} is not JSON-serializable")
+    return value
 
 
 def _pointer(path: list[str | int]) -> str:

@@ -1,10 +1,11 @@
 """Deep normalization of user values into plain JSON values, with errors that name a pointer.
 
-The writer's hot paths hand records straight to orjson; this module is the slow path taken only
-when a record fails its schema check (a numpy scalar, a tuple, a NaN under a bound) or when a whole
-document is written (``config.json``). It turns dataclasses, pydantic models, enums, paths, numpy
-and torch scalars, mappings and sequences into dicts, lists and scalars, and refuses anything it
-cannot write faithfully with a ``RecordError`` naming the JSON pointer of the offending value.
+The writer hands records straight to orjson; this module is the path taken when the checker
+refuses a record as given (a numpy integer, a tuple, a mapping that is not a dict), when orjson
+refuses a value, and when a whole document is written (``config.json``). It turns dataclasses,
+pydantic models, enums, paths, numpy and torch scalars, mappings and sequences into dicts, lists
+and scalars, and refuses anything it cannot write faithfully with a ``RecordError`` naming the
+JSON pointer of the offending value.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import orjson
 from rlio._codec.jsonl import INT_MAX, INT_MIN, NonFinite, normalize_value
 from rlio.errors import RecordError
 from rlio.findings import pointer_of
-from rlio.schema import explain, is_valid
 
 OnUnserializable = Literal["error", "repr"]
 
@@ -49,6 +49,7 @@ class _Normalizer:
         return _fail(self.what, path, reason, self.index)
 
     def convert(self, obj: Any, path: _Path) -> Any:
+        """``obj`` as plain JSON values (``path``: where it sits, for errors)."""
         t = type(obj)
         if obj is None or t is str or t is bool or t is float:
             return obj
@@ -56,6 +57,8 @@ class _Normalizer:
             if not INT_MIN <= obj <= INT_MAX:
                 return self._error_or_repr(obj, path, f"integer {obj} does not fit in 64 bits")
             return obj
+        if t.__module__ == "numpy" and getattr(obj, "ndim", 1) == 0:  # before the ABC tests
+            return self._other(obj, path)
         if isinstance(obj, enum.Enum):
             return self.convert(obj.value, path)
         if isinstance(obj, str):
@@ -70,6 +73,13 @@ class _Normalizer:
             dataclasses.is_dataclass(obj) and not isinstance(obj, type)
         ):
             return self._container(obj, path)
+        return self._other(obj, path)
+
+    def _other(self, obj: Any, path: _Path) -> Any:
+        """A value that is neither a JSON scalar nor a container: sets, dates, paths, numpy and
+        torch scalars, models; refused (or its ``repr``) when it has no faithful JSON form."""
+        if type(obj).__module__ == "numpy":
+            return self._converted(obj, path)
         if isinstance(obj, (set, frozenset)):
             try:
                 return self._container(sorted(obj), path)
@@ -88,6 +98,10 @@ class _Normalizer:
         if callable(obj) and not hasattr(obj, "model_dump"):
             name = getattr(obj, "__qualname__", type(obj).__qualname__)
             return self._error_or_repr(obj, path, f"callable {name} has no JSON form")
+        return self._converted(obj, path)
+
+    def _converted(self, obj: Any, path: _Path) -> Any:
+        """``normalize_value(obj)``, converted in turn (refused when it cannot convert)."""
         try:
             replacement = normalize_value(obj)
         except Exception as exc:  # a user type failing to convert is this value's problem
@@ -207,25 +221,6 @@ def nonfinite_to_none(obj: Any) -> Any:
                 node[key] = copy
                 stack.append(copy)
     return root
-
-
-def checked_slow(schema: str, record: Any, what: str, index: int) -> Any:
-    """A record that failed its fast schema check, normalized, re-checked and returned.
-
-    Normalization (numpy scalars, tuples, enums...) can make it valid; the check judges its
-    strict-JSON form (non-finite numbers as null, as written).
-
-    Raises:
-        RecordError: it is invalid: names ``what``, the index and the JSON pointer (explained by
-            python-jsonschema, imported only now).
-    """
-    plain = to_json_value(record, what=what, index=index)
-    judged = nonfinite_to_none(plain) if has_nonfinite(plain) else plain
-    if is_valid(schema, judged):
-        return plain
-    pointer, reason = explain(schema, judged) or ("", f"does not match schema {schema}")
-    raise RecordError(f"{what} {index} at {pointer or '/'}: {reason}", index=index,
-                      pointer=pointer)
 
 
 def config_bytes(obj: Any, *, on_unserializable: OnUnserializable = "error",

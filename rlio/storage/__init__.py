@@ -13,6 +13,8 @@ one short process) imports neither the memory backend nor ``threading``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rlio._lazy import lazy_attributes
 from rlio.storage.base import (
     HIDDEN_PREFIXES,
@@ -24,7 +26,6 @@ from rlio.storage.base import (
     is_log,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rlio.storage.local import LocalStorage
     from rlio.storage.memory import MemoryStorage

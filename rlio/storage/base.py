@@ -1,10 +1,10 @@
 """The storage interface every backend implements: ``Storage``, ``Appender`` and ``Entry``.
 
-The interface owns rlio's write semantics (DESIGN principle 5): atomic whole-file replace (at
-once or streamed in pieces, ``replacing``), appends handed to the OS (or batched and composed on
-object stores), durable appends under an inter-process lock, tail reads, and moving a file's
-tail aside into a sidecar. Callers use these capabilities as declared here on every backend; a
-backend overrides one where it can do better (local streams ``replacing`` to its temp file).
+The interface owns rlio's write semantics (DESIGN principle 5): atomic whole-file replace,
+appends handed to the OS (or batched and composed on object stores), durable appends under an
+inter-process lock, reads of a whole file or a range, listing and stat, the run's lease, and
+moving a file's tail aside into a sidecar. A backend provides those; the few defaults here
+(``replace_all``, ``read_bytes``, ``size``, ``open``) are written in terms of them.
 
 What object stores refuse (``UnsafeStorageError``): opening a file in an append or update mode
 (gcsfs turns append into an overwrite), and rewriting an existing append-only log with
@@ -17,19 +17,16 @@ import contextlib
 import errno
 import io
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from types import TracebackType
+from typing import BinaryIO, Literal, TypeAlias
 
 from rlio._record import FrozenRecord
 from rlio.errors import UnsafeStorageError
 from rlio.layout import APPEND_ONLY, parse_path
 from rlio.storage.lease import LEASE_SECONDS, InProcessLease, Lease
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import BinaryIO, Literal, TypeAlias
-
-EntryKind: TypeAlias = 'Literal["file", "dir", "symlink", "other"]'
+EntryKind: TypeAlias = Literal["file", "dir", "symlink", "other"]
 
 #: Infix of temporary files written next to their target before an atomic rename.
 TEMP_INFIX = ".rlio-tmp-"
@@ -83,28 +80,6 @@ class Appender(ABC):
     @abstractmethod
     def append(self, data: bytes) -> None:
         """Append complete lines (``data`` ends with ``\\n``)."""
-
-    def line_appender(self) -> Callable[[bytes], None]:
-        """The fastest callable that appends one complete line, with ``append``'s semantics.
-
-        For a hot path that appends many lines (``RunWriter.log_metrics``): look it up once,
-        call it per line. A backend may return something that skips the checks ``append``
-        makes, so call it only while this appender is open, never at the same time as
-        ``close``. By default it is ``append`` itself, which on a local disk already is one
-        ``os.write`` on the O_APPEND descriptor (a short write is completed).
-        """
-        return self.append
-
-    def hot_descriptor(self) -> int | None:
-        """The O_APPEND descriptor a hot path may ``write`` one complete line to at a time (the
-        C ``log_metrics``), or None: no plain descriptor, or a failed append left a fragment.
-        The same rules as ``line_appender``; a short write goes to ``finish_line``."""
-        return None
-
-    def finish_line(self, data: bytes, written: int) -> None:
-        """Complete a line of which a hot path's write took only the first ``written`` bytes
-        (or take them back and raise ``AppendError``, as ``append`` would)."""
-        raise NotImplementedError(f"{type(self).__name__} has no hot descriptor")
 
     @abstractmethod
     def append_durable(self, data: bytes) -> None:
@@ -191,20 +166,6 @@ class Storage(ABC):
         """An atomic replace without a sync; this default is ``replace`` (object stores: one
         upload is both)."""
         self.replace(rel, data)
-
-    @contextlib.contextmanager
-    def replacing(self, rel: str) -> Iterator[Callable[[bytes | bytearray], None]]:
-        """Replace ``rel`` atomically with the pieces handed to the yielded ``write``.
-
-        For data produced while it is written (rollout summaries): readers see the old file
-        until the block exits, then the new one. When the block raises, ``rel`` is unchanged.
-        This default keeps a copy of each piece and makes one ``replace`` of them all when the
-        block exits: right for object stores, where one upload is what makes the replace atomic,
-        and for memory://. ``LocalStorage`` streams each piece to its temp file at once.
-        """
-        parts: list[bytes] = []
-        yield lambda piece: parts.append(bytes(piece))  # a copy: callers may reuse the buffer
-        self.replace(rel, b"".join(parts))
 
     @abstractmethod
     def appender(self, rel: str) -> Appender:

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 #: Prefix of intent record names (hidden from ``walk`` through ``HIDDEN_PREFIXES``).
 INTENT_PREFIX = ".rlio-intent-"

@@ -20,13 +20,10 @@ import contextlib
 import os
 import time
 from abc import ABC, abstractmethod
+from typing import Any
 
 from rlio.errors import RunInUseError
 from rlio.storage import locking
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 #: Run-relative name of the lease (a file on disk, an object on gs://); hidden from ``walk``.
 LEASE_NAME = ".rlio-lease"

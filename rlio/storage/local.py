@@ -13,16 +13,13 @@ import operator
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from rlio.errors import AppendError
 from rlio.storage import intent, locking
 from rlio.storage.base import HIDDEN_PREFIXES, TEMP_INFIX, Appender, Entry, Storage
 from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease, LocalLease
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import BinaryIO
 
 #: Where the ``filelock`` fallback keeps its lock files when ``fcntl`` is missing.
 LOCKS_DIR = ".rlio-locks"
@@ -35,12 +32,6 @@ def _fsync_dir(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-#: Linux starts writing a file's dirty pages back when told they are not needed soon (pages
-#: still dirty or under write-back stay cached); elsewhere the final fsync does it all.
-_fadvise = getattr(os, "posix_fadvise", None)
-_DONTNEED: int = getattr(os, "POSIX_FADV_DONTNEED", 4)
 
 
 def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
@@ -96,7 +87,7 @@ class _LocalAppender(Appender):
         self._real: int | None = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT
                                          | os.O_CLOEXEC, 0o644)
         # None while closed, or while a failed append's fragment could not be cut off: the
-        # hot path then takes the slow one, which starts the next line on a fresh line.
+        # next append then starts on a fresh line (``_append_slow``).
         self._fd: int | None = self._real
 
     def _require_fd(self) -> int:
@@ -104,10 +95,8 @@ class _LocalAppender(Appender):
             raise ValueError(f"append to closed file {self._path}")
         return self._real
 
-    # Also the ``line_appender`` (not overridden): a closure over the descriptor is no faster,
-    # and this refuses a closed handle instead of writing to a descriptor number reused since.
     def append(self, data: bytes) -> None:
-        fd = self._fd  # the metrics hot path: one os.write, a loop only after a short write
+        fd = self._fd  # one os.write; a loop only after a short write
         if fd is None:
             self._append_slow(data)
             return
@@ -115,18 +104,11 @@ class _LocalAppender(Appender):
             n = os.write(fd, data)
         except OSError as exc:
             raise self._error(exc) from None  # nothing was written
-        if n != len(data):
-            self.finish_line(data, n)
-
-    def hot_descriptor(self) -> int | None:
-        return self._fd
-
-    def finish_line(self, data: bytes, written: int) -> None:
-        fd = self._require_fd()
-        try:
-            _write_counted(fd, data, written)
-        except _Failed as failed:
-            raise self._cut_back(fd, failed) from None
+        if n != len(data):  # a short write (a signal, a full disk): write the rest
+            try:
+                _write_counted(fd, data, n)
+            except _Failed as failed:
+                raise self._cut_back(fd, failed) from None
 
     def _append_slow(self, data: bytes) -> None:
         """Append after a fragment that could not be cut off: on a new line (or refuse)."""
@@ -307,8 +289,8 @@ class LocalStorage(Storage):
             os.close(fd)
 
     def replace(self, rel: str, data: bytes) -> None:
-        with self.replacing(rel) as write:
-            write(data)
+        """Temp file in the same directory, fsync, rename, directory fsync."""
+        self.replace_all([(rel, data)])
 
     def _replace_unsynced(self, rel: str, data: bytes) -> None:
         """Temp file in the same directory, then rename: never a torn file, but no fsync."""
@@ -325,44 +307,6 @@ class LocalStorage(Storage):
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-
-    @contextlib.contextmanager
-    def replacing(self, rel: str) -> Iterator[Callable[[bytes | bytearray], None]]:
-        """Replace ``rel`` atomically with bytes written in pieces, streamed: yields ``write``.
-
-        Unlike the base class's, which keeps the pieces until the end, this is ``replace``
-        (temp file in the same directory, fsync, rename, directory fsync) for data produced
-        while it is written: each piece goes to the temp file at once and its write-back to disk
-        is started (``posix_fadvise``), so the fsync when the block exits has little left to
-        wait for. When the block raises, the temp file is removed and ``rel`` is unchanged.
-        """
-        full = self._abs(rel)
-        parent = os.path.dirname(full)
-        os.makedirs(parent or ".", exist_ok=True)
-        tmp = os.path.join(parent, f".{os.path.basename(full)}{TEMP_INFIX}{os.urandom(4).hex()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        offset = 0
-
-        def write(data: bytes | bytearray) -> None:
-            nonlocal offset
-            _write_all(fd, data)
-            if _fadvise is not None and data:
-                with contextlib.suppress(OSError):  # only a hint: the fsync below is the rule
-                    _fadvise(fd, offset, len(data), _DONTNEED)  # starts write-back now
-            offset += len(data)
-
-        try:
-            try:
-                yield write
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, full)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        _fsync_dir(parent)
 
     def _lock_path(self, rel: str) -> str:
         """The ``filelock`` fallback's lock file of ``rel`` (unused where ``flock`` exists)."""

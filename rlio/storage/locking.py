@@ -13,10 +13,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from types import ModuleType
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 fcntl: ModuleType | None
 try:

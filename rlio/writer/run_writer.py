@@ -3,14 +3,20 @@
 Verbs are named by their durability (DESIGN): ``log_*`` appends one line with one ``write`` on a
 persistent handle, handed to the OS before it returns; ``record_*`` appends durably (fsync) under
 an inter-process lock; ``write_*`` and logtree outputs replace a whole file atomically (temp file in
-the same directory, fsync, rename). Every record is checked against its schema on a fast path
-before the file changes, so a bad record raises ``RecordError`` and leaves the file unchanged.
-All I/O goes through ``rlio.storage``; nothing here imports jsonschema or fsspec for a local run.
+the same directory, fsync, rename). All I/O goes through ``rlio.storage``.
 
-Hot paths: ``log_metrics`` (``rlio.writer.metrics_verbs``, in C where the optional extension is
-built); ``write_rollout_summaries`` runs the compiled one-pass scan of
-``rlio._schema.rollout_scan`` and streams the lines through ``Storage.replacing`` (on a local
-disk, straight to the temp file).
+Every record takes one path: built in documented key order, judged by its schema's one checker
+(``rlio.schema.fast_check``: the error-level rules, what the validator reports as an error) and
+the cross-record rules of ``rlio.rules``, encoded by orjson, then handed to storage under the
+file's lock. A refused record raises ``RecordError`` (explained by ``rlio.schema.explain``) and
+leaves the file unchanged.
+
+The checker judges a record as given. A record it refuses as given (a numpy integer, a tuple, a
+mapping that is not a dict) is judged again as written: its encoded line decoded, as the validator
+will read it (numpy scalars as their values, NaN as null). A record accepted as given is accepted
+as written: numpy scalars keep their value, and the shipped schemas accept null wherever they
+accept a number and bound integers only (``tests/unit/writer/test_writer_rules_agree.py`` pins
+it), so a NaN they accept is also accepted as its null.
 """
 
 from __future__ import annotations
@@ -26,43 +32,37 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from rlio import layout as L
-from rlio._codec.jsonl import _LINE_OPTS, NonFinite, encode_line, normalize_value
-from rlio._codec.normalize import checked_slow
-from rlio._schema.rollout_scan import rollout_scan
-from rlio.errors import LabelCollisionError
+from rlio._codec.jsonl import _LINE_OPTS, NonFinite, decode, encode_line, normalize_value
+from rlio._codec.normalize import OnUnserializable, config_bytes, nonfinite_to_none, to_json_value
+from rlio.errors import LabelCollisionError, RecordError
 from rlio.resume import ResumeState, prepare_resume
-from rlio.schema import fast_check
+from rlio.schema import explain, fast_check
 from rlio.storage.base import Appender, Storage
 from rlio.storage.opener import open_storage
 from rlio.storage.tail import repair_torn_tail
-from rlio.writer import lease as run_lease
+from rlio.writer import ownership
 from rlio.writer.logtree_files import logtree_block
-from rlio.writer.metrics_verbs import MetricsVerbs
-from rlio.writer.rollouts import (
-    cross_check,
-    in_order,
-    ordered_rollout,
-    stream_rollouts,
-    stream_straight,
-)
+from rlio.writer.summaries import cross_check, ordered_rollout
 from rlio.writer.support import (
     checkpoint_record,
+    git_diff,
+    metrics_record,
     refuse_fresh_start,
     refuse_symlinks,
     refuse_unresumable,
 )
-from rlio.writer.timing import SpanTimer, TimingVerbs
-from rlio.writer.whole_files import WholeFileVerbs
+from rlio.writer.timing import SpanTimer, span_metrics, timing_line
 
 if TYPE_CHECKING:
     from rlio.logtree.builder import LogTree
 
+#: The schemas of the records the writer checks (docs/format.md §3, §5, §6, §8).
+_SCHEMAS = ("metrics-line", "checkpoint-line", "timing-spans-line", "rollout-summary-line")
+#: The append-only files: each has a lock (one line at a time) and a count of lines appended.
+_APPENDED = (L.METRICS, L.CHECKPOINTS, L.TIMING_SPANS)
 
-# --------------------------------------------------------------------------------------------
-# The writer
 
-
-class RunWriter(MetricsVerbs, TimingVerbs, WholeFileVerbs):
+class RunWriter:
     """Writes one run directory (a local path or a URI) in the format of docs/format.md.
 
     Args:
@@ -75,12 +75,11 @@ class RunWriter(MetricsVerbs, TimingVerbs, WholeFileVerbs):
             ``metrics.jsonl`` and ``checkpoints.jsonl`` are moved to ``<file>.torn`` whenever an
             existing run is opened.) Without it, a run that already holds records (a metrics
             line, a checkpoint, a per-iteration file) raises ``RunExistsError``, unchanged.
-        attach: join a run as a helper writer (no fresh-start check).
         nonfinite: ``"null"`` (default) writes NaN and infinities as ``null``; ``"token"`` writes
             ``NaN``/``Infinity`` like Python's ``json`` (parity with older readers).
         check: check each record against its schema (and rollout summaries: docs/format.md §9)
             before writing. Turn off only when the records are known good.
-        attach: join a live run as a helper, without its lease (see ``rlio.writer.lease``).
+        attach: join a live run as a helper, without its lease (see ``rlio.writer.ownership``).
         lease_seconds: lease expiry on object stores (renewed every third of it).
 
     Raises:
@@ -99,7 +98,7 @@ class RunWriter(MetricsVerbs, TimingVerbs, WholeFileVerbs):
         nonfinite: NonFinite = "null",
         check: bool = True,
         attach: bool = False,
-        lease_seconds: float = run_lease.LEASE_SECONDS,
+        lease_seconds: float = ownership.LEASE_SECONDS,
     ) -> None:
         if layout not in (None, "flat", "nested"):
             raise ValueError(f"layout must be 'flat', 'nested' or None, got {layout!r}")
@@ -107,20 +106,29 @@ class RunWriter(MetricsVerbs, TimingVerbs, WholeFileVerbs):
             raise ValueError(f"nonfinite must be 'null' or 'token', got {nonfinite!r}")
         self.log_path: str = os.fspath(log_path)
         self._attach = attach
-        self._storage = open_storage(self.log_path, create=not attach)
-        self._lease = run_lease.join_run(self._storage, attach=attach, resume=resume,
-                                         lease_seconds=lease_seconds)
-        try:
-            self._open(layout, resume=resume, nonfinite=nonfinite, check=check)
-        except BaseException:
-            run_lease.release(self._lease)
-            raise
-
-    def _open(self, layout: L.Layout | None, *, resume: bool, nonfinite: NonFinite,
-              check: bool) -> None:
-        """The rest of the constructor, once the run's lease is held (or attached)."""
         self._nonfinite: NonFinite = nonfinite
         self._check = check
+        self._checks: dict[str, Callable[[Any], bool]] = {
+            schema: fast_check(schema) for schema in _SCHEMAS}
+        self._lock = threading.Lock()  # guards the appenders, labels and the closed flag
+        self._appenders: dict[str, Appender] = {}
+        self._file_locks = {rel: threading.Lock() for rel in _APPENDED}
+        self._counts = dict.fromkeys(_APPENDED, 0)  # lines appended: the next record's index
+        self._labels: dict[str, str] = {}  # label -> the evaluator name that claimed it
+        self._timer = SpanTimer()
+        self._closed = False
+        self.resume_state: ResumeState | None = None
+        self._storage = open_storage(self.log_path, create=not attach)
+        self._lease = ownership.join_run(self._storage, attach=attach, resume=resume,
+                                         lease_seconds=lease_seconds)
+        try:
+            self._open(layout, resume=resume)
+        except BaseException:
+            ownership.release(self._lease)
+            raise
+
+    def _open(self, layout: L.Layout | None, *, resume: bool) -> None:
+        """The rest of the constructor, once the run's lease is held (or attached)."""
         found = L.detect_layout((e.path for e in self._storage.walk()), first=True)
         if found is not None and layout is not None and found != layout:
             warnings.warn(
@@ -130,27 +138,12 @@ class RunWriter(MetricsVerbs, TimingVerbs, WholeFileVerbs):
         if not resume and not self._attach:
             refuse_fresh_start(self._storage, has_iteration_files=found is not None)
         self._layout: L.Layout = found or layout or "flat"
-        self._lock = threading.Lock()
-        self._appenders: dict[str, Appender] = {}
-        self._init_metrics()
-        self._file_locks: dict[str, threading.Lock] = {
-            L.METRICS: self._metrics_lock, L.CHECKPOINTS: threading.Lock(),
-            L.TIMING_SPANS: threading.Lock(),
-        }
-        self._predicates: dict[str, Callable[[Any], bool]] = {}
-        self._labels: dict[str, str] = {}  # label -> the evaluator name that claimed it
-        self._counts = {L.CHECKPOINTS: 0, L.TIMING_SPANS: 0}
-        self._timer = SpanTimer()
-        self._spans = self._timer.spans  # truthy while timer() spans wait for log_metrics
-        self._closed = False
-        self.resume_state: ResumeState | None = None
         if resume:
             self.resume_state = prepare_resume(self._storage, required_key="state_path")
         if not self._attach:  # the lease holder only: attached writers never repair
             for rel in (L.METRICS, L.CHECKPOINTS):  # a crashed run: keep torn tails aside
                 repair_torn_tail(self._storage, rel)  # (leaves symlinks alone)
-        self._repaired = {L.METRICS, L.CHECKPOINTS}
-        run_lease.open_metrics(self._storage, lambda: self._appender(L.METRICS, repair=False))
+        ownership.open_metrics(self._storage, lambda: self._appender(L.METRICS))
 
     # -- properties and lifecycle ------------------------------------------------------------
 
@@ -193,8 +186,6 @@ class RunWriter(MetricsVerbs, TimingVerbs, WholeFileVerbs):
                 return
             self._closed = True
             appenders, self._appenders = self._appenders, {}
-        with self._metrics_lock:
-            self._disarm_fast()  # the C log_metrics writes no more: the descriptor closes
         try:
             for rel, app in appenders.items():
                 with self._file_locks[rel]:
@@ -203,12 +194,13 @@ class RunWriter(MetricsVerbs, TimingVerbs, WholeFileVerbs):
                     finally:
                         app.close()
         finally:
-            run_lease.release(self._lease)
+            ownership.release(self._lease)
 
     def _require_open(self) -> None:
         if self._closed:
             raise ValueError(f"RunWriter for {self.log_path!r} is closed")
-        run_lease.require_lease(self._lease, self.log_path)
+        if self._lease is not None:
+            ownership.require_lease(self._lease, self.log_path)
 
     # -- names and paths ---------------------------------------------------------------------
 
@@ -241,65 +233,135 @@ class RunWriter(MetricsVerbs, TimingVerbs, WholeFileVerbs):
         refuse_symlinks(self._storage, rel)
         return rel
 
-    # -- validation --------------------------------------------------------------------------
+    # -- records: encoded, judged -----------------------------------------------------------
 
-    def _predicate(self, schema: str) -> Callable[[Any], bool]:
-        """The compiled fast check of ``schema`` (looked up once per writer)."""
-        check = self._predicates.get(schema)
-        if check is None:
-            check = self._predicates[schema] = fast_check(schema)
-        return check
+    def _encode(self, record: Any, what: str, index: int) -> bytes:
+        """One JSONL line: orjson at once under the strict policy; a record orjson refuses (or
+        the token policy) is made plain JSON values first (``to_json_value``).
 
-    def _checked(self, schema: str, record: Any, what: str, index: int) -> Any:
-        """The record to encode: ``record`` when valid, else a normalized valid copy.
+        Raises:
+            RecordError: a value has no faithful JSON form; names its pointer.
+        """
+        if self._nonfinite == "null":
+            try:
+                return orjson.dumps(record, normalize_value, _LINE_OPTS)
+            except (TypeError, ValueError, RecursionError):
+                pass
+        plain = to_json_value(record, what=what, index=index)
+        return encode_line(plain, nonfinite=self._nonfinite, index=index)
+
+    def _line(self, schema: str, record: Any, what: str, index: int) -> tuple[Any, bytes]:
+        """The line of ``record``, and the record as judged (see the module docstring): as
+        given when schema ``schema`` accepts it so, else as written (its line decoded, NaN as
+        null), which the schema must accept. Without ``check``: ``record`` and its line.
 
         Raises:
             RecordError: naming ``what``, the index and the JSON pointer of the problem.
         """
-        try:
-            if self._predicate(schema)(record):
-                return record
-        except Exception:  # a user type the fast check trips on: take the slow path
-            pass
-        return checked_slow(schema, record, what, index)
-
-    def _encode(self, record: Any, index: int) -> bytes:
-        return encode_line(record, nonfinite=self._nonfinite, index=index)
-
-    def _encode_line(self, record: Any, index: int) -> bytes:
-        """One JSONL line: orjson at once under the strict policy, else (or to name the pointer
-        of a value it refuses) ``encode_line``."""
-        if self._nonfinite == "null":
+        check = self._checks[schema]
+        if self._check:
             try:
-                return orjson.dumps(record, default=normalize_value, option=_LINE_OPTS)
-            except (TypeError, ValueError, RecursionError):
+                if check(record):
+                    return record, self._encode(record, what, index)
+            except Exception:  # a user type the checker trips on: judged as written below
                 pass
-        return self._encode(record, index)
+        line = self._encode(record, what, index)
+        if not self._check:
+            return record, line
+        image, nonfinite = decode(line)
+        if nonfinite:  # NaN tokens: judged as the null they stand for
+            image = nonfinite_to_none(image)
+        if check(image):
+            return image, line
+        pointer, reason = explain(schema, image) or ("", f"does not match schema {schema}")
+        raise RecordError(f"{what} {index} at {pointer or '/'}: {reason}", index=index,
+                          pointer=pointer)
 
     # -- append-only files -------------------------------------------------------------------
 
-    def _appender(self, rel: str, *, repair: bool = True) -> Appender:
+    def _appender(self, rel: str) -> Appender:
         with self._lock:
             self._require_open()
             app = self._appenders.get(rel)
             if app is None:
                 refuse_symlinks(self._storage, rel)
-                if repair and not self._attach and rel not in self._repaired:
+                if rel == L.TIMING_SPANS and not self._attach:
                     repair_torn_tail(self._storage, rel)  # lease holder: a crash's torn tail
                 app = self._appenders[rel] = self._storage.appender(rel)
-                if rel == L.METRICS:
-                    self._arm_metrics(app)
             return app
 
     def _append(self, rel: str, line: bytes, *, durable: bool) -> None:
         app = self._appenders.get(rel) or self._appender(rel)
         with self._file_locks[rel]:
-            self._require_open()
+            if self._closed or (self._lease is not None and self._lease.lost):
+                self._require_open()  # raises why
             if durable:
                 app.append_durable(line)
             else:
                 app.append(line)
             self._counts[rel] += 1
+
+    def log_metrics(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
+        """Append one line to ``metrics.jsonl``: ``step`` first, then the metrics in order.
+
+        One ``write`` on a persistent handle, handed to the OS before this returns (not fsync'd;
+        see ``flush``). Values must be scalars (number, string, boolean, None); numpy scalars and
+        enums are converted; NaN and infinities follow the writer's ``nonfinite`` policy. Spans
+        measured by ``timer`` since the last call go with it (see ``timer``).
+
+        Raises:
+            RecordError: a value is an object or array, breaks the metrics schema, or ``step``
+                conflicts with a ``"step"`` key in ``metrics``; nothing is written.
+        """
+        if self._timer.spans:
+            self._log_with_spans(metrics, step)
+            return
+        index = self._counts[L.METRICS]
+        record = metrics_record(metrics, step, index)
+        _, line = self._line("metrics-line", record, "metrics record", index)
+        self._append(L.METRICS, line, durable=False)
+
+    def _log_with_spans(self, metrics: Mapping[str, Any], step: int | None) -> None:
+        """``log_metrics`` with the pending spans: ``time/<name>`` metrics, then their line."""
+        s = step if step is not None else (
+            metrics.get("step") if isinstance(metrics, Mapping) else None)
+        spans = self._timer.take()  # nothing pending while the metrics are logged
+        if not (isinstance(s, int) and not isinstance(s, bool) and isinstance(metrics, Mapping)):
+            try:  # no step to file the spans under: they wait for the next call
+                self.log_metrics(metrics, step)
+            finally:
+                self._timer.put_back(spans)
+            return
+        try:
+            self.log_metrics(span_metrics(metrics, spans), step)
+        except BaseException:
+            self._timer.put_back(spans)
+            raise
+        self.log_timing_spans(s, spans)
+
+    def log_timing_spans(self, step: int, spans: Iterable[Mapping[str, Any]]) -> None:
+        """Append a line to ``timing_spans.jsonl`` (docs/format.md §8): ``{"step", "spans": [..]}``.
+
+        Each span is a mapping with ``name``, ``duration`` (seconds), ``wall_start`` and
+        ``wall_end`` (Unix times), written in that order, then its other keys.
+
+        Raises:
+            RecordError: the line breaks the timing-spans schema; nothing is written.
+        """
+        index = self._counts[L.TIMING_SPANS]
+        _, line = self._line("timing-spans-line", timing_line(step, spans),
+                             "timing spans record", index)
+        self._append(L.TIMING_SPANS, line, durable=False)
+
+    def timer(self, name: str) -> contextlib.AbstractContextManager[None]:
+        """Measure a block as a span: ``with run.timer("sample"): ...``.
+
+        The spans measured since the last ``log_metrics`` are written with the next
+        ``log_metrics(..., step=s)``: one ``timing_spans.jsonl`` line for step ``s`` and
+        ``time/<name>`` metrics (seconds, summed per name; a key the call gives wins).
+        """
+        self._require_open()
+        return self._timer.measure(name)
 
     def record_checkpoint(
         self,
@@ -329,10 +391,46 @@ class RunWriter(MetricsVerbs, TimingVerbs, WholeFileVerbs):
         record = checkpoint_record(name, (("batch", batch), ("epoch", epoch), ("final", final),
                                           ("state_path", state_path),
                                           ("sampler_path", sampler_path)), extra)
+        judged, line = self._line("checkpoint-line", record, "checkpoint record", index)
         if self._check:
-            record = self._checked("checkpoint-line", record, "checkpoint record", index)
-            refuse_unresumable(record, index)
-        self._append(L.CHECKPOINTS, self._encode_line(record, index), durable=True)
+            refuse_unresumable(judged, index)
+        self._append(L.CHECKPOINTS, line, durable=True)
+
+    # -- whole files -------------------------------------------------------------------------
+
+    def write_config(self, obj: Any, *, on_unserializable: OnUnserializable = "error") -> None:
+        """Replace ``config.json`` atomically with ``obj`` serialized (indent 2).
+
+        Accepts dataclasses, pydantic models, enums, paths, mappings and sequences. Only the
+        lease holder writes it: an attached writer is refused.
+
+        Raises:
+            RecordError: a value has no faithful JSON form (a function, a class, bytes, a
+                non-string key, a reference cycle); names its key path. With
+                ``on_unserializable="repr"`` such values are written as their ``repr()``.
+        """
+        self._require_open()
+        ownership.refuse_attached(self._attach, f"write_config: {L.CONFIG}", self.log_path)
+        data = config_bytes(obj, on_unserializable=on_unserializable, nonfinite=self._nonfinite)
+        self._storage.replace(L.CONFIG, data)
+
+    def write_code_diff(self, text: str | bytes | None = None) -> None:
+        """Replace ``code.diff`` atomically (only the lease holder writes it).
+
+        Args:
+            text: the diff to write; by default ``git diff HEAD`` of the current working
+                directory plus the names of untracked files (see ``git_diff``); empty outside
+                a git repository.
+        """
+        self._require_open()
+        ownership.refuse_attached(self._attach, f"write_code_diff: {L.CODE_DIFF}", self.log_path)
+        if text is None:
+            data = git_diff()
+        elif isinstance(text, bytes):
+            data = text
+        else:
+            data = text.encode("utf-8", "surrogateescape")
+        self._storage.replace(L.CODE_DIFF, data)
 
     # -- per-iteration files ----------------------------------------------------------------
 
@@ -346,8 +444,7 @@ class RunWriter(MetricsVerbs, TimingVerbs, WholeFileVerbs):
         ``iteration`` are filled in when absent and must match the call when present; every
         other key is required. With ``check`` on, ``(group_idx, traj_idx)`` must be unique,
         ``step_idx`` must run 0..n-1 and ``total_reward`` must equal the step rewards plus
-        ``final_reward``. With ``check`` off, a batch whose records all have their keys in
-        order (and the call's split and iteration) is encoded straight, steps as given.
+        ``final_reward``.
 
         Raises:
             RecordError: naming the record index and the JSON pointer; the file is unchanged.
@@ -356,34 +453,17 @@ class RunWriter(MetricsVerbs, TimingVerbs, WholeFileVerbs):
         it = L.iteration_number(iteration)
         rel = self._target(it, "rollout_summaries", evaluator)
         split = L.split_name(L.parse_path(rel).label)
-        recs = records if type(records) is list else list(records)
-        with self._storage.replacing(rel) as write:
-            self._write_rollouts(recs, it, split, write)
-
-    def _write_rollouts(self, recs: list[Any], it: int, split: str,
-                        write: Callable[[bytes | bytearray], None]) -> None:
-        """Check, order and encode ``recs`` (see ``stream_rollouts``), streaming to ``write``."""
-        scan = rollout_scan() if self._check and self._nonfinite == "null" else None
-        if scan is not None and not scan.fixed(it, split):
-            scan = None  # every record would fail: the general path names the problem
-        check = self._predicate("rollout-summary-line") if self._check else None
-
-        def general(rec: Any, i: int, seen: set[tuple[Any, Any]]) -> bytes:
+        seen: set[tuple[Any, Any]] = set()
+        lines = []
+        for i, rec in enumerate(records):
             out = ordered_rollout(rec, it, split, i)
-            if check is not None:
-                try:
-                    valid = check(out)
-                except Exception:  # a user type the fast check trips on: the slow path
-                    valid = False
-                if not valid:
-                    out = checked_slow("rollout-summary-line", out, "rollout summary record", i)
+            if self._check:
+                out, line = self._line("rollout-summary-line", out, "rollout summary record", i)
                 cross_check(out, i, seen)
-            return self._encode_line(out, i)
-
-        if check is None and self._nonfinite == "null" and in_order(recs, it, split):
-            stream_straight(recs, write, general)  # unchecked and in order: orjson straight
-        else:
-            stream_rollouts(recs, it, split, write, scan=scan, general=general)
+            else:
+                line = self._encode(out, "rollout summary record", i)
+            lines.append(line)
+        self._storage.replace(rel, b"".join(lines))
 
     @contextlib.contextmanager
     def logtree(

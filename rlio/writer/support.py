@@ -1,24 +1,19 @@
-"""What the writer does to a run besides encoding records: ``git diff``, refusing symbolic
-links, refusing a fresh start over an existing run, checkpoint records that resume can restart
-from, and the metrics schema's verdict on a ``step`` alone.
+"""What the writer does besides judging and encoding records: ``git diff``, refusing symbolic
+links, refusing a fresh start over an existing run, and building the metrics and checkpoint
+records of a call (a checkpoint that resume can restart from).
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import subprocess
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Mapping
+from typing import Any
 
 from rlio import layout as L
 from rlio.errors import RecordError, RunExistsError, UnsafeStorageError
 from rlio.rules import resume_problem
-from rlio.schema import error_schema
 from rlio.storage.base import Storage
-
-if TYPE_CHECKING:
-    from rlio._schema.metrics_check import MetricsCheck
 
 _GIT_TIMEOUT = 30.0
 
@@ -60,27 +55,6 @@ def git_diff(cwd: str | os.PathLike[str] | None = None, *, timeout: float = _GIT
     return diff
 
 
-@functools.cache
-def metrics_step_check() -> Callable[[Any], bool] | None:
-    """The metrics schema's verdict on a ``step`` value alone, or None when it has none.
-
-    Derived from the schema document: when it judges a line key by key, a line is valid exactly
-    when its metrics are and this predicate holds for its step (``compile_key_check``).
-    """
-    from rlio._schema.blocks import compile_key_check
-
-    return compile_key_check(error_schema("metrics-line"), "step")
-
-
-@functools.cache
-def metrics_layouts() -> MetricsCheck | None:
-    """The compiled per-layout checks of metrics lines with the step apart (one per process, so
-    writers share compiled layouts), or None when the schema does not judge key by key."""
-    from rlio._schema.metrics_check import compile_metrics_check
-
-    return compile_metrics_check(error_schema("metrics-line"), "step")
-
-
 def refuse_symlinks(storage: Storage, rel: str) -> None:
     """No write may follow a symbolic link out of (or around) the run directory.
 
@@ -118,7 +92,33 @@ def refuse_fresh_start(storage: Storage, *, has_iteration_files: bool) -> None:
         )
 
 
-_PLAIN: Final = frozenset({str, int, bool})
+def metrics_record(metrics: Mapping[str, Any], step: Any, index: int) -> Mapping[str, Any]:
+    """The metrics line of ``log_metrics(metrics, step)``: ``step`` first, then the metrics.
+
+    Raises:
+        TypeError: ``metrics`` is not a mapping.
+        RecordError: ``step`` conflicts with a ``"step"`` key in ``metrics``.
+    """
+    if type(metrics) is not dict and not isinstance(metrics, Mapping):
+        raise TypeError(f"metrics must be a mapping of name to value, got {metrics!r}")
+    if step is None:
+        if "step" not in metrics or (type(metrics) is dict and next(iter(metrics)) == "step"):
+            return metrics
+        return {"step": metrics["step"], **metrics}
+    if "step" in metrics and not _same(metrics["step"], step):
+        raise RecordError(
+            f"metrics record {index} at /step: step={step!r} is given as an argument but the "
+            f"metrics hold step={metrics['step']!r}", index=index, pointer="/step",
+        )
+    return {"step": step, **metrics}
+
+
+def _same(one: Any, two: Any) -> bool:
+    """Whether two step values are equal (a value whose ``==`` raises, a numpy array: not)."""
+    try:
+        return one is two or bool(one == two)
+    except Exception:
+        return False
 
 
 def checkpoint_record(name: str, fields: tuple[tuple[str, Any], ...],
@@ -129,9 +129,8 @@ def checkpoint_record(name: str, fields: tuple[tuple[str, Any], ...],
     """
     record: dict[str, Any] = {"name": name}
     for key, value in fields:
-        if value is not None:  # (a str or an int: no ABC check, which costs more than the rest)
-            record[key] = value if type(value) in _PLAIN else (
-                os.fspath(value) if isinstance(value, os.PathLike) else value)
+        if value is not None:
+            record[key] = os.fspath(value) if isinstance(value, os.PathLike) else value
     record.update(extra)
     return record
 

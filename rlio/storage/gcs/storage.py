@@ -8,7 +8,6 @@ append (append mode truncates) and no conditional writes beyond create-only.
 What each operation costs and guarantees:
 
 - Whole files (``replace``): one multipart upload, so readers see the old object or the new one.
-  ``replacing`` (the base class's) collects the pieces and makes that one upload at the end.
   An existing append-only log is never rewritten this way (create-only, else refused).
 - Reads: ranged GETs with explicit offsets (``bytes=A-B``; never suffix ranges), so reading a
   file's tail costs its tail, not the file.
