@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from rlio import layout
 from rlio._schema.loader import load_schema
@@ -14,16 +14,10 @@ from rlio.storage.base import Storage
 from rlio.validate.checks.view import RunView
 from rlio.validate.scan import Sink, short
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from types import ModuleType
-    from typing import Any
-
 _OFFSET = re.compile(r"(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)$")
 _TIME = re.compile(r"[T ][0-9]{2}:[0-9]{2}")
 
 
-@functools.cache
 def known_data_types() -> frozenset[str]:
     """The logtree ``data`` types the schema specifies (``if type == X then ...`` clauses)."""
     data = load_schema("logtree").get("$defs", {}).get("data", {})
@@ -44,54 +38,17 @@ def logtree_checks(doc: Any, sink: Sink, rp: RunPath) -> None:
     _data_types(doc, sink)
 
 
-def logtree_fast(data: bytes, sink: Sink, rp: RunPath) -> bool:
-    """Judge a document with msgspec types (``rlio._schema.logtree_decoder``; a large one in
-    bounded memory, a small one in one decode): True when it is a valid logtree with known data
-    types only, its findings (RL204, RL410) added; False when it must be parsed on the exact
-    path (nothing added)."""
-    lt = _decoder()
-    head = lt.decode_small(data) if len(data) <= lt.CHUNK else lt.decode_head(data)
-    if head is None:
-        return False
-    _head_checks(head.started_at, head.path, sink, rp)
-    return True
-
-
-@functools.cache
-def _decoder() -> ModuleType:
-    """``rlio._schema.logtree_decoder``, imported on first use (msgspec and its types)."""
-    from rlio._schema import logtree_decoder
-
-    return logtree_decoder
-
-
-@functools.lru_cache(maxsize=1024)
 def _naive(started: str) -> bool:
-    """Whether ``started`` has a time of day but no UTC offset (runs repeat one value)."""
+    """Whether ``started`` has a time of day but no UTC offset."""
     return bool(_TIME.search(started)) and not _OFFSET.search(started)
-
-
-_LOGTREE_SUFFIX = layout.KINDS["logtree"].name
-_HTML_SUFFIX = layout.KINDS["html"].name
-
-
-def html_twin(rp: RunPath) -> str:
-    """``twin_path(rp, "html")``: for a name the layout parses as a logtree, the name with its
-    suffix swapped (what ``twin_path`` rebuilds from the parts, without rebuilding it)."""
-    path = rp.path
-    if rp.kind == "logtree" and path.endswith(_LOGTREE_SUFFIX):
-        return path[: -len(_LOGTREE_SUFFIX)] + _HTML_SUFFIX
-    return twin_path(rp, "html")
 
 
 def _head_checks(started: Any, path: Any, sink: Sink, rp: RunPath) -> None:
     """RL204 (naive started_at), RL410 (path does not name the HTML twin)."""
-    twin = html_twin(rp)
+    twin = twin_path(rp, "html")
     if isinstance(started, str) and _naive(started):
         sink.add("RL204", f"started_at {short(started)} has no UTC offset (naive local time)",
                  pointer="/started_at")
-    if path == twin and "\\" not in twin and "//" not in twin and twin[:1] != "/":
-        return  # the usual document: its path is its twin's, which splits into itself
     if isinstance(path, str):
         parts = [p for p in re.split(r"[\\/]", path) if p]
         want = twin.split("/")  # nested: the iteration folder and the file; flat: the file
