@@ -66,18 +66,17 @@ def scan_range(task: RangeTask, storage: Storage | None = None) -> RangeResult:
         if task.start:
             stream.seek(task.start)
         stats, order = scan_rollouts(stream, sink, iteration=task.iteration, label=task.label,
-                                     limit=task.end - task.start, at_eof=task.at_eof,
-                                     from_start=task.start == 0)
+                                     limit=task.end - task.start, at_eof=task.at_eof)
     return RangeResult(sink, stats, order)
 
 
 def scan_rollouts(
     stream: BinaryIO, sink: Sink, *, iteration: int | None, label: str | None,
-    limit: int | None = None, at_eof: bool = True, from_start: bool = True,
+    limit: int | None = None, at_eof: bool = True,
 ) -> tuple[ScanStats, PairOrder]:
     """Scan rollout-summary lines from ``stream`` with every per-record check: what the scan
     saw and how the ``(group_idx, traj_idx)`` pairs ran."""
-    hook = RolloutChecks(sink, iteration=iteration, label=label, key_order=from_start)
+    hook = RolloutChecks(sink, iteration=iteration, label=label)
     stats = scan_jsonl(stream, sink, schema=_ROLLOUT_SCHEMA, append_only=False, on_record=hook,
                        limit=limit, at_eof=at_eof)
     return stats, hook.finish()

@@ -61,12 +61,12 @@ class RolloutChecks:
         sink: the file's findings.
         iteration: the iteration in the file name (None: not judged).
         label: the evaluator label in the file name (None: training rollouts).
-        key_order: judge the key order of the file's first ``KEY_ORDER_RECORDS`` valid records
-            (False for a byte range that does not start the file).
+
+    The key order is judged on the first ``KEY_ORDER_RECORDS`` valid records (of each byte
+    range, when a large file is split).
     """
 
-    def __init__(self, sink: Sink, *, iteration: int | None, label: str | None,
-                 key_order: bool = True) -> None:
+    def __init__(self, sink: Sink, *, iteration: int | None, label: str | None) -> None:
         self.sink = sink
         self.iteration = iteration
         self.split = layout.split_name(label)
@@ -74,7 +74,7 @@ class RolloutChecks:
         self.keys = tuple(load_schema("rollout-summary-line")["required"])
         self.order = PairOrder()
         self.last: tuple[int, int] = (-1, -1)
-        self.key_checks = KEY_ORDER_RECORDS if key_order else 0
+        self.key_checks = KEY_ORDER_RECORDS
 
     def __call__(self, rec: Any, line: int, ok: bool) -> None:
         """Judge one record the schema accepted (others carry their RL201 already)."""
