@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import factories  # noqa: E402  (tests/ is put on the path above)
+import factories  # type: ignore[import-not-found]  # noqa: E402  (on the path above)
 
 from rlio import layout  # noqa: E402
 from rlio.errors import NotARunError, RunNotFoundError  # noqa: E402

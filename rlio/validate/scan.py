@@ -234,7 +234,10 @@ def scan_jsonl(
         if pending is not None:
             _flush(sink, pending, append_only and pending.damage and _parses(line))
             pending = None
-        if (line is None or not terminated or len(line) > LONG_LINE) and not _readable(
+        if line is None:
+            sink.add("RL114", f"line longer than {MAX_LINE >> 20} MiB; not parsed", line=lineno)
+            continue
+        if (not terminated or len(line) > LONG_LINE) and not _readable(
                 sink, lineno, line, at_eof, append_only):
             continue
         try:
@@ -261,12 +264,8 @@ def scan_jsonl(
     return ScanStats(lineno - first_line + 1, reader.offset, records)
 
 
-def _readable(sink: Sink, lineno: int, line: bytes | None, at_eof: bool,
-              append_only: bool) -> bool:
-    """Findings of a line too long, very long or unterminated; whether it is parsed still."""
-    if line is None:
-        sink.add("RL114", f"line longer than {MAX_LINE >> 20} MiB; not parsed", line=lineno)
-        return False
+def _readable(sink: Sink, lineno: int, line: bytes, at_eof: bool, append_only: bool) -> bool:
+    """Findings of a line very long or unterminated; whether it is parsed still."""
     if not line.endswith(b"\n"):  # only the very last line can lack its newline
         if at_eof:
             _torn(sink, lineno, append_only, "has no final newline")
