@@ -11,6 +11,8 @@ The runs, all built deterministically:
   several lengths, and one with hundreds of per-iteration documents);
 - large files that cross every size the validator used to switch paths at (metrics and rollout
   files over 1 MiB and thousands of lines, a logtree over 1 MiB), valid and with defects;
+- the damaged small-file runs of ``tests/unit/validate/test_validate_damage.py`` and the mutated
+  logtrees of ``tests/unit/validate/test_validate_bigdoc.py``;
 - seeded mutants of the quirky run: one file cut, a byte changed, a hostile line inserted, a line
   dropped, repeated or moved, or one JSON value replaced by a value of another type or range.
 
@@ -33,9 +35,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "unit" / "validate")]
 
 import factories  # type: ignore[import-not-found]  # noqa: E402  (on the path above)
+import orjson  # noqa: E402
+import test_validate_bigdoc  # type: ignore[import-not-found]  # noqa: E402
+import test_validate_damage  # type: ignore[import-not-found]  # noqa: E402
 
 from rlio import layout  # noqa: E402
 from rlio.errors import NotARunError, RunNotFoundError  # noqa: E402
@@ -133,6 +138,18 @@ def large_runs(work: Path) -> Iterator[tuple[str, Path]]:
         yield name, root
 
 
+def test_case_runs(work: Path) -> Iterator[tuple[str, Path]]:
+    """The damage cases and logtree mutations of the validator's tests."""
+    for name, damage in test_validate_damage.DAMAGE:
+        root = test_validate_damage.small_run(work / "damage" / name, 11)
+        damage(root)
+        yield f"damage/{name}", root
+    doc = orjson.dumps(test_validate_bigdoc.demo_doc(3, nest=True))
+    for name, mutate, _ in test_validate_bigdoc.MUTATIONS:
+        root = test_validate_bigdoc.run_with(work / "logtree" / name, mutate(doc))
+        yield f"logtree/{name}", root
+
+
 # -- mutants ----------------------------------------------------------------------------------
 
 
@@ -217,7 +234,8 @@ def snapshot(work: Path, write: Callable[[str], object]) -> None:
         shutil.rmtree(work)
     work.mkdir(parents=True)
     rows: list[str] = []
-    for source in (corpus(), factory_runs(work), large_runs(work), mutants(work)):
+    for source in (corpus(), factory_runs(work), large_runs(work), test_case_runs(work),
+                   mutants(work)):
         for name, run in source:
             rows.extend(json.dumps(f, sort_keys=True) for f in findings(name, run))
     for row in sorted(rows):
