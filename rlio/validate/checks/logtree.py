@@ -59,27 +59,60 @@ def _head_checks(started: Any, path: Any, sink: Sink, rp: RunPath) -> None:
 
 
 def _data_types(doc: dict[str, Any], sink: Sink) -> None:
-    """RL203: a ``data`` type the schema does not specify (once per type)."""
+    """RL203: a ``data`` type the schema does not specify (once per type).
+
+    A first walk only asks whether the document holds such a type (most hold none); only then
+    does a second walk, which tracks each node's position, report them with their pointers.
+    """
     known = known_data_types()
+    if _has_unknown_type(doc.get("root"), known):
+        _report_unknown_types(doc.get("root"), known, sink)
+
+
+def _unknown(node: Any, known: frozenset[str]) -> str | None:
+    """The ``data`` type of ``node`` when it is one the schema does not specify, else None."""
+    data = node.get("data")
+    if type(data) is dict:
+        kind = data.get("type")
+        if isinstance(kind, str) and kind not in known:
+            return kind
+    return None
+
+
+def _has_unknown_type(root: Any, known: frozenset[str]) -> bool:
+    """Whether some node under ``root`` (itself included) has an unknown ``data`` type."""
+    stack = [root]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        node = pop()
+        if type(node) is dict:
+            if _unknown(node, known) is not None:
+                return True
+            children = node.get("children")
+            if type(children) is list:
+                push(children)
+    return False
+
+
+def _report_unknown_types(root: Any, known: frozenset[str], sink: Sink) -> None:
+    """One RL203 per unknown type, at the first node of that type in depth-first order (last
+    child first)."""
     reported: set[str] = set()
     # (node, where): ``where`` is (parent's where, child index), a pointer built only for a
     # finding, not one string per node of a document that may hold millions
-    stack: list[tuple[Any, Any]] = [(doc.get("root"), None)]
-    pop, push = stack.pop, stack.append
+    stack: list[tuple[Any, Any]] = [(root, None)]
     while stack:
-        node, where = pop()
-        data = node.get("data") if type(node) is dict else None
-        if data is not None and type(data) is dict:
-            kind = data.get("type")
-            if isinstance(kind, str) and kind not in known and kind not in reported:
-                reported.add(kind)
-                sink.add("RL203", f"data type {short(kind)} is not one the schema specifies "
-                                  "(consumers ignore it)", pointer=f"{_pointer(where)}/data")
-        children = node.get("children") if type(node) is dict else None
+        node, where = stack.pop()
+        if type(node) is not dict:
+            continue
+        kind = _unknown(node, known)
+        if kind is not None and kind not in reported:
+            reported.add(kind)
+            sink.add("RL203", f"data type {short(kind)} is not one the schema specifies "
+                              "(consumers ignore it)", pointer=f"{_pointer(where)}/data")
+        children = node.get("children")
         if type(children) is list:
-            for i, c in enumerate(children):
-                if type(c) is dict:
-                    push((c, (where, i)))
+            stack.extend((c, (where, i)) for i, c in enumerate(children) if type(c) is dict)
 
 
 def _pointer(where: Any) -> str:
