@@ -43,7 +43,7 @@ class MetricsChecks:
         s = rec.get("step")
         if type(s) is not int or s < 0:
             return
-        if any(k in rec for k in TRAINING_KEYS):
+        if not rec.keys().isdisjoint(TRAINING_KEYS):
             if self._progress_mode is None:
                 self._settle(True)
             self._train_line(s, line)
