@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-import math
 import os
 from collections.abc import Mapping
 from typing import Any, Final, Literal
@@ -192,7 +191,7 @@ _NONFINITE_TOKENS: Final = (b"NaN", b"Infinity")
 
 
 def _nonfinite_marker(token: str) -> float:
-    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[token]
+    return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[token]
 
 
 def decode(data: bytes) -> tuple[Any, bool]:
