@@ -100,9 +100,11 @@ def factory_runs(work: Path) -> Iterator[tuple[str, Path]]:
 
 
 def large_runs(work: Path) -> Iterator[tuple[str, Path]]:
-    """Runs whose files are large (over 1 MiB, thousands of lines), clean and damaged."""
-    for damaged in (False, True):
-        name = f"large/{'damaged' if damaged else 'clean'}"
+    """Runs whose files are large (over 1 MiB, thousands of lines; a logtree over 8 MiB), clean,
+    damaged, and with only its logtree's head findings (a naive time, a wrong path)."""
+    for variant in ("clean", "damaged", "head"):
+        damaged = variant == "damaged"
+        name = f"large/{variant}"
         root = factories.cookbook_run(work / name, 3, quirks=False)
         lines = [json.dumps(factories.metrics_line(i, **{"optim/lr": 1e-5, "loss": i / 7,
                                                          "env/all/reward/total": 0.5}))
@@ -126,14 +128,17 @@ def large_runs(work: Path) -> Iterator[tuple[str, Path]]:
         factories.write(root, layout.METRICS, "\n".join(lines) + "\n")
         rel = layout.iteration_path("flat", 1, "rollout_summaries")
         factories.write(root, rel, factories.jsonl(trajs))
-        doc = factories.logtree_doc("RL Iteration 1", layout.iteration_path("flat", 1, "html"),
-                                    "2025-03-01T12:00:00Z")
+        twin = layout.iteration_path("flat", 1, "html")
+        doc = factories.logtree_doc("RL Iteration 1", "elsewhere.html" if variant == "head"
+                                    else twin, "2025-03-01T12:00:00" if variant == "head"
+                                    else "2025-03-01T12:00:00Z")
         doc["root"]["children"] += [{"tag": "p", "attrs": {"i": str(i)}, "children": [
-            f"text {i}" * 4, {"tag": "span", "attrs": {}, "children": ["x"]}]}
-            for i in range(20_000)]
+            f"text {i}" * 4, {"tag": "span", "attrs": {}, "children": ["x [1] {2}"]}]}
+            for i in range(90_000)]
         if damaged:
             doc["root"]["children"][15_000]["children"][1]["attrs"] = {"k": 1}
             doc["root"]["children"][16_000]["data"] = {"type": "no-such-type"}
+            doc["root"]["children"][80_000]["data"] = {"type": "no-such-type"}
         factories.write_json(root, layout.iteration_path("flat", 1, "logtree"), doc)
         yield name, root
 

@@ -53,6 +53,9 @@ _HTML_SNIFF: Final = 1024
 #: half of what one process scans meanwhile (~170 MB/s), so that both finish together.
 _HELPER_START_BYTES: Final = 10 << 20
 _T = TypeVar("_T")
+#: A document at least this large is first given to its kind's ``large_document`` check: parsed
+#: whole, a logtree takes over ten times its size in memory (benchmarks/fleet.py, peak memory).
+LARGE_DOCUMENT: Final = 8 << 20
 #: Kinds whose files are reported, never read.
 _NOT_VALIDATED: Final = ("unknown", "sidecar")
 #: ``validate_run(observe=...)``: ``(file kind, sink, record checks) -> record checks``.
@@ -306,8 +309,12 @@ class Validator:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            parsed, doc = check_document(self.storage.read_bytes(rel), sink,
-                                         schema=kind.schema or "", kind=rp.kind)
+            data = self.storage.read_bytes(rel)
+            large = checks.large_document
+            if large is not None and len(data) >= LARGE_DOCUMENT and large(data, sink, rp):
+                return
+            parsed, doc = check_document(data, sink, schema=kind.schema or "", kind=rp.kind)
+            del data
             if parsed and checks.document is not None:
                 checks.document(doc, sink, rp)
             del doc

@@ -34,7 +34,7 @@ def logtree_checks(doc: Any, sink: Sink, rp: RunPath) -> None:
     """RL204 (naive started_at), RL410 (path does not name the HTML twin), RL203 (unknown types)."""
     if not isinstance(doc, dict):
         return
-    _head_checks(doc.get("started_at"), doc.get("path"), sink, rp)
+    head_checks(doc.get("started_at"), doc.get("path"), sink, rp)
     _data_types(doc, sink)
 
 
@@ -43,7 +43,7 @@ def _naive(started: str) -> bool:
     return bool(_TIME.search(started)) and not _OFFSET.search(started)
 
 
-def _head_checks(started: Any, path: Any, sink: Sink, rp: RunPath) -> None:
+def head_checks(started: Any, path: Any, sink: Sink, rp: RunPath) -> None:
     """RL204 (naive started_at), RL410 (path does not name the HTML twin)."""
     twin = twin_path(rp, "html")
     if isinstance(started, str) and _naive(started):
@@ -65,7 +65,7 @@ def _data_types(doc: dict[str, Any], sink: Sink) -> None:
     does a second walk, which tracks each node's position, report them with their pointers.
     """
     known = known_data_types()
-    if _has_unknown_type(doc.get("root"), known):
+    if unknown_type_under(doc.get("root"), known):
         _report_unknown_types(doc.get("root"), known, sink)
 
 
@@ -79,7 +79,7 @@ def _unknown(node: Any, known: frozenset[str]) -> str | None:
     return None
 
 
-def _has_unknown_type(root: Any, known: frozenset[str]) -> bool:
+def unknown_type_under(root: Any, known: frozenset[str]) -> bool:
     """Whether some node under ``root`` (itself included) has an unknown ``data`` type."""
     stack = [root]
     pop, push = stack.pop, stack.extend

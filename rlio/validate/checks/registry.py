@@ -19,6 +19,7 @@ from rlio.layout import RunPath
 from rlio.validate.checks.checkpoints import CheckpointChecks
 from rlio.validate.checks.cross_file import CROSS_FILE_CHECKS, CrossFileCheck
 from rlio.validate.checks.logtree import logtree_checks
+from rlio.validate.checks.logtree_pieces import judge_in_pieces
 from rlio.validate.checks.metrics import MetricsChecks
 from rlio.validate.checks.view import RunView
 from rlio.validate.scan import Sink
@@ -38,6 +39,9 @@ class RecordChecks(Protocol):
 RecordChecksFactory = Callable[[Sink, RunPath, RunView], RecordChecks]
 #: ``(document, sink, path)``: the checks of one parsed JSON document.
 DocumentCheck: TypeAlias = Callable[[Any, Sink, RunPath], None]
+#: ``(raw bytes, sink, path)``: the schema and document checks of a large document in bounded
+#: memory; False (nothing added) when it must be parsed whole (``check_document``, ``document``).
+LargeDocumentCheck: TypeAlias = Callable[[bytes, Sink, RunPath], bool]
 
 
 class KindChecks(FrozenRecord):
@@ -46,25 +50,29 @@ class KindChecks(FrozenRecord):
     Attributes:
         records: builds the per-record checks of one JSONL file.
         document: checks one parsed JSON document.
+        large_document: judges a large document without holding all of it parsed.
         facts: the ``RunView`` attribute that receives what ``records(...).finish()`` returns.
         ranged: scanned by byte ranges, split across processes when very large
             (``rlio.validate.parallel`` runs the rollout checks).
         chart: an HTML chart written by plotting libraries: only its end is checked.
     """
 
-    __slots__ = _fields = ("records", "document", "facts", "ranged", "chart")
+    __slots__ = _fields = ("records", "document", "large_document", "facts", "ranged", "chart")
 
     records: RecordChecksFactory | None
     document: DocumentCheck | None
+    large_document: LargeDocumentCheck | None
     facts: Literal["checkpoints", "metrics"] | None
     ranged: bool
     chart: bool
 
     def __init__(self, records: RecordChecksFactory | None = None,
                  document: DocumentCheck | None = None,
+                 large_document: LargeDocumentCheck | None = None,
                  facts: Literal["checkpoints", "metrics"] | None = None, ranged: bool = False,
                  chart: bool = False) -> None:
-        self._set(records=records, document=document, facts=facts, ranged=ranged, chart=chart)
+        self._set(records=records, document=document, large_document=large_document,
+                  facts=facts, ranged=ranged, chart=chart)
 
 
 def _checkpoints(sink: Sink, rp: RunPath, view: RunView) -> RecordChecks:
@@ -79,7 +87,7 @@ def _metrics(sink: Sink, rp: RunPath, view: RunView) -> RecordChecks:
 KIND_CHECKS: Final[dict[str, KindChecks]] = {
     "checkpoints": KindChecks(records=_checkpoints, facts="checkpoints"),
     "metrics": KindChecks(records=_metrics, facts="metrics"),
-    "logtree": KindChecks(document=logtree_checks),
+    "logtree": KindChecks(document=logtree_checks, large_document=judge_in_pieces),
     "rollout_summaries": KindChecks(ranged=True),
     "timing_gantt": KindChecks(chart=True),
 }
@@ -92,5 +100,5 @@ NO_CHECKS: Final = KindChecks()
 RUN_ORDER: Final[tuple[str, ...]] = ("checkpoints", "metrics")
 
 __all__ = ["CROSS_FILE_CHECKS", "KIND_CHECKS", "NO_CHECKS", "RUN_ORDER", "CrossFileCheck",
-           "DocumentCheck", "KindChecks", "RecordChecks",
+           "DocumentCheck", "KindChecks", "LargeDocumentCheck", "RecordChecks",
            "RecordChecksFactory"]

@@ -1,5 +1,6 @@
-"""Large and damaged logtree documents: parsed once, judged by the schema's checker, in bounded
-memory; damage anywhere in a document is a finding, never a crash."""
+"""Large and damaged logtree documents: judged by the schema's checker in bounded memory (root
+child by root child, ``rlio.validate.checks.logtree_pieces``) with the findings of the document
+parsed whole; damage anywhere in a document is a finding, never a crash."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ import orjson
 import pytest
 from factories import run_python
 
+from rlio import layout
 from rlio.demo import _episode, _log_group
 from rlio.logtree import LogTree
-from rlio.validate import validate_run
+from rlio.validate import engine, validate_run
+from rlio.validate.checks import logtree_pieces
+from rlio.validate.scan import Sink
 
 DOC = "train_iteration_000000_logtree.json"
 TWIN = "train_iteration_000000.html"
@@ -134,3 +138,42 @@ def test_peak_memory_stays_near_the_file_size(tmp_path: Path) -> None:
     assert grown < 3 * len(data), (grown, len(data))
 
 
+
+
+def both_ways(monkeypatch: pytest.MonkeyPatch, run: Path) -> list[tuple[Any, ...]]:
+    """The run's findings with its logtree judged in small pieces, after checking they equal
+    the findings of the document parsed whole."""
+    found = []
+    for large in (0, 1 << 62):
+        with monkeypatch.context() as m:
+            m.setattr(engine, "LARGE_DOCUMENT", large)
+            m.setattr(logtree_pieces, "PIECE", 2048)
+            found.append(rows(run))
+    assert found[0] == found[1]
+    return found[0]
+
+
+@pytest.mark.parametrize(("name", "mutate", "valid"), MUTATIONS, ids=[m[0] for m in MUTATIONS])
+def test_pieces_give_the_whole_documents_findings(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path, name: str, mutate: Any,
+                                                  valid: bool) -> None:
+    """A document judged root child by root child gets exactly the findings of the document
+    parsed whole, whatever its damage."""
+    both_ways(monkeypatch, run_with(tmp_path, mutate(orjson.dumps(demo_doc(3, nest=False)))))
+
+
+def test_pieces_judge_a_valid_document(tmp_path: Path) -> None:
+    """A valid document with a naive time and a wrong path is judged in pieces (its head's
+    findings added) without being parsed whole."""
+    data = orjson.dumps(demo_doc(40)).replace(TWIN.encode(), b"elsewhere.html", 1)
+    data = data.replace(b'"2025-01-01T00:00:00+00:00"', b'"2025-01-01T00:00:00"', 1)
+    sink = Sink("f", 10)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(logtree_pieces, "PIECE", 4096)
+        assert logtree_pieces.judge_in_pieces(data, sink, layout.parse_path(DOC))
+        _, lo, hi = logtree_pieces._split(data) or (None, 0, 0)
+        assert len(list(logtree_pieces._pieces(data, lo, hi))) > 5
+    assert sorted(f.code for f in sink.items) == ["RL204", "RL410"]
+    for bad in (data.replace(b'"tag":"td"', b'"tag":"1td"', 1), data[:-2] + b"]}",
+                data.replace(b'"attrs":{}', b'"attrs":{},"data":{"type":"chart"}', 1)):
+        assert not logtree_pieces.judge_in_pieces(bad, Sink("f", 10), layout.parse_path(DOC))

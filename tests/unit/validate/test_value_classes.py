@@ -172,9 +172,9 @@ def test_frozen_checks_and_range_tasks() -> None:
     from rlio.validate.parallel import RangeTask
 
     k = KindChecks(ranged=True)
-    assert (k.records, k.document, k.facts, k.ranged, k.chart) == (
-        None, None, None, True, False)
-    assert k == KindChecks(None, None, None, True)
+    assert (k.records, k.document, k.large_document, k.facts, k.ranged, k.chart) == (
+        None, None, None, None, True, False)
+    assert k == KindChecks(None, None, None, None, True)
     assert hash(k) == hash(KindChecks(ranged=True))
     t = RangeTask("loc", "r", "f", 1, None, 0, 10, True, 5)
     assert pickle.loads(pickle.dumps(t)) == t and t.end == 10
