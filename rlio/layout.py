@@ -5,19 +5,16 @@ Pure functions, no I/O. Every other module asks this one for a file name instead
 
 from __future__ import annotations
 
+import hashlib
 import operator
 import re
 from collections.abc import Iterable
+from typing import Any, Final, Literal, TypeAlias, overload
 
 from rlio._record import FrozenRecord
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Final, Literal, TypeAlias, overload
-
-# (the aliases are strings at run time: importing typing costs a command's start)
-Layout: TypeAlias = 'Literal["flat", "nested"]'
-Artifact: TypeAlias = 'Literal["html", "logtree", "rollout_summaries"]'
+Layout: TypeAlias = Literal["flat", "nested"]
+Artifact: TypeAlias = Literal["html", "logtree", "rollout_summaries"]
 
 METRICS: Final = "metrics.jsonl"
 CONFIG: Final = "config.json"
@@ -30,7 +27,7 @@ REPORT: Final = "report.html"
 #: The folder beside ``report.html`` where ``rlio report`` writes its iteration and prompt pages.
 REPORT_PAGES: Final = "report"
 
-Format: TypeAlias = 'Literal["jsonl", "json", "html", "text", "opaque"]'
+Format: TypeAlias = Literal["jsonl", "json", "html", "text", "opaque"]
 
 HTML_TYPE: Final = "text/html; charset=utf-8"
 JSON_TYPE: Final = "application/json"
@@ -193,8 +190,6 @@ def sanitize_label(name: str) -> str:
     label = _LABEL_OUTSIDE.sub("_", text).strip("._") or "unnamed"
     if len(label) <= MAX_LABEL:
         return label
-    import hashlib  # only a long label needs it (an import a command's start pays otherwise)
-
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"),
                              digest_size=_LABEL_HASH // 2).hexdigest()
     return f"{label[:MAX_LABEL - _LABEL_HASH - 1]}-{digest}"
@@ -327,15 +322,14 @@ def parse_path(path: str) -> RunPath:
     return RunPath(path, "unknown")
 
 
-if TYPE_CHECKING:
+@overload
+def detect_layout(paths: Iterable[str], *, first: Literal[True]) -> Layout | None: ...
 
-    @overload
-    def detect_layout(paths: Iterable[str], *, first: Literal[True]) -> Layout | None: ...
 
-    @overload
-    def detect_layout(
-        paths: Iterable[str], *, first: bool = False
-    ) -> Layout | Literal["mixed"] | None: ...
+@overload
+def detect_layout(
+    paths: Iterable[str], *, first: bool = False
+) -> Layout | Literal["mixed"] | None: ...
 
 
 def detect_layout(paths: Iterable[str], *, first: bool = False) -> Layout | Literal["mixed"] | None:
