@@ -5,7 +5,6 @@ Pure functions, no I/O. Every other module asks this one for a file name instead
 
 from __future__ import annotations
 
-import hashlib
 import operator
 import re
 from collections.abc import Iterable
@@ -190,6 +189,8 @@ def sanitize_label(name: str) -> str:
     label = _LABEL_OUTSIDE.sub("_", text).strip("._") or "unnamed"
     if len(label) <= MAX_LABEL:
         return label
+    import hashlib  # only a long label needs it (an import a command's start pays otherwise)
+
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"),
                              digest_size=_LABEL_HASH // 2).hexdigest()
     return f"{label[:MAX_LABEL - _LABEL_HASH - 1]}-{digest}"

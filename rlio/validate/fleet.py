@@ -17,7 +17,7 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, as_completed
 from typing import Any
 
 from rlio import layout
@@ -292,6 +292,10 @@ def validate_runs(
     else:
         own = executor is None
         if executor is None:
+            # imported here: the process pool (multiprocessing) is a third of a one-run
+            # validate's start-up (benchmarks/fleet.py, start-up row)
+            from concurrent.futures import ProcessPoolExecutor
+
             executor = ProcessPoolExecutor(max_workers=min(workers, total))
         try:
             # one process per run: a within-file split inside each would oversubscribe the pool

@@ -23,7 +23,7 @@ RL410) only, which is all a valid document with known data types can get.
 
 from __future__ import annotations
 
-import secrets
+import os
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -100,7 +100,7 @@ def _split(data: bytes) -> tuple[dict[str, Any], int, int] | None:
         return None
     if data[end + 1:].translate(None, _WHITESPACE + b"}"):
         return None  # the array must be the last value of the root and the root the document's
-    marker = secrets.token_hex(16)
+    marker = os.urandom(16).hex()
     try:
         head = orjson.loads(data[:start] + b'["' + marker.encode() + b'"]' + data[end + 1:])
     except orjson.JSONDecodeError:
