@@ -9,9 +9,7 @@ temporary directory, then prints, in one run:
 - python-jsonschema line by line (``orjson.loads`` + ``Draft202012Validator.is_valid``), measured
   on a sample of lines and extrapolated (it would take minutes on the whole file);
 - the ratios against their targets (rlio >= 0.6x the floor, >= 50x python-jsonschema), for the
-  default ``jobs`` and for one process;
-- how many sample lines the fast decoder (``rlio._schema.decoders``) judged on its own (the rest
-  take the exact path: orjson, the compiled check).
+  default ``jobs`` and for one process.
 
 Usage: ``python benchmarks/validate.py [--size-mb 200] [--sample 20000] [--repeat 2]``.
 Timings on a shared machine are noisy: the load average is printed with the results.
@@ -132,27 +130,6 @@ def jsonschema_rate(path: Path, sample: int) -> tuple[float, int, int]:
     return size / 1e6 / dt, len(lines), size
 
 
-def fast_share(path: Path, sample: int) -> float:
-    """Fraction of the first ``sample`` lines the fast decoder accepts on its own."""
-    from rlio._schema.decoders import decoder_for
-
-    decode = decoder_for("rollout-summary-line")
-    if decode is None:
-        return 0.0
-    taken = total = 0
-    with path.open("rb") as f:
-        for line in f:
-            total += 1
-            try:
-                decode(line)
-                taken += 1
-            except Exception:
-                pass
-            if total >= sample:
-                break
-    return taken / max(1, total)
-
-
 def rlio_run(run: Path, jobs: str) -> dict[str, Any]:
     """validate_run in a fresh interpreter: wall time, findings, peak RSS."""
     out = subprocess.run([sys.executable, "-c", _CHILD, str(run), jobs], check=True,
@@ -202,8 +179,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{'rlio, 2 idle cores (estimate)':32} {mb / est:8.1f} {est:8.2f}   = max(CPU "
                   f"of this process {auto['cpu_self']:.2f} s, of the helper "
                   f"{auto['cpu_children']:.2f} s); measured wall above")
-        share = fast_share(path, args.sample)
-        print(f"fast decoder: judged {share:.1%} of the first {args.sample} lines on its own")
         for jobs, r in runs.items():
             rate = mb / r["wall"]
             f_ok = "ok" if rate / floor_rate >= 0.6 else "BELOW TARGET"

@@ -8,15 +8,11 @@ README's table is generated from it (``python -m rlio.findings``).
 from __future__ import annotations
 
 import enum
-from collections import namedtuple
 from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 from rlio._record import FrozenRecord
 from rlio._version import __version__
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, NamedTuple
 
 
 class Severity(enum.IntEnum):
@@ -38,17 +34,11 @@ class Severity(enum.IntEnum):
             raise ValueError(f"severity must be error, warning or info, got {text!r}") from None
 
 
-if TYPE_CHECKING:
+class CodeInfo(NamedTuple):
+    """A catalogue entry: the default severity and a short title of one finding code."""
 
-    class CodeInfo(NamedTuple):
-        """A catalogue entry: the default severity and a short title of one finding code."""
-
-        severity: Severity
-        title: str
-
-else:  # the same class without typing.NamedTuple's cost at import (its string annotations)
-    CodeInfo = namedtuple("CodeInfo", ("severity", "title"))
-    CodeInfo.__doc__ = "A catalogue entry: the default severity and a short title of one code."
+    severity: Severity
+    title: str
 
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741 - catalogue shorthand

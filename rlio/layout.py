@@ -8,16 +8,12 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Iterable
+from typing import Any, Final, Literal, TypeAlias, overload
 
 from rlio._record import FrozenRecord
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Final, Literal, TypeAlias, overload
-
-# (the aliases are strings at run time: importing typing costs a command's start)
-Layout: TypeAlias = 'Literal["flat", "nested"]'
-Artifact: TypeAlias = 'Literal["html", "logtree", "rollout_summaries"]'
+Layout: TypeAlias = Literal["flat", "nested"]
+Artifact: TypeAlias = Literal["html", "logtree", "rollout_summaries"]
 
 METRICS: Final = "metrics.jsonl"
 CONFIG: Final = "config.json"
@@ -30,7 +26,7 @@ REPORT: Final = "report.html"
 #: The folder beside ``report.html`` where ``rlio report`` writes its iteration and prompt pages.
 REPORT_PAGES: Final = "report"
 
-Format: TypeAlias = 'Literal["jsonl", "json", "html", "text", "opaque"]'
+Format: TypeAlias = Literal["jsonl", "json", "html", "text", "opaque"]
 
 HTML_TYPE: Final = "text/html; charset=utf-8"
 JSON_TYPE: Final = "application/json"
@@ -131,9 +127,6 @@ _FLAT = re.compile(r"(?:train|eval_(?P<label>.+?))_iteration_(?P<n>[0-9]+)" + _S
 _NESTED_DIR = re.compile(r"iteration_(?P<n>[0-9]+)")
 _NESTED_FILE = re.compile(r"(?:train|eval_(?P<label>.+?))" + _SUFFIXES)
 _FLAT_GANTT = re.compile(r"timing_gantt_(?P<n>[0-9]+)\.html")
-#: The usual per-iteration names (training files, six digits): what ``_FLAT`` and ``_NESTED_*``
-#: parse to a name without problems, matched by one regex (a validator parses thousands).
-_USUAL = re.compile(r"(?:train_iteration_([0-9]{6})|iteration_([0-9]{6})/train)" + _SUFFIXES)
 
 
 #: The files whose presence at a folder's root makes it a run (format contract, "what is a run").
@@ -289,16 +282,6 @@ def _iteration_problem(digits: str, label: str | None) -> str | None:
 
 def parse_path(path: str) -> RunPath:
     """Classify a run-relative POSIX path (never raises)."""
-    m = _USUAL.fullmatch(path)
-    if m is not None:  # no top-level, sidecar or report name has this shape
-        flat = m[1]
-        return RunPath(path, _SUFFIX_ARTIFACT[m[3]], int(flat or m[2]), None,
-                       "flat" if flat is not None else "nested", None)
-    return parse_path_exact(path)
-
-
-def parse_path_exact(path: str) -> RunPath:
-    """``parse_path`` without its shortcut for the usual names (the rules, one by one)."""
     if path in TOP_LEVEL_KINDS:
         return RunPath(path, TOP_LEVEL_KINDS[path])
     base, _, ext = path.rpartition(".")
@@ -340,15 +323,14 @@ def parse_path_exact(path: str) -> RunPath:
     return RunPath(path, "unknown")
 
 
-if TYPE_CHECKING:
+@overload
+def detect_layout(paths: Iterable[str], *, first: Literal[True]) -> Layout | None: ...
 
-    @overload
-    def detect_layout(paths: Iterable[str], *, first: Literal[True]) -> Layout | None: ...
 
-    @overload
-    def detect_layout(
-        paths: Iterable[str], *, first: bool = False
-    ) -> Layout | Literal["mixed"] | None: ...
+@overload
+def detect_layout(
+    paths: Iterable[str], *, first: bool = False
+) -> Layout | Literal["mixed"] | None: ...
 
 
 def detect_layout(paths: Iterable[str], *, first: bool = False) -> Layout | Literal["mixed"] | None:

@@ -4,9 +4,9 @@ Writing: ``encode_record`` turns a record into one JSON document (``encode_line`
 Values are normalized on the way (numpy scalars, enums, paths, dataclasses, pydantic models);
 anything that cannot be written faithfully raises ``RecordError`` naming the JSON pointer.
 
-Reading: ``decode`` (from ``rlio._codec.decoding``, re-exported here) accepts strict JSON and, on
-a slow path, the ``NaN``/``Infinity`` tokens the cookbook writes, and classifies every failure
-(invalid UTF-8, bad JSON, too deep) without raising anything but ``DecodeError``.
+Reading: ``decode`` parses with orjson and, on a slow path, accepts the ``NaN``/``Infinity``
+tokens the cookbook writes; it classifies every failure (invalid UTF-8, bad JSON, too deep)
+without raising anything but ``DecodeError``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from typing import Any, Final, Literal
 
 import orjson
 
-from rlio._codec.decoding import DecodeError, decode
 from rlio.errors import RecordError
 
 __all__ = ["INT_MAX", "INT_MIN", "DecodeError", "NonFinite", "decode", "encode_line",
@@ -188,3 +187,61 @@ def tail_start(data: bytes) -> int:
     if not data or data.endswith(b"\n"):
         return len(data)
     return data.rfind(b"\n") + 1
+
+
+class DecodeError(ValueError):
+    """A line or document could not be decoded.
+
+    Attributes:
+        kind: ``"utf8"`` (invalid UTF-8), ``"json"`` (not JSON), ``"deep"`` (nested too deep)
+            or ``"empty"`` (nothing but whitespace).
+        position: byte offset of the problem when known.
+    """
+
+    def __init__(self, kind: str, message: str, position: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.position = position
+
+
+_NONFINITE_TOKENS: Final = (b"NaN", b"Infinity")
+
+
+def _nonfinite_marker(token: str) -> float:
+    return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[token]
+
+
+def decode(data: bytes) -> tuple[Any, bool]:
+    """Parse one JSON document; returns ``(value, had_nonfinite_tokens)``.
+
+    Strict JSON is orjson's; a document orjson refuses only for its ``NaN``/``Infinity`` tokens
+    is read by the standard library's parser, which takes them.
+
+    Raises:
+        DecodeError: with ``kind`` telling what is wrong. Never anything else.
+    """
+    try:
+        return orjson.loads(data), False
+    except orjson.JSONDecodeError as exc:
+        msg = str(exc)
+        if msg.startswith("depth limit exceeded") or "recursion" in msg.lower():
+            raise DecodeError("deep", "nested deeper than 1024 levels", exc.pos) from None
+        if "not valid UTF-8" in msg:
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as u:
+                raise DecodeError(
+                    "utf8", f"invalid UTF-8 at byte {u.start}: {data[u.start:u.start + 4]!r}",
+                    u.start,
+                ) from None
+            raise DecodeError("utf8", msg.split(":", 1)[0], exc.pos) from None
+        if not data.strip():
+            raise DecodeError("empty", "empty document", 0) from None
+        if any(t in data for t in _NONFINITE_TOKENS):
+            try:
+                return json.loads(data, parse_constant=_nonfinite_marker), True
+            except RecursionError:
+                raise DecodeError("deep", "nested deeper than the parser accepts") from None
+            except (ValueError, UnicodeDecodeError):
+                pass
+        raise DecodeError("json", msg.split(": line ", 1)[0], exc.pos) from None

@@ -17,12 +17,9 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Callable, Iterator
+from typing import BinaryIO, Final, Protocol
 
 from rlio._record import FrozenRecord
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import BinaryIO, Final, Protocol
 
 __all__ = [
     "MAX_LINE",
@@ -51,17 +48,16 @@ _COUNT_CHUNK = 1 << 20
 #: Chunk size of the search for the next line boundary.
 _SCAN_CHUNK = 64 << 10
 
-if TYPE_CHECKING:  # a protocol for the type checker only: nothing imports it at run time
 
-    class Ranged(Protocol):
-        """What the storage readers need of a ``rlio.storage.base.Storage`` (``_codec`` imports
-        no storage)."""
+class Ranged(Protocol):
+    """What the storage readers need of a ``rlio.storage.base.Storage`` (``_codec`` imports no
+    storage)."""
 
-        def read_range(self, rel: str, start: int, end: int) -> bytes:
-            """Bytes ``[start, end)`` of ``rel``."""
+    def read_range(self, rel: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of ``rel``."""
 
-        def open_read(self, rel: str) -> BinaryIO:
-            """``rel`` as a binary stream."""
+    def open_read(self, rel: str) -> BinaryIO:
+        """``rel`` as a binary stream."""
 
 
 #: ``(number, line, terminated)``: the 1-based line number; the line's bytes with their ``\\n``

@@ -1,1 +1,1 @@
-"""The schema machinery behind ``rlio.schema``: loading, model, compiled checks, decoders."""
+"""The schema machinery behind ``rlio.schema``: loading, the checker, severity levels, bundling."""

@@ -63,7 +63,7 @@ def schema_bytes(name: str) -> bytes:
 @functools.cache
 def load_schema(name: str) -> dict[str, Any]:
     """The parsed schema ``name`` (cached; do not mutate)."""
-    from rlio._codec.decoding import loads  # orjson only when something else needs it
+    import orjson
 
-    doc: dict[str, Any] = loads(schema_bytes(name))
+    doc: dict[str, Any] = orjson.loads(schema_bytes(name))
     return doc

@@ -5,21 +5,16 @@ that breaks it is a validator warning (RL205) and the writer accepts it (docs/fo
 is never stopped for a metric's value). Everything else in a schema is error level. The schema
 is the one source of truth; this module only splits it:
 
-- ``error_level(schema)``: the schema without its warning-level subschemas (each replaced by
-  ``true``, and dropped from an ``allOf``): what the writer refuses and the validator reports
-  as an error.
-- ``folded(schema)``: the full schema with each annotated ``allOf`` member merged into its parent
-  where no keyword clashes: the same verdicts, in a form the msgspec decoders can compile.
+``error_level(schema)`` is the schema without its warning-level subschemas (each replaced by
+``true``, and dropped from an ``allOf``): what the writer refuses and the validator reports as an
+error.
 
 Pure functions over parsed documents; the inputs are never mutated.
 """
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Final
-
+from typing import Any, Final
 
 #: The annotation keyword and its one recognised value.
 SEVERITY_KEY: Final = "x-rlio-severity"
@@ -70,44 +65,4 @@ def _strip(node: Any) -> Any:
             out[key] = value  # values, not subschemas
         else:
             out[key] = _strip(value)
-    return out
-
-
-def folded(schema: Any) -> Any:
-    """``schema`` with annotated ``allOf`` members merged into their parent (same verdicts).
-
-    A member is merged only when none of its keywords is already in the parent and it holds no
-    ``$ref`` (``allOf: [{minimum: 0}]`` beside ``type`` is ``minimum: 0`` beside ``type``);
-    others stay in the ``allOf``. Returns ``schema`` itself when it has no annotation.
-    """
-    if not has_warnings(schema):
-        return schema
-    return _fold(schema)
-
-
-def _fold(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_fold(v) for v in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    merged: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in ("const", "enum", "default", "examples"):
-            out[key] = value
-        elif key == "allOf" and isinstance(value, list):
-            kept = []
-            for member in value:
-                body = {k: v for k, v in member.items() if k != SEVERITY_KEY} if is_warning(
-                    member) else None
-                if body is not None and "$ref" not in body and not (
-                        set(body) & (set(node) | set(merged))):
-                    merged.update(_fold(body))
-                else:
-                    kept.append(_fold(member))
-            if kept:
-                out[key] = kept
-        else:
-            out[key] = _fold(value)
-    out.update(merged)
     return out

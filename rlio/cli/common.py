@@ -3,15 +3,13 @@ one way of declaring a subcommand's help (summary, examples, exit codes)."""
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 from collections.abc import Sequence
-from functools import cache
+from typing import Any, TextIO
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import argparse
-    from typing import Any, TextIO
+import orjson
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
@@ -46,33 +44,23 @@ def fail(message: str) -> int:
 
 def emit_json(obj: Any, out: TextIO | None = None) -> None:
     """Write ``obj`` as indented JSON and a newline (JSON escapes every control character)."""
-    import orjson  # here, not at import: every command's start pays for the module otherwise
-
     (out or sys.stdout).write(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
-@cache
-def _help_formatter() -> type[argparse.HelpFormatter]:
-    """The help formatter of every subcommand (argparse is imported when a parser is built:
-    ``rlio resume``'s plain command lines never build one)."""
-    import argparse
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the epilog's example layout and shows each option's default."""
 
-    class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-        """Keeps the epilog's example layout and shows each option's default."""
-
-        def _get_help_string(self, action: argparse.Action) -> str | None:
-            help_text = action.help or ""
-            default = action.default
-            if (  # by identity: a default of 0 is shown, although 0 == False
-                not any(default is v for v in (None, False, argparse.SUPPRESS))
-                and default != []
-                and "%(default)" not in help_text
-                and action.option_strings
-            ):
-                help_text += " (default: %(default)s)"
-            return help_text
-
-    return HelpFormatter
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        help_text = action.help or ""
+        default = action.default
+        if (  # by identity: a default of 0 is shown, although 0 == False
+            not any(default is v for v in (None, False, argparse.SUPPRESS))
+            and default != []
+            and "%(default)" not in help_text
+            and action.option_strings
+        ):
+            help_text += " (default: %(default)s)"
+        return help_text
 
 
 def add_command(
@@ -101,5 +89,5 @@ def add_command(
         help=summary,
         description=description or summary,
         epilog="\n".join(epilog),
-        formatter_class=_help_formatter(),
+        formatter_class=HelpFormatter,
     )

@@ -8,11 +8,8 @@ from __future__ import annotations
 import os
 
 from rlio.cli.common import printable
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from rlio.findings import Finding, Report, Severity
-    from rlio.validate.fleet import FleetReport
+from rlio.findings import Finding, Report, Severity
+from rlio.validate.fleet import FleetReport
 
 
 def _is_uri(location: str) -> bool:
@@ -61,8 +58,6 @@ def render_text(report: Report, fail_on: Severity | None = None, *,
 
     Paths are relative to the run, or (``prefix``) joined to the run's location.
     """
-    from rlio.findings import Severity
-
     lines = [finding_line(f, joined(report.run, f.file) if prefix else (f.file or "."))
              for f in report.findings]
     lines.append(verdict_line(report, Severity.ERROR if fail_on is None else fail_on))

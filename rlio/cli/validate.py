@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
-from types import SimpleNamespace
+import time
+from concurrent.futures import Executor
+from typing import Any
 
 from rlio.cli.common import (
     EXIT_FINDINGS,
@@ -14,24 +17,20 @@ from rlio.cli.common import (
     emit_json,
     fail,
 )
+from rlio.cli.output import (
+    finding_line,
+    render_fleet_github,
+    render_fleet_text,
+    render_github,
+    verdict_line,
+)
+from rlio.errors import RunNotFoundError
+from rlio.findings import Report, Severity
+from rlio.validate.fleet import Progress, validate_runs
+from rlio.validate.watch import Watcher
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import argparse
-    from collections.abc import Sequence
-    from concurrent.futures import Executor
-    from typing import Any
-
-    from rlio.findings import Severity
-    from rlio.validate.fleet import Progress
-
-
-#: ``--format`` and ``--fail-on`` choices and the option defaults, shared by the parser and
-#: ``parse_plain``.
 FORMATS = ("text", "json", "github")
 FAIL_ON = ("error", "warning", "info")
-DEFAULTS: dict[str, object] = {"format": "text", "fail_on": "error", "jobs": None, "dask": None,
-                               "quiet": False, "watch": False, "interval": 2.0}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,10 +58,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("paths", metavar="PATH", nargs="+",
                    help="a run, a folder holding runs at any depth, or a URI prefix "
                    "(gs://bucket/sweep/)")
-    p.add_argument("--format", choices=FORMATS, default=DEFAULTS["format"],
+    p.add_argument("--format", choices=FORMATS, default="text",
                    help="text: one line per finding and a verdict per run; json: one document; "
                    "github: workflow annotations")
-    p.add_argument("--fail-on", choices=FAIL_ON, default=DEFAULTS["fail_on"],
+    p.add_argument("--fail-on", choices=FAIL_ON, default="error",
                    help="lowest severity that makes the exit code 1")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="runs validated at once in a process pool (default: the CPU count)")
@@ -73,58 +72,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="no progress bar (it is shown only when stderr is a terminal)")
     p.add_argument("--watch", action="store_true",
                    help="keep re-checking one run as it changes; print new findings; Ctrl-C stops")
-    p.add_argument("--interval", type=float, default=DEFAULTS["interval"], metavar="S",
+    p.add_argument("--interval", type=float, default=2.0, metavar="S",
                    help="seconds between re-checks under --watch")
     p.set_defaults(handler=run)
 
 
-def parse_plain(argv: Sequence[str]) -> SimpleNamespace | None:
-    """The arguments of a plain ``rlio validate`` command line (``argv`` after ``validate``), as
-    the parser above would read them, or None for anything else (``--help``, an abbreviated or
-    unknown option, a bad choice, ``--watch``, ``--dask``, ``--``, a value starting with ``-``):
-    the caller then runs the full parser, which prints its usual help or error.
-
-    ``rlio validate RUN`` of a small run is a short process: importing argparse and building the
-    parser cost a sizeable part of it, so the plain forms are read here.
-    """
-    values: dict[str, object] = dict(DEFAULTS)
-    paths: list[str] = []
-    closed = False  # the parser reads the PATHs as one run of arguments: none after an option
-    it = iter(argv)
-    for token in it:
-        if not token.startswith("-"):
-            if closed:
-                return None
-            paths.append(token)
-            continue
-        closed = bool(paths)
-        if token in ("--quiet", "-q"):
-            values["quiet"] = True
-            continue
-        name, eq, value = token.partition("=")
-        if name not in ("--format", "--fail-on", "--jobs"):
-            return None
-        if not eq:
-            value = next(it, "-")
-        if value.startswith("-"):
-            return None
-        if name == "--jobs":
-            if not (value.isascii() and value.isdigit()):
-                return None
-            values["jobs"] = int(value)
-            continue
-        if value not in (FORMATS if name == "--format" else FAIL_ON):
-            return None
-        values[name[2:].replace("-", "_")] = value
-    if not paths:
-        return None
-    return SimpleNamespace(command="validate", paths=paths, handler=run, **values)
-
-
-def run(args: argparse.Namespace | SimpleNamespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Validate ``args.paths`` and print the reports in ``args.format``."""
-    from rlio.findings import Severity
-
     fail_on = Severity.parse(args.fail_on)
     if args.jobs is not None and args.jobs < 1:
         return fail(f"--jobs must be at least 1, got {args.jobs}")
@@ -133,8 +87,6 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
             return fail("--watch takes exactly one run")
         return watch_run(args.paths[0], interval=args.interval, fail_on=fail_on,
                          out_format=args.format)
-    from rlio.validate.fleet import validate_runs
-
     client: Any = None
     executor: Executor | None = None
     if args.dask is not None:
@@ -161,12 +113,8 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     if args.format == "json":
         emit_json(fleet.to_dict(fail_on=fail_on))
     elif args.format == "github":
-        from rlio.cli.output import render_fleet_github
-
         sys.stdout.write(render_fleet_github(fleet))
     else:
-        from rlio.cli.output import render_fleet_text
-
         sys.stdout.write(render_fleet_text(fleet, fail_on))
     code = fleet.exit_code(fail_on)
     return {0: EXIT_OK, 1: EXIT_FINDINGS}.get(code, EXIT_UNREADABLE)
@@ -180,8 +128,6 @@ class _Bar:
         self._start = 0.0
 
     def update(self, p: Progress) -> None:
-        import time
-
         if self._bar is None:
             from tqdm import tqdm  # type: ignore[import-untyped]
 
@@ -208,13 +154,6 @@ class _Bar:
 def watch_run(location: str, *, interval: float, fail_on: Severity, out_format: str) -> int:
     """``--watch``: print the new findings every ``interval`` seconds until Ctrl-C (SIGINT),
     then exit with the code the last check gives (text: after a last verdict line)."""
-    import time
-
-    from rlio.cli.output import finding_line, render_github, verdict_line
-    from rlio.errors import RunNotFoundError
-    from rlio.findings import Report
-    from rlio.validate.watch import Watcher
-
     watcher = Watcher(location)
     try:
         while True:

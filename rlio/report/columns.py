@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from itertools import compress, repeat
 from typing import Any, Final
 
-from rlio._native import native
-from rlio.report.column_views import MISSING, ColumnsView, Missing, RecordsView, View
+from rlio.rules import TRAINING_KEYS
 
 EVAL_REWARD_SUFFIX: Final = "/env/all/reward/total"
 _MAX_EVAL_CHARTS: Final = 8
@@ -35,6 +34,38 @@ _TAIL: Final = 4096
 #: Records read column by column at once.
 _BLOCK: Final = 2048
 _NUMBERS: Final = frozenset({float, int})  # bool is not a metric value
+
+
+class Missing:
+    """The type of the value of a key a record lacks."""
+
+
+MISSING: Final = Missing()
+
+
+def _progress(rec: dict[str, Any]) -> bool:
+    """Whether a record is a training line's (it has a progress key)."""
+    return not rec.keys().isdisjoint(TRAINING_KEYS)
+
+
+class RecordsView:
+    """A block of records read key by key: a key's column is fetched when asked for."""
+
+    def __init__(self, recs: list[dict[str, Any]]) -> None:
+        self.recs = recs
+        self.n = len(recs)
+
+    def get(self, key: str) -> list[Any]:
+        """The values at ``key``, ``MISSING`` where a record lacks it."""
+        return list(map(dict.get, self.recs, repeat(key), repeat(MISSING)))
+
+    def progress_at(self, i: int) -> bool:
+        """Whether record ``i`` is a training line's."""
+        return _progress(self.recs[i])
+
+    def progress(self) -> list[bool]:
+        """Whether each record is a training line's."""
+        return list(map(_progress, self.recs))
 
 
 @dataclass
@@ -159,8 +190,7 @@ class Column:
 
         Each run of buckets of one width (up to the next merge) is folded with C-level passes:
         the points grouped ``width`` at a time (``zip``), then ``min``/``max`` and ``index`` per
-        group by ``map``, so no Python code runs per bucket (or, with the C extension, its
-        ``fold_extremes``: the same extremes in one pass).
+        group by ``map``, so no Python code runs per bucket.
         """
         px, py = self._px, self._py
         start = 0
@@ -170,20 +200,13 @@ class Column:
             end = start + k * w
             self._b0 += px[start:end:w]
             self._b1 += px[start + w - 1:end:w]
-            accel = native()
-            if accel is not None:  # the same extremes in one C pass
-                lows, highs, low_xs, high_xs = accel.fold_extremes(px, py, start, end, w)
-                self._lx += low_xs
-                self._hx += high_xs
-            else:
-                groups = list(zip(*[iter(py[start:end])] * w, strict=True))
-                lows = list(map(min, groups))
-                highs = list(map(max, groups))
-                at = range(start, end, w)
-                self._lx += map(px.__getitem__,
-                                map(operator.add, at, map(tuple.index, groups, lows)))
-                self._hx += map(px.__getitem__,
-                                map(operator.add, at, map(tuple.index, groups, highs)))
+            groups = list(zip(*[iter(py[start:end])] * w, strict=True))
+            lows = list(map(min, groups))
+            highs = list(map(max, groups))
+            at = range(start, end, w)
+            self._lx += map(px.__getitem__, map(operator.add, at, map(tuple.index, groups, lows)))
+            self._hx += map(px.__getitem__,
+                            map(operator.add, at, map(tuple.index, groups, highs)))
             self._ly += lows
             self._hy += highs
             start = end
@@ -299,11 +322,10 @@ class MetricsReader:
                     want[k] = None
                     self._evals += 1
 
-    def _xs(self, block: View) -> list[Any]:
+    def _xs(self, block: RecordsView) -> list[Any]:
         """Each record's x (ints, or floats for records without an x key)."""
         steps = block.get("step")
-        accel = native()
-        if accel.all_ints(steps) if accel is not None else set(map(type, steps)) == {int}:
+        if set(map(type, steps)) == {int}:
             self._x_kind = 0
             return steps
         out: list[Any] = []
@@ -324,8 +346,8 @@ class MetricsReader:
         self._read(RecordsView(self._block))
         self._block = []
 
-    def _read(self, block: View) -> None:
-        """Fold one block of records (as records or as columns) into the columns."""
+    def _read(self, block: RecordsView) -> None:
+        """Fold one block of records into the columns."""
         m = self.scan
         xs = self._xs(block)
         self._training(block, xs)
@@ -334,7 +356,6 @@ class MetricsReader:
         m.records += block.n
         increasing = _increasing(xs)
         keys = m.keys
-        accel = native()
         for k in self._want:
             if k not in keys:
                 continue
@@ -342,12 +363,6 @@ class MetricsReader:
                 m.columns.pop(k, None)
                 continue
             vals = block.get(k)
-            if accel is not None and accel.finite_numbers(vals):  # in one C pass: numbers only
-                col = m.columns.get(k)
-                if col is None:
-                    col = m.columns[k] = Column()
-                col.extend(xs, vals, increasing)
-                continue
             types = set(map(type, vals))
             kx, inc = xs, increasing
             if Missing in types:  # lines without the key (eval lines, say)
@@ -371,7 +386,7 @@ class MetricsReader:
                 else:
                     col.skipped += 1
 
-    def _training(self, block: View, xa: list[Any]) -> None:
+    def _training(self, block: RecordsView, xa: list[Any]) -> None:
         """Note where training lines' x drops back (a resume), as the validator reads lines.
 
         Training lines carry a progress key (eval lines repeat a step; they don't resume); in a
@@ -397,8 +412,8 @@ class MetricsReader:
 class ObservedChecks(MetricsReader):
     """A metrics file's record checks in the validator, with each record also read for charts.
 
-    One call per record does both (this sits on the validator's per-line path). ``finish`` (the
-    validator's, after the whole file) hands the scan and the file's sink to ``done``.
+    One call per record does both, so ``metrics.jsonl`` is parsed once for the validation and
+    the charts. ``finish`` (the validator's, after the whole file) hands the scan to ``done``.
     """
 
     def __init__(self, checks: Any, wanted: Sequence[str],
@@ -407,69 +422,11 @@ class ObservedChecks(MetricsReader):
         super().__init__(wanted, MetricsScan(present=True), stand_in)
         self.checks = checks
         self.done = done
-        self._cols: ColumnsView | None = None  # the current block, once a block of lines came
 
     def __call__(self, rec: Any, line: int = 0, ok: bool = True) -> None:
         """Judge the record, then keep it for the charts."""
         self.checks(rec, line, ok)
-        if type(rec) is not dict:
-            self.scan.stats.bad += 1
-            return
-        if not self.scan.keys.keys() >= rec.keys():
-            self._new_keys(rec)
-        cols = self._cols
-        if cols is not None:
-            cols.add([rec], [*self._want, *_X_KEYS], None)
-            if cols.n >= _BLOCK:
-                self._read_block()
-            return
-        block = self._block
-        block.append(rec)
-        if len(block) >= _BLOCK:
-            self._read_block()
-
-    def block(self, recs: list[dict[str, Any]], layouts: dict[tuple[str, ...], None],
-              first: int, columns: list[tuple[Any, ...]] | None = None) -> bool:
-        """Judge a block of records at once (when the checks can), then take the charts'
-        columns from them in the same ``_BLOCK``-record pieces one call per record makes.
-
-        The checks judged every record's step an int, so the other x keys of these records are
-        never read (``_xs`` takes the step first): only ``step`` and the wanted keys are kept.
-        ``columns`` (one layout's values per key, as the validator took them) are used as they
-        are: no key is read out of the records twice.
-        """
-        if not self.checks.block(recs, layouts, first, columns):
-            return False
-        shared = next(iter(layouts)) if len(layouts) == 1 else None
-        taken = None if shared is None or columns is None else dict(zip(shared, columns,
-                                                                        strict=True))
-        keys = self.scan.keys.keys()
-        at, n = 0, len(recs)
-        while at < n:
-            cols = self._cols
-            if cols is None:
-                cols = self._cols = ColumnsView()
-                if self._block:  # the block's records so far came one by one
-                    cols.add(self._block, [*self._want, *_X_KEYS], None)
-                    self._block = []
-            end = min(n, at + _BLOCK - cols.n)
-            piece = recs[at:end]
-            for lay in layouts if shared is not None else dict.fromkeys(map(tuple, piece)):
-                if not keys >= set(lay):
-                    self._new_keys(dict.fromkeys(lay))
-            cols.add(piece, [*self._want, "step"], shared,
-                     None if taken is None else (taken, at, end))
-            at = end
-            if cols.n >= _BLOCK:
-                self._read_block()
-        return True
-
-    def _read_block(self) -> None:
-        cols, self._cols = self._cols, None
-        if cols is None:
-            super()._read_block()
-        elif cols.n:
-            self._read(cols)
+        super().__call__(rec, line, ok)
 
     def finish(self) -> Any:
         """The checks' facts, once the scan went to ``done``."""

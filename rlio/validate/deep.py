@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import threading  # imported with this module: only a deeply nested document needs it
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any
 
 
 def call_deep(fn: Callable[..., Any], *args: Any) -> Any:

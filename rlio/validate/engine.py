@@ -12,10 +12,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import gc
-import io
 import itertools
 import os
 from collections.abc import Callable, Iterator
+from typing import Any, Final, TypeVar
+
+import orjson
 
 from rlio import layout
 from rlio._codec.lines import MAX_LINE, ForwardLines, next_line_start
@@ -31,7 +33,7 @@ from rlio.validate.checks.registry import (
     KindChecks,
     RecordChecks,
 )
-from rlio.validate.checks.rollouts import duplicate_pairs
+from rlio.validate.checks.rollout_lines import duplicate_pairs
 from rlio.validate.checks.view import RunView
 from rlio.validate.parallel import RangeResult, RangeTask, RemoteScan, scan_range, scan_rollouts
 from rlio.validate.scan import (
@@ -44,31 +46,16 @@ from rlio.validate.scan import (
     scan_jsonl,
 )
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, BinaryIO, Final, TypeVar
-
 #: Rollout-summary files at least this large are split across processes (when ``jobs`` > 1).
 PARALLEL_MIN_BYTES: Final = 48 << 20
 _HTML_SNIFF: Final = 1024
-#: A document at least this large is first given to its kind's bounded-memory check (a smaller
-#: one parsed whole costs little memory).
-FAST_DOCUMENT_MIN: Final = 1 << 20
-#: Documents this process reads before smaller ones are given to the fast check too: its one
-#: typed decode saves ~12 us a document over a parse and a walk, and building its types (and
-#: loading msgspec) costs ~10 ms, which only a few hundred documents pay back.
-SMALL_FAST_AFTER: Final = 256
-_documents = 0
 #: The head start of this process over a helper, which first starts an interpreter (~0.12 s):
 #: half of what one process scans meanwhile (~170 MB/s), so that both finish together.
 _HELPER_START_BYTES: Final = 10 << 20
-#: Local files up to this size are read in one call rather than streamed through a buffered
-#: reader: a run of thousands of small files pays an open and a read per file, nothing more.
-_SMALL_FILE: Final = 1 << 20
-#: A JSONL file this large whose checks judge blocks is read by blocks (``rlio.validate.blocks``).
-_BLOCKS_MIN: Final = 1 << 20
-if TYPE_CHECKING:
-    _T = TypeVar("_T")
+_T = TypeVar("_T")
+#: A document at least this large is first given to its kind's ``large_document`` check: parsed
+#: whole, a logtree takes over ten times its size in memory (benchmarks/fleet.py, peak memory).
+LARGE_DOCUMENT: Final = 8 << 20
 #: Kinds whose files are reported, never read.
 _NOT_VALIDATED: Final = ("unknown", "sidecar")
 #: ``validate_run(observe=...)``: ``(file kind, sink, record checks) -> record checks``.
@@ -203,18 +190,13 @@ class Validator:
         display: dict[str, str] = {}
         hidden: set[str] = set()  # directories where a file belongs: contents not validated
         unknown = 0
-        parse = layout.parse_path
         for e in entries:
             rel = e.path
             shown = display[rel] = rel if rel.isascii() else utf8(rel)
             if hidden and any(rel.startswith(d + "/") for d in hidden):
                 continue
-            kind = present[rel] = e.kind
-            rp = parse(rel)
-            if (kind == "file" and rp.problem is None and rp.kind not in _NOT_VALIDATED
-                    and TEMP_INFIX not in rel):
-                files[rel] = rp  # the usual entry: what the branches below conclude for it
-                continue
+            present[rel] = e.kind
+            rp = layout.parse_path(rel)
             name = rel.rsplit("/", 1)[-1]
             if e.kind == "dir":
                 if rp.kind not in ("unknown", "sidecar"):
@@ -277,27 +259,9 @@ class Validator:
 
     def _stream(self, rel: str, kind: layout.FileKind, sink: Sink,
                 checks: RecordChecks | None) -> None:
-        with self._open(rel) as stream:
-            if hasattr(checks, "block") and self._size(rel) >= _BLOCKS_MIN:
-                from rlio.validate.blocks import scan_blocks  # large files only: light start
-
-                scan_blocks(stream, sink, schema=kind.schema or "",
-                            append_only=kind.append_only, checks=checks)  # type: ignore[arg-type]
-                return
+        with self.storage.open_read(rel) as stream:
             scan_jsonl(stream, sink, schema=kind.schema or "", append_only=kind.append_only,
                        on_record=checks)
-
-    def _small(self, rel: str) -> bytes | None:
-        """The whole file in one read when it is local and small (None: stream it)."""
-        size = self.sizes.get(rel)
-        if size is None or size > _SMALL_FILE or not self.storage.is_local:
-            return None
-        data = self.storage.read_range(rel, 0, size + 1)
-        return data if len(data) <= size else None  # grown since the listing: streamed
-
-    def _open(self, rel: str) -> BinaryIO:
-        data = self._small(rel)
-        return self.storage.open_read(rel) if data is None else io.BytesIO(data)
 
     def file(self, rel: str, view: RunView) -> Any:
         """Read one file as its kind's row says and run its kind's checks; the checks' facts."""
@@ -335,7 +299,6 @@ class Validator:
 
     def _document(self, rel: str, rp: layout.RunPath, kind: layout.FileKind, sink: Sink,
                   checks: KindChecks) -> None:
-        global _documents
         size = self._size(rel)
         if size > MAX_DOCUMENT:
             sink.add("RL114", f"document is {size >> 20} MiB, over the validator's "
@@ -346,15 +309,10 @@ class Validator:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            data = self._small(rel)
-            if data is None:
-                data = self.storage.read_bytes(rel)
-            fast = checks.fast_document
-            _documents += 1
-            if (fast is not None and (len(data) >= FAST_DOCUMENT_MIN
-                                      or _documents > SMALL_FAST_AFTER)
-                    and fast(data, sink, rp)):
-                return  # judged by one typed decode (in bounded memory when large)
+            data = self.storage.read_bytes(rel)
+            large = checks.large_document
+            if large is not None and len(data) >= LARGE_DOCUMENT and large(data, sink, rp):
+                return
             parsed, doc = check_document(data, sink, schema=kind.schema or "", kind=rp.kind)
             del data
             if parsed and checks.document is not None:
@@ -374,7 +332,7 @@ class Validator:
         # memory:// run is invisible to another process; object stores are network-bound)
         parts = self.jobs if size >= PARALLEL_MIN_BYTES and self.storage.is_local else 1
         if parts == 1:  # the usual file: one scan into this file's sink
-            with self._open(rel) as stream:
+            with self.storage.open_read(rel) as stream:
                 _, pairs = scan_rollouts(stream, sink, iteration=rp.iteration, label=rp.label)
             if not pairs.ordered:
                 duplicate_pairs(self._records(rel), sink)
@@ -427,11 +385,8 @@ class Validator:
 
     def _records(self, rel: str) -> Iterator[tuple[int, Any]]:
         """Every decodable record of a JSONL file with its line (for the duplicate-pair pass)."""
-        from rlio._codec.decoding import loader
-
-        loads = loader()
         with self.storage.open_read(rel) as stream:
             for n, line, _ in ForwardLines(stream, max_line=MAX_LINE):
                 if line is not None:
-                    with contextlib.suppress(ValueError):  # orjson.JSONDecodeError
-                        yield n, loads(line)
+                    with contextlib.suppress(orjson.JSONDecodeError):
+                        yield n, orjson.loads(line)

@@ -17,17 +17,16 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor, Future, as_completed
+from typing import Any
 
 from rlio import layout
 from rlio._record import FrozenRecord
+from rlio._version import __version__
 from rlio.errors import NotARunError, RunNotFoundError
 from rlio.findings import Report, Severity
+from rlio.storage.opener import open_storage
 from rlio.validate.engine import validate_run_sized
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # imported when a pool runs: a one-run validate never pays for it
-    from concurrent.futures import Executor, Future
-    from typing import Any
 
 
 class Unreadable(FrozenRecord):
@@ -104,8 +103,6 @@ class FleetReport(FrozenRecord):
         ``ok``, ``counts``, ``findings``) and ``unreadable``; ``ok`` is judged at ``fail_on``. A
         fleet of one run also carries that run's ``run`` and ``findings`` at the top, as a
         one-run report does."""
-        from rlio._version import __version__
-
         runs = []
         for r in self.runs:
             entry = r.to_dict()
@@ -170,8 +167,6 @@ def _local_runs(root: str) -> list[str]:
 
 def _remote_runs(prefix: str) -> list[str]:
     """Every run under an object-store prefix, from one listing of the whole prefix."""
-    from rlio.storage.opener import open_storage
-
     base = prefix.rstrip("/")
     try:
         storage = open_storage(base)
@@ -295,10 +290,11 @@ def validate_runs(
         for run in runs:
             done(check_one(run, max_findings_per_code, inner))
     else:
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
         own = executor is None
         if executor is None:
+            # imported here: the process pool (multiprocessing) is a third of a one-run
+            # validate's start-up (benchmarks/fleet.py, start-up row)
+            from concurrent.futures import ProcessPoolExecutor
 
             executor = ProcessPoolExecutor(max_workers=min(workers, total))
         try:

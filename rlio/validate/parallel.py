@@ -9,17 +9,16 @@ core on files of hundreds of megabytes.
 from __future__ import annotations
 
 import os
+import pickle
+import subprocess
 import sys
+from typing import BinaryIO, Final
 
 from rlio._record import FrozenRecord, Record
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
-from rlio.validate.checks.rollouts import KEY_ORDER_RECORDS, PairOrder, RolloutChecks
+from rlio.validate.checks.rollout_lines import PairOrder, RolloutChecks
 from rlio.validate.scan import ScanStats, Sink, scan_jsonl
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import BinaryIO, Final
 
 _ROLLOUT_SCHEMA: Final = "rollout-summary-line"
 
@@ -67,25 +66,19 @@ def scan_range(task: RangeTask, storage: Storage | None = None) -> RangeResult:
         if task.start:
             stream.seek(task.start)
         stats, order = scan_rollouts(stream, sink, iteration=task.iteration, label=task.label,
-                                     limit=task.end - task.start, at_eof=task.at_eof,
-                                     from_start=task.start == 0)
+                                     limit=task.end - task.start, at_eof=task.at_eof)
     return RangeResult(sink, stats, order)
 
 
 def scan_rollouts(
     stream: BinaryIO, sink: Sink, *, iteration: int | None, label: str | None,
-    limit: int | None = None, at_eof: bool = True, from_start: bool = True,
+    limit: int | None = None, at_eof: bool = True,
 ) -> tuple[ScanStats, PairOrder]:
     """Scan rollout-summary lines from ``stream`` with every per-record check: what the scan
     saw and how the ``(group_idx, traj_idx)`` pairs ran."""
-    hook = RolloutChecks(sink, iteration=iteration, label=label,
-                         key_lines=KEY_ORDER_RECORDS if from_start else 0)
-    try:
-        stats = scan_jsonl(stream, sink, schema=_ROLLOUT_SCHEMA, append_only=False,
-                           on_record=hook.hook, on_decoded=hook.check, limit=limit,
-                           at_eof=at_eof)
-    finally:
-        hook.flush()  # the key order of typed records held back (an error mid-file too)
+    hook = RolloutChecks(sink, iteration=iteration, label=label)
+    stats = scan_jsonl(stream, sink, schema=_ROLLOUT_SCHEMA, append_only=False, on_record=hook,
+                       limit=limit, at_eof=at_eof)
     return stats, hook.finish()
 
 
@@ -93,9 +86,6 @@ class RemoteScan:
     """A range scanned by a helper process; ``result()`` waits for it."""
 
     def __init__(self, task: RangeTask) -> None:
-        import pickle  # here: only a file of tens of megabytes starts a helper
-        import subprocess
-
         self.task = task
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = dict(os.environ)
@@ -116,9 +106,6 @@ class RemoteScan:
     def result(self) -> RangeResult:
         """The helper's result; raises RuntimeError when it failed (callers rescan locally)."""
         # generous: ~1 MB/s (real helpers run near 100 MB/s); a stuck helper must not hang us
-        import pickle
-        import subprocess
-
         timeout = 60 + (self.task.end - self.task.start) / 1e6
         try:
             out, err = self._proc.communicate(timeout=timeout)
@@ -145,8 +132,6 @@ class RemoteScan:
 
 def main() -> int:
     """Entry point of the helper process."""
-    import pickle
-
     task = pickle.loads(sys.stdin.buffer.read())
     if not isinstance(task, RangeTask):
         return 2

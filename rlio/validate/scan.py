@@ -1,24 +1,23 @@
 """The validator's per-file passes: stream JSONL line by line, parse JSON documents, sniff HTML.
 
 Memory stays flat: a JSONL file is read by the bounded line reader (``rlio._codec.lines``) and
-each record is dropped as soon as it has been judged. A line is first given to the schema's
-msgspec decoder (``rlio._schema.decoders``), which parses and validates in one pass and only ever
-accepts valid lines; a line it refuses is parsed by orjson and judged by the compiled fast check
-(``rlio.schema.fast_check``); python-jsonschema only explains a record that failed, and only while
-the file's findings of that code are under the cap. Everything here returns findings as values:
-a hostile file (invalid UTF-8, a torn tail, a 10 MB string, JSON nested past every parser's limit)
-is a finding, never an exception.
+each record is dropped as soon as it has been judged. Each line is parsed by orjson and judged
+by its schema's checker (``rlio.schema.full_check``, every rule); python-jsonschema only explains
+a record that failed, and only while the file's findings of that code are under the cap.
+Everything here returns findings as values: a hostile file (invalid UTF-8, a torn tail, a 10 MB
+string, JSON nested past every parser's limit) is a finding, never an exception.
 """
 
 from __future__ import annotations
 
 import codecs
 import functools
-import io
-import sys
 from collections.abc import Callable
+from typing import Any, BinaryIO, Final, TypeAlias
 
-from rlio._codec.decoding import DecodeError, decode, loader
+import orjson
+
+from rlio._codec.jsonl import DecodeError, decode
 from rlio._codec.lines import MAX_LINE, ForwardLines
 from rlio._record import Record
 from rlio.findings import (
@@ -28,11 +27,6 @@ from rlio.findings import (
     finding,
 )
 from rlio.schema import Level, explain, fast_check, full_check
-from rlio.validate.typed_prefix import decoder_for, typed_prefix
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, BinaryIO, Final, TypeAlias
 
 #: A JSON document (config, logtree) larger than this is not parsed; RL114.
 MAX_DOCUMENT: Final = 512 << 20
@@ -42,21 +36,7 @@ _CHUNK: Final = 1 << 20
 _TOO_DEEP_TO_EXPLAIN: Final = "record is nested too deeply to explain"
 
 #: ``on_record(record, line, schema_valid)``: the per-record checks of one file kind.
-RecordHook: TypeAlias = "Callable[[Any, int, bool], None]"
-#: ``on_decoded(typed_record, line, raw_line)``: the same checks on a fast-decoded valid record.
-DecodedHook: TypeAlias = "Callable[[Any, int, bytes], None]"
-#: The fast decoder pauses when at least this many lines, and most lines, missed it ...
-_MISSES_MIN: Final = 64
-#: ... for this many lines (then it is tried again).
-_MISSES_PAUSE: Final = 4096
-#: Lines of a file judged on the exact path before the fast decoder is built and tried, and lines
-#: of a schema judged in this process (``_judged``) before every file takes it from its first
-#: line: building it (~30 ms) pays off over a few thousand lines, not a small run's files.
-_EXACT_FIRST: Final = 32
-_WARM_LINES: Final = 2048
-_judged: dict[str, int] = {}
-
-
+RecordHook: TypeAlias = Callable[[Any, int, bool], None]
 def short(value: Any, limit: int = 60) -> str:
     """``repr`` of ``value`` cut to ``limit`` characters: messages stay one short line."""
     text = repr(value)
@@ -224,95 +204,45 @@ class _Pending(Record):
 def scan_jsonl(
     stream: BinaryIO, sink: Sink, *, schema: str, append_only: bool,
     on_record: RecordHook | None = None, limit: int | None = None, at_eof: bool = True,
-    on_decoded: DecodedHook | None = None, first_line: int = 1, exact_first: int = 0,
+    first_line: int = 1,
 ) -> ScanStats:
     """Judge every line of a JSONL stream from its current position.
 
-    Each line is first given to the schema's fast decoder (``rlio._schema.decoders``) when there is
-    one and the caller can take its typed records: a record it accepts is valid. Any other line
-    takes the exact path: ``orjson.loads``, the compiled fast check, jsonschema's explanation.
+    Each line is parsed by ``orjson.loads`` and judged by the schema's checker; a line orjson
+    refuses is classified (``rlio._codec.jsonl.decode``: NaN tokens are read, RL104) or held back
+    until the next line shows whether it was a torn tail or crash damage.
 
     Args:
         stream: binary stream positioned at the start of a line.
         sink: where findings go (line numbers are 1-based from the stream's position).
         schema: the schema name each record must satisfy.
         append_only: a bad last line is a torn tail (RL103 warning) rather than RL113.
-        on_record: per-record checks, called for every record decoded as a plain value (dicts,
-            lists...) with its verdict.
+        on_record: per-record checks, called for every decoded record with its verdict.
         limit: stop after consuming this many bytes (a byte range ending on a line boundary).
         at_eof: whether the range ends at the end of the file (only then is a line "last").
-        on_decoded: per-record checks of the records the fast decoder accepted (typed records,
-            valid by construction), called with the line number and the raw line. Without it,
-            a file with ``on_record`` checks is read on the exact path only.
         first_line: the number of the stream's first line (a log read on from an offset).
-        exact_first: this many first lines take the exact path, so ``on_record`` sees them as
-            decoded dicts (their key order shows), each still parsed once.
     """
     check = full_check(schema)  # every rule: a record it accepts gives no finding
-    # the fast decoder is built (once per schema and process) only for a file that gets past
-    # its first _EXACT_FIRST lines, or in a process that judged _WARM_LINES of the schema
-    want_fast = on_record is None or on_decoded is not None
-    fast = None
-    decode = None
-    judged = _judged.get(schema, 0) if want_fast else 0
-    resume_at = first_line + (exact_first if judged >= _WARM_LINES else
-                              max(exact_first, _EXACT_FIRST))
-    stats, start, records = ScanStats(), first_line, 0
-    if want_fast and resume_at == first_line and limit is None and type(stream) is io.BytesIO:
-        fast = decoder_for(schema)  # a warm small file: its typed lines skip the line reader
-        if fast is not None:
-            records, stats.bytes, whole = typed_prefix(stream, fast, on_decoded, first_line,
-                                                       LONG_LINE)
-            if whole:  # every line taken: what the line reader's empty pass below would give
-                stats.lines = stats.records = records
-                if judged < _WARM_LINES:
-                    _judged[schema] = judged + records
-                return stats
-            first_line = resume_at = first_line + records
-    misses = 0
-    since = first_line - 1
-    loads = loader()  # orjson.loads, or the same without orjson's import while little is read
+    loads = orjson.loads
     reader = ForwardLines(stream, max_line=MAX_LINE, limit=limit, first=first_line)
     pending: _Pending | None = None
-    after_bad = False  # the line before this one was held back as unparseable
+    records = 0
     lineno = first_line - 1
     for lineno, line, terminated in reader:
+        # the line before this one was held back as unparseable (a blank line is no damage)
+        after_bad = pending is not None and pending.code != "RL105"
         if pending is not None:
             _flush(sink, pending, append_only and pending.damage and _parses(line))
-            after_bad, pending = pending.code != "RL105", None  # a blank line is no damage
-        else:
-            after_bad = False
+            pending = None
         if line is None:
             sink.add("RL114", f"line longer than {MAX_LINE >> 20} MiB; not parsed", line=lineno)
             continue
-        n = len(line)
-        if not terminated or n > LONG_LINE:
-            if not terminated:  # only the very last line can lack its newline
-                if at_eof:
-                    _torn(sink, lineno, append_only, "has no final newline")
-                    continue  # (the last line: the reader ends)
-            elif n > LONG_LINE:
-                sink.add("RL115", f"line is {n / (1 << 20):.1f} MiB long", line=lineno)
-        if lineno >= resume_at:  # the decoder's turn (again): from this line on
-            if fast is None and want_fast:
-                fast = decoder_for(schema)
-            decode, misses, since, resume_at = fast, 0, lineno - 1, sys.maxsize
-        if decode is not None:
-            try:
-                typed = decode(line)
-            except Exception:  # refused: maybe invalid, maybe only beyond the decoder's reach
-                misses += 1
-                if misses >= _MISSES_MIN and 2 * misses > lineno - since:
-                    decode = None  # most lines miss (say undeclared keys): pause the decoder
-                    resume_at = lineno + _MISSES_PAUSE
-            else:
-                records += 1
-                if on_decoded is not None:
-                    on_decoded(typed, lineno, line)
-                continue
+        if (not terminated or len(line) > LONG_LINE) and not _readable(
+                sink, lineno, line, at_eof, append_only):
+            continue
         try:
             record = loads(line)
-        except ValueError:  # orjson.JSONDecodeError: a refusal is always orjson's
+        except orjson.JSONDecodeError:
             record, pending = _slow_decode(line, lineno, sink)
             if pending is not None:
                 pending.damage = not after_bad and _looks_cut(line)
@@ -322,7 +252,7 @@ def scan_jsonl(
             ok = check(record)
         except RecursionError:
             ok = False
-        if not ok:  # slow path: deep documents, explanation, capping
+        if not ok:  # deep documents, explanation, capping
             ok = judge(sink, schema, fast_check(schema), record, lineno)
         if on_record is not None:
             on_record(record, lineno, ok)
@@ -331,12 +261,18 @@ def scan_jsonl(
             _torn(sink, pending.line, append_only, pending.message)
         else:
             _flush(sink, pending, False)
-    stats.lines = lineno - start + 1
-    if want_fast and judged < _WARM_LINES:
-        _judged[schema] = judged + stats.lines
-    stats.records = records
-    stats.bytes += reader.offset
-    return stats
+    return ScanStats(lineno - first_line + 1, reader.offset, records)
+
+
+def _readable(sink: Sink, lineno: int, line: bytes, at_eof: bool, append_only: bool) -> bool:
+    """Findings of a line very long or unterminated; whether it is parsed still."""
+    if not line.endswith(b"\n"):  # only the very last line can lack its newline
+        if at_eof:
+            _torn(sink, lineno, append_only, "has no final newline")
+            return False  # (the last line: the reader ends)
+        return True
+    sink.add("RL115", f"line is {len(line) / (1 << 20):.1f} MiB long", line=lineno)
+    return True
 
 
 def _torn(sink: Sink, line: int, append_only: bool, why: str) -> None:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any, Final
+
 from rlio._schema.loader import load_schema
 from rlio.rules import resume_problem
 from rlio.validate.checks.view import CheckpointFacts
 from rlio.validate.scan import Sink, short
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 
 def _key_order(schema: str, key: str) -> tuple[str, ...]:

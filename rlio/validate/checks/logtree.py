@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from rlio import layout
 from rlio._schema.loader import load_schema
@@ -14,16 +14,10 @@ from rlio.storage.base import Storage
 from rlio.validate.checks.view import RunView
 from rlio.validate.scan import Sink, short
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from types import ModuleType
-    from typing import Any
-
 _OFFSET = re.compile(r"(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)$")
 _TIME = re.compile(r"[T ][0-9]{2}:[0-9]{2}")
 
 
-@functools.cache
 def known_data_types() -> frozenset[str]:
     """The logtree ``data`` types the schema specifies (``if type == X then ...`` clauses)."""
     data = load_schema("logtree").get("$defs", {}).get("data", {})
@@ -40,58 +34,21 @@ def logtree_checks(doc: Any, sink: Sink, rp: RunPath) -> None:
     """RL204 (naive started_at), RL410 (path does not name the HTML twin), RL203 (unknown types)."""
     if not isinstance(doc, dict):
         return
-    _head_checks(doc.get("started_at"), doc.get("path"), sink, rp)
+    head_checks(doc.get("started_at"), doc.get("path"), sink, rp)
     _data_types(doc, sink)
 
 
-def logtree_fast(data: bytes, sink: Sink, rp: RunPath) -> bool:
-    """Judge a document with msgspec types (``rlio._schema.logtree_decoder``; a large one in
-    bounded memory, a small one in one decode): True when it is a valid logtree with known data
-    types only, its findings (RL204, RL410) added; False when it must be parsed on the exact
-    path (nothing added)."""
-    lt = _decoder()
-    head = lt.decode_small(data) if len(data) <= lt.CHUNK else lt.decode_head(data)
-    if head is None:
-        return False
-    _head_checks(head.started_at, head.path, sink, rp)
-    return True
-
-
-@functools.cache
-def _decoder() -> ModuleType:
-    """``rlio._schema.logtree_decoder``, imported on first use (msgspec and its types)."""
-    from rlio._schema import logtree_decoder
-
-    return logtree_decoder
-
-
-@functools.lru_cache(maxsize=1024)
 def _naive(started: str) -> bool:
-    """Whether ``started`` has a time of day but no UTC offset (runs repeat one value)."""
+    """Whether ``started`` has a time of day but no UTC offset."""
     return bool(_TIME.search(started)) and not _OFFSET.search(started)
 
 
-_LOGTREE_SUFFIX = layout.KINDS["logtree"].name
-_HTML_SUFFIX = layout.KINDS["html"].name
-
-
-def html_twin(rp: RunPath) -> str:
-    """``twin_path(rp, "html")``: for a name the layout parses as a logtree, the name with its
-    suffix swapped (what ``twin_path`` rebuilds from the parts, without rebuilding it)."""
-    path = rp.path
-    if rp.kind == "logtree" and path.endswith(_LOGTREE_SUFFIX):
-        return path[: -len(_LOGTREE_SUFFIX)] + _HTML_SUFFIX
-    return twin_path(rp, "html")
-
-
-def _head_checks(started: Any, path: Any, sink: Sink, rp: RunPath) -> None:
+def head_checks(started: Any, path: Any, sink: Sink, rp: RunPath) -> None:
     """RL204 (naive started_at), RL410 (path does not name the HTML twin)."""
-    twin = html_twin(rp)
+    twin = twin_path(rp, "html")
     if isinstance(started, str) and _naive(started):
         sink.add("RL204", f"started_at {short(started)} has no UTC offset (naive local time)",
                  pointer="/started_at")
-    if path == twin and "\\" not in twin and "//" not in twin and twin[:1] != "/":
-        return  # the usual document: its path is its twin's, which splits into itself
     if isinstance(path, str):
         parts = [p for p in re.split(r"[\\/]", path) if p]
         want = twin.split("/")  # nested: the iteration folder and the file; flat: the file
@@ -102,27 +59,60 @@ def _head_checks(started: Any, path: Any, sink: Sink, rp: RunPath) -> None:
 
 
 def _data_types(doc: dict[str, Any], sink: Sink) -> None:
-    """RL203: a ``data`` type the schema does not specify (once per type)."""
+    """RL203: a ``data`` type the schema does not specify (once per type).
+
+    A first walk only asks whether the document holds such a type (most hold none); only then
+    does a second walk, which tracks each node's position, report them with their pointers.
+    """
     known = known_data_types()
+    if unknown_type_under(doc.get("root"), known):
+        _report_unknown_types(doc.get("root"), known, sink)
+
+
+def _unknown(node: Any, known: frozenset[str]) -> str | None:
+    """The ``data`` type of ``node`` when it is one the schema does not specify, else None."""
+    data = node.get("data")
+    if type(data) is dict:
+        kind = data.get("type")
+        if isinstance(kind, str) and kind not in known:
+            return kind
+    return None
+
+
+def unknown_type_under(root: Any, known: frozenset[str]) -> bool:
+    """Whether some node under ``root`` (itself included) has an unknown ``data`` type."""
+    stack = [root]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        node = pop()
+        if type(node) is dict:
+            if _unknown(node, known) is not None:
+                return True
+            children = node.get("children")
+            if type(children) is list:
+                push(children)
+    return False
+
+
+def _report_unknown_types(root: Any, known: frozenset[str], sink: Sink) -> None:
+    """One RL203 per unknown type, at the first node of that type in depth-first order (last
+    child first)."""
     reported: set[str] = set()
     # (node, where): ``where`` is (parent's where, child index), a pointer built only for a
     # finding, not one string per node of a document that may hold millions
-    stack: list[tuple[Any, Any]] = [(doc.get("root"), None)]
-    pop, push = stack.pop, stack.append
+    stack: list[tuple[Any, Any]] = [(root, None)]
     while stack:
-        node, where = pop()
-        data = node.get("data") if type(node) is dict else None
-        if data is not None and type(data) is dict:
-            kind = data.get("type")
-            if isinstance(kind, str) and kind not in known and kind not in reported:
-                reported.add(kind)
-                sink.add("RL203", f"data type {short(kind)} is not one the schema specifies "
-                                  "(consumers ignore it)", pointer=f"{_pointer(where)}/data")
-        children = node.get("children") if type(node) is dict else None
+        node, where = stack.pop()
+        if type(node) is not dict:
+            continue
+        kind = _unknown(node, known)
+        if kind is not None and kind not in reported:
+            reported.add(kind)
+            sink.add("RL203", f"data type {short(kind)} is not one the schema specifies "
+                              "(consumers ignore it)", pointer=f"{_pointer(where)}/data")
+        children = node.get("children")
         if type(children) is list:
-            for i, c in enumerate(children):
-                if type(c) is dict:
-                    push((c, (where, i)))
+            stack.extend((c, (where, i)) for i, c in enumerate(children) if type(c) is dict)
 
 
 def _pointer(where: Any) -> str:

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import operator
+from typing import Any, Final
 
 from rlio.rules import TRAINING_KEYS, is_summary_line
 from rlio.validate.checks.view import MetricsFacts, RunView
 from rlio.validate.scan import Sink
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Final
-
-#: The progress keys, as a set (a layout is a training line's when it shares one).
-TRAINING: Final = frozenset(TRAINING_KEYS)
 
 
 class MetricsChecks:
@@ -50,7 +43,7 @@ class MetricsChecks:
         s = rec.get("step")
         if type(s) is not int or s < 0:
             return
-        if any(k in rec for k in TRAINING_KEYS):
+        if not rec.keys().isdisjoint(TRAINING_KEYS):
             if self._progress_mode is None:
                 self._settle(True)
             self._train_line(s, line)
@@ -62,37 +55,6 @@ class MetricsChecks:
             self._eval_line(s, line, is_summary_line(rec))
         else:
             self._train_line(s, line)
-
-    def block(self, recs: list[dict[str, Any]], layouts: dict[tuple[str, ...], None],
-              first: int, columns: list[tuple[Any, ...]] | None = None) -> bool:
-        """Judge a block of schema-valid records at once when it is the common case: training
-        lines whose step goes on by one, ``step`` first. False (nothing judged) otherwise.
-        (``columns``, the values per key of the one layout, are not needed here.)"""
-        mode = self._progress_mode
-        if mode is None:
-            return False
-        for lay in layouts:
-            if "step" not in lay or (not self._order_reported and lay[0] != "step") or (
-                    mode and TRAINING.isdisjoint(lay)):
-                return False
-        steps = list(map(operator.itemgetter("step"), recs))
-        start = steps[0] if self._last is None else self._last + 1
-        if type(start) is not int or start < 0 or steps != list(range(start, start + len(steps))):
-            return False  # (a bool or float step is not equal to the range's ints as a list)
-        if set(map(type, steps)) != {int}:
-            return False
-        end = steps[-1]
-        self.facts.records += len(recs)
-        self._last = end
-        if self.facts.last_train_step is None or end > self.facts.last_train_step:
-            self.facts.last_train_step = end
-        if not self.iterations:
-            if not self._no_files_reported:
-                self._files(start, first)
-        else:
-            for s in sorted(set(range(start, end + 1)) - self.iterations):
-                self._files(s, first + s - start)
-        return True
 
     def _settle(self, progress_mode: bool) -> None:
         self._progress_mode = progress_mode

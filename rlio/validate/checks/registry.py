@@ -12,43 +12,36 @@ kinds are read first, because later checks read their facts; the cross-file chec
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, Final, Literal, Protocol, TypeAlias
 
 from rlio._record import FrozenRecord
 from rlio.layout import RunPath
 from rlio.validate.checks.checkpoints import CheckpointChecks
-from rlio.validate.checks.logtree import logtree_checks, logtree_fast
+from rlio.validate.checks.cross_file import CROSS_FILE_CHECKS, CrossFileCheck
+from rlio.validate.checks.logtree import logtree_checks
+from rlio.validate.checks.logtree_pieces import judge_in_pieces
 from rlio.validate.checks.metrics import MetricsChecks
-from rlio.validate.checks.run import CROSS_FILE_CHECKS, CrossFileCheck
 from rlio.validate.checks.view import RunView
 from rlio.validate.scan import Sink
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Final, Literal, Protocol, TypeAlias
 
+class RecordChecks(Protocol):
+    """The per-record checks of one file: called for every decoded record, then finished."""
 
-if TYPE_CHECKING:
+    def __call__(self, rec: Any, line: int, ok: bool) -> None:
+        """Judge one record (``ok``: its schema verdict)."""
 
-    class RecordChecks(Protocol):
-        """The per-record checks of one file: called for every decoded record, then finished."""
-
-        def __call__(self, rec: Any, line: int, ok: bool) -> None:
-            """Judge one record (``ok``: its schema verdict)."""
-
-        def finish(self) -> Any:
-            """Judge what only the whole file shows; return the file's facts (or None)."""
-
-else:  # at run time only the name, for annotations (typing.Protocol costs a start its import)
-    RecordChecks = type("RecordChecks", (), {"__doc__": "The per-record checks of one file."})
+    def finish(self) -> Any:
+        """Judge what only the whole file shows; return the file's facts (or None)."""
 
 
 #: ``(sink, path, view)`` -> the record checks of one file.
 RecordChecksFactory = Callable[[Sink, RunPath, RunView], RecordChecks]
 #: ``(document, sink, path)``: the checks of one parsed JSON document.
-DocumentCheck: TypeAlias = "Callable[[Any, Sink, RunPath], None]"
-#: ``(raw bytes, sink, path)``: schema and document checks of a large document in bounded
-#: memory; False when it must take the exact path (``check_document``, then ``document``).
-FastDocumentCheck = Callable[[bytes, Sink, RunPath], bool]
+DocumentCheck: TypeAlias = Callable[[Any, Sink, RunPath], None]
+#: ``(raw bytes, sink, path)``: the schema and document checks of a large document in bounded
+#: memory; False (nothing added) when it must be parsed whole (``check_document``, ``document``).
+LargeDocumentCheck: TypeAlias = Callable[[bytes, Sink, RunPath], bool]
 
 
 class KindChecks(FrozenRecord):
@@ -57,29 +50,29 @@ class KindChecks(FrozenRecord):
     Attributes:
         records: builds the per-record checks of one JSONL file.
         document: checks one parsed JSON document.
-        fast_document: judges a large document without parsing it into Python values first.
+        large_document: judges a large document without holding all of it parsed.
         facts: the ``RunView`` attribute that receives what ``records(...).finish()`` returns.
         ranged: scanned by byte ranges, split across processes when very large
             (``rlio.validate.parallel`` runs the rollout checks).
         chart: an HTML chart written by plotting libraries: only its end is checked.
     """
 
-    __slots__ = _fields = ("records", "document", "fast_document", "facts", "ranged", "chart")
+    __slots__ = _fields = ("records", "document", "large_document", "facts", "ranged", "chart")
 
     records: RecordChecksFactory | None
     document: DocumentCheck | None
-    fast_document: FastDocumentCheck | None
+    large_document: LargeDocumentCheck | None
     facts: Literal["checkpoints", "metrics"] | None
     ranged: bool
     chart: bool
 
     def __init__(self, records: RecordChecksFactory | None = None,
                  document: DocumentCheck | None = None,
-                 fast_document: FastDocumentCheck | None = None,
+                 large_document: LargeDocumentCheck | None = None,
                  facts: Literal["checkpoints", "metrics"] | None = None, ranged: bool = False,
                  chart: bool = False) -> None:
-        self._set(records=records, document=document, fast_document=fast_document, facts=facts,
-                  ranged=ranged, chart=chart)
+        self._set(records=records, document=document, large_document=large_document,
+                  facts=facts, ranged=ranged, chart=chart)
 
 
 def _checkpoints(sink: Sink, rp: RunPath, view: RunView) -> RecordChecks:
@@ -94,7 +87,7 @@ def _metrics(sink: Sink, rp: RunPath, view: RunView) -> RecordChecks:
 KIND_CHECKS: Final[dict[str, KindChecks]] = {
     "checkpoints": KindChecks(records=_checkpoints, facts="checkpoints"),
     "metrics": KindChecks(records=_metrics, facts="metrics"),
-    "logtree": KindChecks(document=logtree_checks, fast_document=logtree_fast),
+    "logtree": KindChecks(document=logtree_checks, large_document=judge_in_pieces),
     "rollout_summaries": KindChecks(ranged=True),
     "timing_gantt": KindChecks(chart=True),
 }
@@ -107,5 +100,5 @@ NO_CHECKS: Final = KindChecks()
 RUN_ORDER: Final[tuple[str, ...]] = ("checkpoints", "metrics")
 
 __all__ = ["CROSS_FILE_CHECKS", "KIND_CHECKS", "NO_CHECKS", "RUN_ORDER", "CrossFileCheck",
-           "DocumentCheck", "FastDocumentCheck", "KindChecks", "RecordChecks",
+           "DocumentCheck", "KindChecks", "LargeDocumentCheck", "RecordChecks",
            "RecordChecksFactory"]

@@ -7,8 +7,6 @@ iteration set), then every other file, then the cross-file checks.
 
 from __future__ import annotations
 
-import functools
-
 from rlio._record import Record
 from rlio.layout import RunPath
 from rlio.storage.base import Storage
@@ -64,7 +62,7 @@ class RunView(Record):
         self.checkpoints = checkpoints
         self.storage = storage
 
-    @functools.cached_property
+    @property
     def iterations(self) -> frozenset[int]:
         """The iterations that have per-iteration files."""
         return frozenset(rp.iteration for rp in self.files.values() if rp.iteration is not None)

@@ -6,9 +6,6 @@ import itertools
 import random
 from pathlib import Path
 
-import pytest
-from factories import pure_python
-
 from rlio import layout
 from rlio.report import columns, reading
 from rlio.report.columns import Column, MetricsReader
@@ -147,11 +144,10 @@ class _BucketByBucket(Column):
         del px[:start], py[:start]
 
 
-@pytest.mark.parametrize("pure", [False, True], ids=["c-fold", "python-fold"])
-def test_the_vectorized_fold_keeps_the_same_points_as_bucket_by_bucket(pure: bool) -> None:
-    """Folding runs of buckets with C-level passes (the extension's, where built, or map and
-    zip) keeps exactly the per-bucket fold's points, through merges, ties (repeated extremes),
-    ints among floats and resumes that cut back."""
+def test_the_vectorized_fold_keeps_the_same_points_as_bucket_by_bucket() -> None:
+    """Folding runs of buckets with C-level passes (map and zip) keeps exactly the per-bucket
+    fold's points, through merges, ties (repeated extremes), ints among floats and resumes that
+    cut back."""
     rng = random.Random(11)
     for n, block, resume in ((60_000, 2048, None), (25_000, 333, 9_000), (9_000, 4096, 100)):
         pts = [(float(i), rng.choice([0.5, 1, 1.0, 0, -0.0, 2**60, rng.random(),
@@ -159,8 +155,7 @@ def test_the_vectorized_fold_keeps_the_same_points_as_bucket_by_bucket(pure: boo
         if resume is not None:
             pts += [(float(i), rng.random()) for i in range(resume, resume + 5000)]
         fast, slow = Column(), _BucketByBucket()
-        with pure_python(pure):
-            _feed(fast, pts, block)
+        _feed(fast, pts, block)
         _feed(slow, pts, block)
         assert fast.points() == slow.points()
         assert (fast.total, fast.width) == (slow.total, slow.width)

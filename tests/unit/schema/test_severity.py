@@ -7,38 +7,23 @@ import json
 import pathlib
 from typing import Any
 
-import jsonschema
 import pytest
 
 from rlio import RecordError, RunWriter, validate_run
 from rlio import layout as L
-from rlio._schema.severity import SEVERITY_KEY, error_level, folded, has_warnings
+from rlio._schema.severity import SEVERITY_KEY, error_level, has_warnings
 from rlio.findings import Severity
 from rlio.schema import SCHEMA_NAMES, error_schema, fast_check, full_check, load_schema
 
 NODE = {"type": ["number", "null"], "allOf": [{SEVERITY_KEY: "warning", "minimum": 0}]}
 
 
-def test_error_level_drops_annotated_parts_and_folded_merges_them() -> None:
-    """error_level removes warning subschemas; folded merges them into plain keywords."""
+def test_error_level_drops_annotated_parts() -> None:
+    """error_level removes warning subschemas; a schema without any is returned as it is."""
     assert error_level({"properties": {"a": NODE}}) == {"properties": {"a": {"type": [
         "number", "null"]}}}
-    assert folded(NODE) == {"type": ["number", "null"], "minimum": 0}
     plain = {"type": "integer", "minimum": 0}
-    assert error_level(plain) is plain and folded(plain) is plain and not has_warnings(plain)
-    clash = {"minimum": 1, "allOf": [{SEVERITY_KEY: "warning", "minimum": 0}]}
-    assert folded(clash) == {"minimum": 1, "allOf": [{SEVERITY_KEY: "warning", "minimum": 0}]}
-
-
-@pytest.mark.parametrize("name", SCHEMA_NAMES)
-def test_folded_schemas_judge_like_the_shipped_ones(name: str) -> None:
-    """Folding changes no verdict: the shipped and folded schemas agree on the edge table."""
-    shipped, merged = load_schema(name), folded(load_schema(name))
-    a = jsonschema.validators.validator_for(shipped)(shipped)
-    b = jsonschema.validators.validator_for(merged)(merged)
-    span = {"name": "s", "duration": -1, "wall_start": 0, "wall_end": 0}
-    for rec in [r for _, r, _ in EDGES] + [{"step": 0, "spans": [span]}]:
-        assert a.is_valid(rec) == b.is_valid(rec), rec
+    assert error_level(plain) is plain and not has_warnings(plain)
 
 
 def test_annotated_schemas_split_and_others_do_not() -> None:

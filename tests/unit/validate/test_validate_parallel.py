@@ -10,7 +10,7 @@ from factories import NAN, cookbook_run, jsonl, trajectory, write
 import rlio.validate.engine as validate_mod
 from rlio import layout
 from rlio.validate import validate_run
-from rlio.validate.checks.rollouts import PairOrder
+from rlio.validate.checks.rollout_lines import PairOrder
 from rlio.validate.parallel import RangeTask
 
 PATH = layout.iteration_path("flat", 1, "rollout_summaries")

@@ -134,7 +134,7 @@ class CheckpointFactsDC:
 
 
 def _mutable_cases() -> list[tuple[type, type, tuple[object, ...], dict[str, object]]]:
-    from rlio.validate.checks.rollouts import PairOrder
+    from rlio.validate.checks.rollout_lines import PairOrder
     from rlio.validate.checks.view import CheckpointFacts, MetricsFacts
     from rlio.validate.scan import ScanStats
 
@@ -172,7 +172,7 @@ def test_frozen_checks_and_range_tasks() -> None:
     from rlio.validate.parallel import RangeTask
 
     k = KindChecks(ranged=True)
-    assert (k.records, k.document, k.fast_document, k.facts, k.ranged, k.chart) == (
+    assert (k.records, k.document, k.large_document, k.facts, k.ranged, k.chart) == (
         None, None, None, None, True, False)
     assert k == KindChecks(None, None, None, None, True)
     assert hash(k) == hash(KindChecks(ranged=True))

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Final
 
 from rlio import layout
 from rlio.findings import Finding, finding
 from rlio.layout import twin_path
 from rlio.validate.checks.logtree import twin_write_ids
 from rlio.validate.checks.view import RunView
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Final
 
 CrossFileCheck = Callable[[RunView], Iterator[Finding]]
 

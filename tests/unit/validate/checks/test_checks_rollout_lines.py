@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import orjson
 
 from rlio._schema.loader import load_schema
-from rlio.validate.checks.rollouts import PairOrder, RolloutChecks, duplicate_pairs
+from rlio.validate.checks.rollout_lines import PairOrder, RolloutChecks, duplicate_pairs
 from rlio.validate.parallel import RangeTask, scan_range
 from rlio.validate.scan import Sink
 
@@ -39,7 +38,7 @@ def run(*records: dict[str, Any], label: str | None = None,
     s = Sink("r.jsonl", 100)
     checks = RolloutChecks(s, iteration=iteration, label=label)
     for line, r in enumerate(records, 1):
-        checks.hook(r, line, True)
+        checks(r, line, True)
     return [(f.code, f.line, f.pointer) for f in s.items], checks
 
 
@@ -55,7 +54,7 @@ def test_invalid_records_are_not_checked() -> None:
     """The hook skips records the schema refused."""
     s = Sink("r.jsonl", 100)
     checks = RolloutChecks(s, iteration=3, label=None)
-    checks.hook(rec(iteration=9), 1, False)
+    checks(rec(iteration=9), 1, False)
     assert s.items == [] and checks.finish().first is None
 
 
@@ -102,7 +101,7 @@ def test_step_idx_must_run_from_zero() -> None:
 def test_step_idx_message_names_the_range() -> None:
     """The RL404 message names the value, its position and the range 0..n-1."""
     s = Sink("r.jsonl", 100)
-    RolloutChecks(s, iteration=3, label=None).hook(rec(rewards=(1.0, 1.0), idx=(0, 5)), 1, True)
+    RolloutChecks(s, iteration=3, label=None)(rec(rewards=(1.0, 1.0), idx=(0, 5)), 1, True)
     assert s.items[0].message == "step_idx 5 at position 1; step_idx must run 0..1"
 
 
@@ -131,7 +130,7 @@ def test_total_reward_multi_step_and_empty() -> None:
 def test_total_reward_message_and_nulls() -> None:
     """RL405 names the total and the sum; a null reward, total or final skips the rule."""
     s = Sink("r.jsonl", 100)
-    RolloutChecks(s, iteration=3, label=None).hook(rec(rewards=(1.0,), total=2.0), 1, True)
+    RolloutChecks(s, iteration=3, label=None)(rec(rewards=(1.0,), total=2.0), 1, True)
     assert s.items[0].message == ("total_reward 2.0 but the step rewards plus final_reward "
                                   "sum to 1.0")
     for r in (rec(rewards=(None,), total=5.0), rec(rewards=(1.0, None), total=5.0),
@@ -150,50 +149,20 @@ def test_steps_after_episode_done() -> None:
                    rec(0, 3, rewards=(1.0, 1.0), dones=(False, True)))
     assert found == [("RL406", 1, "/steps/2"), ("RL406", 2, "/steps/1")]
     s = Sink("r.jsonl", 100)
-    RolloutChecks(s, iteration=3, label=None).hook(
+    RolloutChecks(s, iteration=3, label=None)(
         rec(rewards=(1.0, 1.0, 1.0), dones=(True, False, False)), 1, True)
     assert s.items[0].message == "2 step(s) after episode_done: true at step 0"
 
 
 def test_key_order_is_rl202_once() -> None:
-    """Keys out of the schema's order are one RL202, judged on records decoded as dicts and on
-    the typed records of a file's first 100 lines (read from their raw line); a typed record
-    past those lines (or in a range not at the file's start) is never judged for it."""
+    """Keys out of the schema's order are one RL202, at the first such record."""
     bad = dict(reversed(list(rec().items())))
     found, _ = run(bad, dict(bad, traj_idx=1), rec(0, 2), dict(bad, traj_idx=3))
     assert found == [("RL202", 1, "")]
 
-    class Typed:
-        iteration, split, group_idx, traj_idx = 3, "train", 0, 0
-        total_reward, final_reward, steps = 0.0, 0.0, []
 
-    s = Sink("r.jsonl", 100)
-    checks = RolloutChecks(s, iteration=3, label=None, key_lines=0)
-    checks.check(Typed(), 1, orjson.dumps(bad))
-    assert s.items == []
-    checks.check(Typed(), 2, bad)
-    assert [f.code for f in s.items] == ["RL202"]
-    s = Sink("r.jsonl", 100)
-    checks = RolloutChecks(s, iteration=3, label=None)
-    checks.check(Typed(), 101, orjson.dumps(bad) + b"\n")
-    assert s.items == []
-    checks.check(Typed(), 1, orjson.dumps(bad) + b"\n")
-    checks.flush()  # typed records are judged for their key order in a batch
-    assert [(f.code, f.message) for f in s.items] == [
-        ("RL202", found_message(bad))]
-
-
-def found_message(rec: dict[str, Any]) -> str:
-    """The RL202 message of a record with these keys, as the dict path words it."""
-    s = Sink("r.jsonl", 100)
-    RolloutChecks(s, iteration=3, label=None).check(SimpleNamespace(**{**rec, "steps": []}), 1,
-                                                    rec)
-    return next(f.message for f in s.items if f.code == "RL202")
-
-
-def test_key_order_of_a_file_read_on_the_fast_path(tmp_path: Path) -> None:
-    """A rollout file whose records all fit the fast decoder still gets its RL202 from the
-    first line, which the scan decodes as a dict."""
+def test_key_order_of_a_scanned_file(tmp_path: Path) -> None:
+    """A scanned rollout file gets its RL202 at the first line."""
     bad = dict(reversed(list(rec().items())))
     path = tmp_path / "r.jsonl"
     path.write_bytes(b"".join(orjson.dumps(dict(bad, traj_idx=t)) + b"\n" for t in range(50)))

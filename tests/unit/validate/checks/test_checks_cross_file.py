@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rlio import layout
 from rlio.findings import Severity
-from rlio.validate.checks.run import (
+from rlio.validate.checks.cross_file import (
     checkpoint_beyond_metrics,
     html_twins,
     mixed_layout,
