@@ -17,7 +17,6 @@ import contextlib
 import copy
 import json
 import math
-import os
 import pathlib
 import subprocess
 import sys
@@ -196,23 +195,6 @@ def small_tmpfs(root: Path, size: str) -> Iterator[Path]:
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
-
-
-@contextlib.contextmanager
-def pure_python(pure: bool = True) -> Iterator[None]:
-    """Writers and scans created inside keep to the Python paths (``pure``), or use the C
-    extension where it is built."""
-    from rlio._native import PURE_ENV
-
-    saved = os.environ.pop(PURE_ENV, None)
-    if pure:
-        os.environ[PURE_ENV] = "1"
-    try:
-        yield
-    finally:
-        os.environ.pop(PURE_ENV, None)
-        if saved is not None:
-            os.environ[PURE_ENV] = saved
 
 
 def metrics_line(step: int, **values: Any) -> dict[str, Any]:
