@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import functools
 import os
+from pathlib import Path
+from typing import Any, Final
 
 from rlio.layout import FILE_KINDS
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from pathlib import Path
-    from typing import Any, Final
 
 #: Schema names, one per file type of docs/format.md.
 SCHEMA_NAMES: Final = (
@@ -31,8 +28,6 @@ KIND_SCHEMA: Final[dict[str, str]] = {
 
 def schema_dir() -> Path:
     """Folder holding the ``*.schema.json`` files: inside the wheel, or the repository's."""
-    from pathlib import Path
-
     return Path(_schema_folder())
 
 
