@@ -126,11 +126,13 @@ class _Compiler:
         unknown = set(schema) - _RULES - _ANNOTATIONS
         if unknown:
             raise ValueError(f"schema keyword(s) {sorted(unknown)} are not supported")
+        schema = _fold_bounds(schema)
         rules = set(schema) - _ANNOTATIONS
         if rules == {"type"}:
             return self._type(schema["type"])
-        if rules == {"type", "minimum"} and schema["type"] == "integer":
-            return _NONE, _int_at_least(schema["minimum"], _whole(self._type("integer")))
+        if "type" in schema and rules - {"type"} <= set(_BOUNDS):
+            return _NONE, _typed_bounds(self._type(schema["type"]),
+                                        [(_BOUNDS[k], schema[k]) for k in rules - {"type"}])
         if schema.get("type") == "object":
             checks = [self._object(schema)]
         else:
@@ -278,15 +280,45 @@ def _whole(typed: Typed) -> Check:
     return lambda v: type(v) in exact or check(v)
 
 
-def _int_at_least(low: Any, is_integer: Check) -> Check:
-    """``{"type": "integer", "minimum": low}`` (counts, steps, indices): one test for an int."""
+def _fold_bounds(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with each ``allOf`` member that holds only bounds (a warning-level range, say)
+    merged into it when the keyword is not already there: the same verdicts, one node."""
+    members = schema.get("allOf")
+    if not isinstance(members, list):
+        return schema
+    out, kept = dict(schema), []
+    for member in members:
+        rules = set(member) - _ANNOTATIONS if isinstance(member, dict) else {"?"}
+        if rules <= set(_BOUNDS) and not rules & set(out):
+            out.update((k, member[k]) for k in rules)
+        else:
+            kept.append(member)
+    if kept:
+        out["allOf"] = kept
+    else:
+        del out["allOf"]
+    return out
 
-    def check_count(value: Any) -> bool:
-        if type(value) is int:
-            return bool(value >= low)
-        return is_integer(value) and value >= low
 
-    return check_count
+def _typed_bounds(typed: Typed, bounds: list[tuple[Callable[[Any, Any], bool], Any]]) -> Check:
+    """A ``type`` with numeric bounds (counts, steps, durations): one test for an int or a
+    float; the bounds apply to numbers only."""
+    exact, check_type = typed
+    numeric = exact & {int, float}
+    (test, limit), *more = bounds
+
+    def in_bounds(value: Any) -> bool:
+        return bool(test(value, limit)) and all(t(value, b) for t, b in more)
+
+    def check_bounded(value: Any) -> bool:
+        t = type(value)
+        if t in numeric:
+            return bool(test(value, limit)) and (not more or in_bounds(value))
+        if t in exact:
+            return True
+        return check_type(value) and (not _is_number(value) or in_bounds(value))
+
+    return check_bounded
 
 
 def _all_of(checks: list[Check]) -> Check:
