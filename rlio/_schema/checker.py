@@ -20,7 +20,6 @@ Two things keep it fast without a second engine (``benchmarks/writer_floor.py`` 
 from __future__ import annotations
 
 import numbers
-import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
@@ -357,9 +356,11 @@ def _const(expected: Any) -> Check:
     return lambda v: equal(v, expected)
 
 
+#: Each bound as python-jsonschema tests it: by its failure (``x < minimum`` fails), so NaN,
+#: which compares false with everything, passes every bound.
 _BOUNDS: Final[dict[str, Callable[[Any, Any], bool]]] = {
-    "minimum": operator.ge, "maximum": operator.le,
-    "exclusiveMinimum": operator.gt, "exclusiveMaximum": operator.lt,
+    "minimum": lambda v, b: not v < b, "maximum": lambda v, b: not v > b,
+    "exclusiveMinimum": lambda v, b: not v <= b, "exclusiveMaximum": lambda v, b: not v >= b,
 }
 
 

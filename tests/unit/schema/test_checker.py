@@ -300,3 +300,87 @@ def test_recursive_reference() -> None:
     check = compile_check(schema)
     assert check({"c": {"c": {}}})
     assert not check({"c": {"c": {"x": 1}}})
+
+
+class _Str(str):
+    pass
+
+
+class _Int(int):
+    pass
+
+
+class _Float(float):
+    pass
+
+
+class _Dict(dict):  # type: ignore[type-arg]
+    pass
+
+
+class _List(list):  # type: ignore[type-arg]
+    pass
+
+
+def _edge_values() -> list[Any]:
+    import decimal
+    import fractions
+
+    import numpy as np
+
+    values: list[Any] = [True, False, 0, 1, -1, 2**70, 1.0, -1.0, 0.5, 1.5, -0.0,
+                         float("nan"), float("inf"), float("-inf"), None, "", "a", "ab", "b",
+                         [], ["a"], [1], {}, {"a": 1}, _Str("a"), _Int(3), _Float(2.0),
+                         _Float(-2.5), _Dict(a=1), _List([1]), decimal.Decimal("1.5"),
+                         fractions.Fraction(1, 2), np.float32(0.5), np.float64(-1.0),
+                         np.int64(4), np.int8(-3), np.bool_(True), (1,), b"a", object()]
+    return values
+
+
+#: Small schemas built from the keyword shapes the checker compiles on fast paths.
+EDGE_SCHEMAS = [
+    {"type": "integer"},
+    {"type": "integer", "minimum": 0},
+    {"type": ["integer", "null"], "minimum": 0},
+    {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+    {"type": ["number", "null"], "allOf": [{"x-rlio-severity": "warning", "minimum": 0}]},
+    {"type": ["number", "null"], "allOf": [{"minimum": 0, "maximum": 1}]},
+    {"type": ["number", "string", "boolean", "null"]},
+    {"minimum": 1},
+    {"type": "string", "pattern": "^a", "minLength": 1},
+    {"maxLength": 1},
+    {"const": 1}, {"const": "a"}, {"const": True}, {"enum": [1, "a", None]},
+    {"anyOf": [{"type": "string"}, {"type": "integer", "minimum": 0}]},
+    {"oneOf": [{"type": "number"}, {"type": "integer"}]},
+    {"not": {"type": "string"}},
+    {"if": {"type": "integer"}, "then": {"minimum": 2}, "else": {"type": "string"}},
+    {"type": "array", "items": {"type": "integer"}},
+    {"items": {"type": "string", "pattern": "a"}},
+    {"type": "object", "required": ["a"], "properties": {"a": {"type": "integer"}},
+     "additionalProperties": False},
+    {"properties": {"a": {"type": "string"}}},
+    {"required": ["a"]},
+    {"patternProperties": {"^a": {"type": "number"}}, "additionalProperties": {"type": "string"}},
+]
+
+
+@pytest.mark.parametrize("schema", EDGE_SCHEMAS, ids=repr)
+def test_edge_values_agree(schema: dict[str, Any]) -> None:
+    """Bools, integral floats, NaN, subclasses, Decimal, numpy scalars and non-JSON types get
+    jsonschema's verdict under every fast-path shape (bare types, bounds, patterns, members)."""
+    check, expected = compile_check(schema), oracle(schema)
+    for value in _edge_values():
+        for instance in (value, {"a": value}, [value], {"ab": value, "b": value}):
+            assert check(instance) is expected(instance), (schema, instance)
+
+
+def test_key_memo_is_bounded_and_keeps_judging() -> None:
+    """Past the bound of remembered key names, new keys are still judged by their subschema."""
+    from rlio._schema import checker
+
+    check = compile_check({"patternProperties": {"^n": {"type": "number"}},
+                           "additionalProperties": {"type": "string"}})
+    many = {f"k{i}": "s" for i in range(checker._KEY_MEMO + 10)}
+    assert check(many)
+    assert not check({**many, "late": 1})
+    assert check({**many, "n_late": 1}) and not check({**many, "n_late": "x"})
