@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from rlio import rules
 from rlio.rules import REWARD_TOLERANCE, bad_step_index, reward_mismatch, step_after_done
 
 
@@ -49,6 +50,13 @@ def test_nothing_to_compare_is_no_mismatch(
     assert reward_mismatch(total, final, rewards) is None
 
 
+def test_infinite_parts_are_nothing_to_compare() -> None:
+    """An infinite step reward or final reward gives no mismatch (nothing to compare)."""
+    assert reward_mismatch(1.0, math.inf, [1.0]) is None
+    assert reward_mismatch(1.0, 0.0, [-math.inf]) is None
+    assert reward_mismatch(1.0, 0.0, [math.inf, -math.inf]) is None
+
+
 def test_tolerance_is_one_in_a_million() -> None:
     """The documented tolerance constant."""
     assert REWARD_TOLERANCE == 1e-6
@@ -70,3 +78,53 @@ def test_step_indices_run_from_zero(indices: list[object], at: int | None) -> No
 def test_steps_after_episode_done(dones: list[bool], at: int | None) -> None:
     """Only a done flag that a later step follows is reported, at its position."""
     assert step_after_done(dones) == at
+
+
+@pytest.mark.parametrize(("record", "summary"), [
+    ({"step": 3, "cost/total": 1.5, "tokens/sampled": 10}, True),
+    ({"cost/total": 1.5}, True),
+    ({"step": 3}, False),  # nothing but the step: not a summary row
+    ({}, False),
+    ({"step": 3, "cost/total": 1.5, "env/all/reward": 0.5}, False),  # one non-summary key
+    ({"step": 3, "env/all/reward": 0.5, "cost/total": 1.5}, False),
+    ({"time/total": 2.0}, True),
+])
+def test_summary_lines_hold_only_summary_keys(record: dict[str, object], summary: bool) -> None:
+    """A line is a summary row exactly when it has keys besides ``step`` and all are summaries."""
+    assert rules.is_summary_line(record) is summary
+
+
+@pytest.mark.parametrize(("group", "traj", "expected"), [
+    (1, 2, (1, 2)), (0, 0, (0, 0)),
+    (1.0, 2, None), (1, 2.0, None), (True, 2, None), (1, None, None), ("1", 2, None),
+])
+def test_trajectory_ids_are_int_pairs(group: object, traj: object,
+                                      expected: tuple[int, int] | None) -> None:
+    """Only a pair of plain ints identifies a trajectory (anything else: nothing to compare)."""
+    assert rules.trajectory_id(group, traj) == expected
+
+
+@pytest.mark.parametrize(("record", "problem"), [
+    ({"name": "a", "state_path": "s", "batch": 1}, None),
+    ({"name": "a", "state_path": None}, None),  # not resumable: nothing lacks
+    ({"name": "a"}, None),
+    ("not a record", None),
+    ({"name": "a", "state_path": "s"}, "no batch"),
+    ({"name": "a", "state_path": "s", "epoch": 2}, "epoch but no batch"),
+])
+def test_resume_problem(record: object, problem: str | None) -> None:
+    """A record with a non-null state_path must carry batch; the reason names what it lacks."""
+    found = rules.resume_problem(record)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and problem in found
+        assert found.startswith("has state_path")
+        assert ("epoch" in found) is ("epoch" in problem)
+
+
+def test_resume_problem_other_required_key() -> None:
+    """``required_key`` picks the key that makes a record resumable."""
+    assert rules.resume_problem({"sampler_path": "p"}, "sampler_path") is not None
+    assert rules.resume_problem({"sampler_path": "p"}) is None
+    assert rules.resume_problem({"state_path": "p"}, "sampler_path") is None
