@@ -8,9 +8,8 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias, overload
-
-from rlio._record import FrozenRecord
 
 Layout: TypeAlias = Literal["flat", "nested"]
 Artifact: TypeAlias = Literal["html", "logtree", "rollout_summaries"]
@@ -33,7 +32,8 @@ JSON_TYPE: Final = "application/json"
 TEXT_TYPE: Final = "text/plain; charset=utf-8"
 
 
-class FileKind(FrozenRecord):
+@dataclass(frozen=True, slots=True)
+class FileKind:
     """One kind of run file: how its name is matched and how it is read and stored.
 
     Attributes:
@@ -48,8 +48,6 @@ class FileKind(FrozenRecord):
         content_type: the Content-Type it is stored with (a browser opens reports from GCS).
     """
 
-    __slots__ = _fields = ("kind", "name", "per_iteration", "schema", "format", "append_only",
-                           "content_type")
     kind: str
     name: str
     per_iteration: bool
@@ -58,13 +56,10 @@ class FileKind(FrozenRecord):
     append_only: bool
     content_type: str
 
-    def __init__(self, kind: str, name: str, per_iteration: bool, schema: str | None,
-                 format: Format, append_only: bool, content_type: str) -> None:
-        if (format in ("jsonl", "json")) != (schema is not None):
-            raise ValueError(f"file kind {kind!r}: JSONL and JSON kinds, and only they, "
-                             f"name a schema (format {format!r}, schema {schema!r})")
-        self._set(kind=kind, name=name, per_iteration=per_iteration, schema=schema,
-                  format=format, append_only=append_only, content_type=content_type)
+    def __post_init__(self) -> None:
+        if (self.format in ("jsonl", "json")) != (self.schema is not None):
+            raise ValueError(f"file kind {self.kind!r}: JSONL and JSON kinds, and only they, "
+                             f"name a schema (format {self.format!r}, schema {self.schema!r})")
 
 
 #: Every kind of run file, the one table other modules derive their views from.
@@ -230,7 +225,8 @@ def iteration_path(
     raise ValueError(f"layout must be 'flat' or 'nested', got {layout!r}")
 
 
-class RunPath(FrozenRecord):
+@dataclass(frozen=True, slots=True)
+class RunPath:
     """What a run-relative path is.
 
     Attributes:
@@ -244,24 +240,13 @@ class RunPath(FrozenRecord):
         problem: why a name that looks like a run file breaks the naming rules, else None.
     """
 
-    __slots__ = _fields = ("path", "kind", "iteration", "label", "layout", "problem")
     path: str
     kind: str
-    iteration: int | None
-    label: str | None
-    layout: Layout | None
-    problem: str | None
+    iteration: int | None = None
+    label: str | None = None
+    layout: Layout | None = None
+    problem: str | None = None
 
-    def __init__(self, path: str, kind: str, iteration: int | None = None,
-                 label: str | None = None, layout: Layout | None = None,
-                 problem: str | None = None) -> None:
-        setattr = object.__setattr__  # by position: one is built per path parsed
-        setattr(self, "path", path)
-        setattr(self, "kind", kind)
-        setattr(self, "iteration", iteration)
-        setattr(self, "label", label)
-        setattr(self, "layout", layout)
-        setattr(self, "problem", problem)
 
     @property
     def split(self) -> str:

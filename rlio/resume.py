@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
 from rlio import layout
 from rlio._codec.jsonl import DecodeError, decode
 from rlio._codec.lines import MAX_TAIL_LINE, BackwardLine, backward_lines, count_newlines
-from rlio._record import FrozenRecord
 from rlio._supersede import (
     MetricsCut,
     metrics_cut,
@@ -55,7 +55,8 @@ SkipKind = Literal["blank", "unparseable", "torn", "too_long", "not_object"]
 #: Kinds of per-iteration files a restart rewrites.
 
 
-class SkippedLine(FrozenRecord):
+@dataclass(frozen=True, slots=True)
+class SkippedLine:
     """A ledger line the resume reader passed over.
 
     Attributes:
@@ -65,13 +66,9 @@ class SkippedLine(FrozenRecord):
         reason: a one-line explanation naming what was found.
     """
 
-    __slots__ = _fields = ("line", "kind", "reason")
     line: int
     kind: SkipKind
     reason: str
-
-    def __init__(self, line: int, kind: SkipKind, reason: str) -> None:
-        self._set(line=line, kind=kind, reason=reason)
 
 
 def _backward(storage: Storage, rel: str, size: int) -> Iterator[BackwardLine]:
@@ -149,7 +146,8 @@ def _scan_ledger(storage: Storage, required_key: str, *, last_only: bool = False
     return _LedgerScan(torn, None, 0, ())
 
 
-class ResumeState(FrozenRecord):
+@dataclass(frozen=True)
+class ResumeState:
     """Where a run restarts: the last resumable checkpoint and what restarting there supersedes.
 
     Attributes:
@@ -167,28 +165,16 @@ class ResumeState(FrozenRecord):
     and shown by the attributes above; immutable.
     """
 
-    _fields = ("checkpoint", "offset", "next_batch", "next_epoch", "torn_tail",
-               "superseded_iteration_files")
-    __slots__ = (*_fields, "_storage", "_skips", "_metrics", "_from_end", "__dict__")
     checkpoint: dict[str, Any]
     offset: int
     next_batch: int
     next_epoch: int | None
     torn_tail: bool
     superseded_iteration_files: list[str]
-    _storage: Storage
-    _skips: tuple[_Skip, ...]
-    _metrics: MetricsCut | None
-    _from_end: int
-
-    def __init__(self, checkpoint: dict[str, Any], offset: int, next_batch: int,
-                 next_epoch: int | None, torn_tail: bool, superseded_iteration_files: list[str],
-                 _storage: Storage, _skips: tuple[_Skip, ...] = (),
-                 _metrics: MetricsCut | None = None, _from_end: int = 0) -> None:
-        self._set(checkpoint=checkpoint, offset=offset, next_batch=next_batch,
-                  next_epoch=next_epoch, torn_tail=torn_tail,
-                  superseded_iteration_files=superseded_iteration_files, _storage=_storage,
-                  _skips=_skips, _metrics=_metrics, _from_end=_from_end)
+    _storage: Storage = field(compare=False, repr=False)
+    _skips: tuple[_Skip, ...] = field(default=(), compare=False, repr=False)
+    _metrics: MetricsCut | None = field(default=None, compare=False, repr=False)
+    _from_end: int = field(default=0, compare=False, repr=False)
 
     def _with_metrics(self, cut: MetricsCut | None) -> ResumeState:
         """This state with the superseded metrics cut replaced (line caches not carried)."""

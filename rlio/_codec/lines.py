@@ -17,9 +17,8 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import BinaryIO, Final, Protocol
-
-from rlio._record import FrozenRecord
 
 __all__ = [
     "MAX_LINE",
@@ -169,7 +168,8 @@ class _ChunkedReadline:
             self._pos = 0
 
 
-class BackwardLine(FrozenRecord):
+@dataclass(frozen=True, slots=True)
+class BackwardLine:
     """One line read from the end of a file.
 
     Attributes:
@@ -178,16 +178,9 @@ class BackwardLine(FrozenRecord):
         terminated: whether a newline ends it (only the file's last line may lack one).
     """
 
-    __slots__ = _fields = ("start", "data", "terminated")
     start: int
     data: bytes | None
     terminated: bool
-
-    def __init__(self, start: int, data: bytes | None, terminated: bool) -> None:
-        setattr = object.__setattr__
-        setattr(self, "start", start)
-        setattr(self, "data", data)
-        setattr(self, "terminated", terminated)
 
 
 def backward_lines(
