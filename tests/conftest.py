@@ -3,10 +3,7 @@ and a compile cache of the suite's own (tests never write to the user's ~/.cache
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
-import tempfile
 
 from hypothesis import HealthCheck, settings
 
@@ -20,8 +17,3 @@ settings.register_profile("ci", parent=settings.get_profile("rlio"), derandomize
 _PROFILE = "ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "rlio")
 settings.load_profile(_PROFILE)
 
-# every test and every subprocess a test starts (they inherit the environment) caches compiled
-# schemas here, never in the user's cache folder
-_CACHE = tempfile.mkdtemp(prefix="rlio-test-cache-")
-os.environ["RLIO_CACHE_DIR"] = _CACHE
-atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
