@@ -1,5 +1,4 @@
-"""Suite-wide settings: a hypothesis profile that does not flake on a loaded 2-core machine,
-and a compile cache of the suite's own (tests never write to the user's ~/.cache)."""
+"""Suite-wide settings: a hypothesis profile that does not flake on a loaded 2-core machine."""
 
 from __future__ import annotations
 
