@@ -20,7 +20,7 @@ from urllib.parse import quote, unquote
 from rlio import layout
 from rlio.logtree.html import stamp_write_id
 from rlio.logtree.iteration_page import Nav, Trajectory, find_transcripts, render_iteration_page
-from rlio.report.iteration_files import read_logtree, read_trajectories, written_by_rlio
+from rlio.report.reading import read_logtree, read_trajectories, written_by_rlio
 from rlio.storage.base import Storage
 
 

@@ -14,12 +14,10 @@ import json
 import os
 import posixpath
 from collections.abc import Callable, Sequence
-from typing import Any
 from urllib.parse import quote
 
 from rlio import layout
 from rlio._codec.jsonl import DecodeError, decode
-from rlio.findings import Report
 from rlio.report import page as _page
 from rlio.report import svg as _svg
 from rlio.report.columns import EVAL_REWARD_SUFFIX, MetricsScan
@@ -56,9 +54,6 @@ DEFAULT_METRICS = ("env/all/reward/total", "progress/done_frac", "optim/kl_sampl
                    "optim/entropy")
 _KL_V1, _KL_V2 = "optim/kl_sample_train_v1", "optim/kl_sample_train_v2"
 _MAX_CONFIG_CHARS = 20_000
-
-
-__all__ = ["DEFAULT_METRICS", "REPORT_NAME", "render_run_report", "write_run_report"]
 
 
 # --------------------------------------------------------------------------- links
@@ -134,19 +129,6 @@ def _placement(storage: Storage, output: str | None) -> tuple[str, bool]:
     return name, inside is not None and "/" not in inside
 
 
-def _validation(run_s: str, own: str | None, folder: str, observe: MetricsObserver) -> Any:
-    """The validator's report less what the report itself adds to the run (RL301 on its files)."""
-    report = validation(run_s, own, observe)
-    prefix = folder + "/"
-    kept = [f for f in report.findings
-            if not (f.code == "RL301" and (f.file or "").startswith(prefix))]
-    if len(kept) == len(report.findings):
-        return report
-    # the count of RL301 findings past the cap is the report's own files too
-    kept = [f for f in kept if not (f.code == "RL112" and "RL301" in f.message)]
-    return Report.build(report.run, kept, layout=getattr(report, "layout", None))
-
-
 def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bool,
             write: Callable[[str, bytes], None] | None) -> str:
     storage = open_storage(run_s)
@@ -158,7 +140,7 @@ def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bo
     observer = MetricsObserver(storage, wanted, stand_in)  # the charts: the validator's parse
     if validate:
         try:
-            report = _validation(run_s, _run_relative(storage, output), folder, observer)
+            report = validation(run_s, _run_relative(storage, output), folder, observer)
         except Exception as exc:  # the page still shows metrics when the validator fails
             v_error = f"{type(exc).__name__}: {exc}"
     m = observer.scan if observer.scan is not None else read_metrics(storage, wanted, stand_in)
