@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -21,6 +21,7 @@ from rlio import layout
 from rlio.logtree.html import stamp_write_id
 from rlio.logtree.iteration_page import Nav, Trajectory, find_transcripts, render_iteration_page
 from rlio.report.reading import read_logtree, read_trajectories, written_by_rlio
+from rlio.report.trajectories import split_order
 from rlio.storage.base import Storage
 
 
@@ -69,11 +70,6 @@ def index_run(storage: Storage) -> RunIndex:
     return idx
 
 
-def split_order(split: str) -> tuple[bool, str]:
-    """Training first, then evaluators by name."""
-    return split != "train", split
-
-
 @dataclass(frozen=True)
 class Placement:
     """Where rlio's page of one iteration is, relative to the report's folder."""
@@ -96,10 +92,9 @@ def _canonical(split: str, iteration: int, src: Sources, run_layout: str | None)
     return layout.iteration_path(lay, iteration, "html", label=label)
 
 
-def place_pages(storage: Storage, idx: RunIndex, *, report_name: str,
+def place_pages(storage: Storage, idx: RunIndex, folder: str,
                 at_run_root: bool) -> dict[tuple[str, int], Placement]:
-    """Where each iteration's page goes (see the module docstring)."""
-    folder = posixpath.splitext(posixpath.basename(report_name))[0] or "report"
+    """Where each iteration's page goes (see the module docstring); ``folder``: the report's."""
     out: dict[tuple[str, int], Placement] = {}
     for split, its in idx.splits.items():
         for it, src in its.items():
@@ -142,20 +137,11 @@ def page_nav(p: Placement, places: dict[tuple[str, int], Placement], report_name
     )
 
 
-@dataclass
-class IterationData:
-    """What one iteration contributes to the report besides its page."""
-
-    placement: Placement
-    trajectories: list[Trajectory] | None
-    transcripts: dict[tuple[int, int], list[Any]]
-    logged: set[tuple[int, int]]
-
-
 def iterate(storage: Storage, places: dict[tuple[str, int], Placement], report_name: str,
-            run_href: Callable[[str], str],
-            write: Callable[[str, bytes], None] | None) -> Iterator[IterationData]:
-    """Read every iteration once; with ``write``, render and write its page as it goes."""
+            run_href: Callable[[str], str], write: Callable[[str, bytes], None] | None,
+            ) -> Iterator[tuple[Placement, list[Trajectory] | None, dict[tuple[int, int], Any]]]:
+    """Read every iteration once: its placement, rollout rows and transcripts by (group, traj);
+    with ``write``, render and write its page as it goes."""
     for key in sorted(places, key=lambda k: (split_order(k[0]), k[1])):
         p = places[key]
         split, it = key
@@ -168,13 +154,11 @@ def iterate(storage: Storage, places: dict[tuple[str, int], Placement], report_n
                 title = f"{split} iteration {it}"
             nav = page_nav(p, places, report_name, run_href)
             if doc is None and p.sources.html is not None:
-                nav = Nav(nav.report, nav.prev, nav.next, nav.splits, nav.original,
-                          "This run kept no logtree JSON for this iteration: its transcripts "
-                          "are on the producer's page.")
+                nav = replace(nav, note="This run kept no logtree JSON for this iteration: its "
+                              "transcripts are on the producer's page.")
             page = render_iteration_page(doc, nav, trajs or [], title=title, found=found)
             wid = doc.get(layout.WRITE_ID_KEY) if doc is not None and p.in_place else None
             if isinstance(wid, str):  # the page replaces its twin's: keep the twin's write id
                 page = stamp_write_id(page, wid)
             write(p.location, page.encode())
-        messages = found.messages if found is not None else {}
-        yield IterationData(p, trajs, messages, set(messages))
+        yield p, trajs, found.messages if found is not None else {}

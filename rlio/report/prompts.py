@@ -21,6 +21,7 @@ import orjson
 
 from rlio.logtree.html import render_page
 from rlio.logtree.iteration_page import Trajectory, fmt
+from rlio.report.page import section, table
 
 #: At most this many prompt pages are written (prompts seen in the most iterations first).
 MAX_PROMPT_PAGES = 2000
@@ -210,29 +211,25 @@ def render_prompt_page(track: Track, location: str, report_name: str) -> str:
 def section_prompts(tracker: PromptTracker, href: dict[str, str]) -> str:
     """The report's list of the prompts whose reward changed most, and how many are tracked."""
     pages = tracker.pages()
-    out = ['<section id="prompts"><h2>Prompts across training</h2>']
     if not pages:
-        out.append('<p class="note">No logtree conversation in this run: no prompt to track.'
-                   "</p></section>")
-        return "".join(out)
-    out.append(f'<p class="note">{len(tracker.tracks):,} distinct prompt(s) in the logtrees; '
-               f"{len(pages):,} with a page.</p>")
-    movers = tracker.movers()
-    if movers:
-        out.append('<div class="scroll"><table class="movers"><thead><tr><th>prompt</th>'
-                   "<th>split</th><th>iterations</th><th>first → last mean reward</th>"
-                   "<th>change</th></tr></thead><tbody>")
-        for tr, change in movers:
-            means = tr.mean_by_iteration()
-            same = [m for m in means if m[0] == means[0][0]]
-            out.append(f'<tr><td><a href="{escape(href[tr.key])}">{escape(tr.label())}</a></td>'
-                       f"<td>{escape(same[0][0])}</td><td>{len(same)}</td>"
-                       f"<td>{fmt(same[0][2])} → {fmt(same[-1][2])}</td>"
-                       f"<td>{'+' if change > 0 else ''}{fmt(change)}</td></tr>")
-        out.append("</tbody></table></div>")
+        return section("prompts", "Prompts across training", '<p class="note">No logtree '
+                       "conversation in this run: no prompt to track.</p>")
+    out = [f'<p class="note">{len(tracker.tracks):,} distinct prompt(s) in the logtrees; '
+           f"{len(pages):,} with a page.</p>"]
+    rows = []
+    for tr, change in tracker.movers():
+        means = tr.mean_by_iteration()
+        same = [m for m in means if m[0] == means[0][0]]
+        rows.append(f'<tr><td><a href="{escape(href[tr.key])}">{escape(tr.label())}</a></td>'
+                    f"<td>{escape(same[0][0])}</td><td>{len(same)}</td>"
+                    f"<td>{fmt(same[0][2])} → {fmt(same[-1][2])}</td>"
+                    f"<td>{'+' if change > 0 else ''}{fmt(change)}</td></tr>")
+    if rows:
+        out.append(table("movers", ("prompt", "split", "iterations", "first → last mean reward",
+                                    "change"), rows))
     out.append('<details><summary>All tracked prompts</summary><ul class="prompt-list">')
     out.extend(f'<li><a href="{escape(href[tr.key])}">{escape(tr.label())}</a> '
                f'<span class="count">({len(tr.iterations())} iteration(s))</span></li>'
                for tr in pages)
-    out.append("</ul></details></section>")
-    return "".join(out)
+    out.append("</ul></details>")
+    return section("prompts", "Prompts across training", "".join(out))

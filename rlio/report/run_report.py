@@ -21,14 +21,8 @@ from rlio._codec.jsonl import DecodeError, decode
 from rlio.report import page as _page
 from rlio.report import svg as _svg
 from rlio.report.columns import EVAL_REWARD_SUFFIX, MetricsScan
-from rlio.report.distribution import Box, box, section_rewards, staleness
 from rlio.report.iterations import index_run, iterate, place_pages
-from rlio.report.prompts import (
-    PromptTracker,
-    prompt_location,
-    render_prompt_page,
-    section_prompts,
-)
+from rlio.report.prompts import PromptTracker, prompt_location, render_prompt_page, section_prompts
 from rlio.report.reading import (
     MetricsObserver,
     read_checkpoints,
@@ -37,12 +31,10 @@ from rlio.report.reading import (
     validation,
 )
 from rlio.report.trajectories import (
-    Extremes,
-    IterationStats,
+    Rollouts,
     section_extremes,
     section_iteration_list,
-    split_title,
-    stats_of,
+    section_rewards,
 )
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
@@ -56,17 +48,10 @@ _KL_V1, _KL_V2 = "optim/kl_sample_train_v1", "optim/kl_sample_train_v2"
 _MAX_CONFIG_CHARS = 20_000
 
 
-# --------------------------------------------------------------------------- links
-
-
-def _is_uri(location: str) -> bool:
-    head, sep, _ = location.partition("://")
-    return bool(sep) and head.isidentifier()
-
-
 def _local_output(output: str) -> str | None:
     """The absolute local path of ``output``, or None when it is a remote URI."""
-    if _is_uri(output) and not output.startswith("file://"):
+    scheme, sep, _ = output.partition("://")
+    if sep and scheme.isidentifier() and scheme != "file":
         return None
     return os.path.abspath(output.removeprefix("file://"))
 
@@ -83,10 +68,9 @@ def _run_relative(storage: Storage, output: str | None) -> str | None:
     return output[len(root) + 1:] if output.startswith(root + "/") else None
 
 
-def _linker(storage: Storage, output: str | None) -> Callable[[str], str]:
+def _linker(storage: Storage, output: str | None, inside: str | None) -> Callable[[str], str]:
     """``rel -> href``: relative from where the page is written; absolute URIs when a local page
     shows a remote run (or the reverse)."""
-    inside = _run_relative(storage, output)
     if inside is not None:
         base = posixpath.dirname(inside) or "."
         return lambda rel: quote(posixpath.relpath(rel, base))
@@ -120,53 +104,32 @@ def _read_config(storage: Storage) -> tuple[str, bool] | None:
     return text[:_MAX_CONFIG_CHARS], len(text) > _MAX_CONFIG_CHARS or entry.size > len(data)
 
 
-def _placement(storage: Storage, output: str | None) -> tuple[str, bool]:
-    """(the report's file name, whether it sits at the run's root)."""
-    if output is None:
-        return REPORT_NAME, True
-    inside = _run_relative(storage, output)
-    name = posixpath.basename(output.rstrip("/")) or REPORT_NAME
-    return name, inside is not None and "/" not in inside
-
-
 def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bool,
             write: Callable[[str, bytes], None] | None) -> str:
     storage = open_storage(run_s)
     wanted = [*DEFAULT_METRICS, _KL_V2, *metrics]
     stand_in = {} if _KL_V2 in metrics else {_KL_V2: _KL_V1}  # v2 is charted only without v1
-    report_name, at_root = _placement(storage, output)
+    inside = _run_relative(storage, output)
+    report_name = REPORT_NAME if output is None else (
+        posixpath.basename(output.rstrip("/")) or REPORT_NAME)
     folder = posixpath.splitext(report_name)[0] or "report"
     report, v_error = None, None
     observer = MetricsObserver(storage, wanted, stand_in)  # the charts: the validator's parse
     if validate:
         try:
-            report = validation(run_s, _run_relative(storage, output), folder, observer)
+            report = validation(run_s, inside, folder, observer)
         except Exception as exc:  # the page still shows metrics when the validator fails
             v_error = f"{type(exc).__name__}: {exc}"
     m = observer.scan if observer.scan is not None else read_metrics(storage, wanted, stand_in)
     ckpts = read_checkpoints(storage)
     resume = resume_point(run_s)
     idx = index_run(storage)
-    places = place_pages(storage, idx, report_name=report_name, at_run_root=at_root)
-    run_href = _linker(storage, output)
-    boxes: dict[str, list[Box]] = {}
-    stale: list[tuple[int, int]] = []
-    listing: dict[str, list[IterationStats]] = {}
-    extremes = Extremes()
-    tracker = PromptTracker()
-    for data in iterate(storage, places, report_name, run_href, write):
-        p = data.placement
-        href = quote(p.location)
-        listing.setdefault(p.split, []).append(stats_of(p.iteration, data.trajectories, href))
-        trajs = data.trajectories or []
-        b = box(p.iteration, [r for t in trajs if (r := t.reward) is not None])
-        if b is not None:
-            boxes.setdefault(p.split, []).append(b)
-        s = staleness(trajs) if p.split == "train" else None
-        if s is not None:
-            stale.append((p.iteration, s))
-        extremes.add(trajs, href)
-        tracker.add(p.split, p.iteration, p.location, data.transcripts, data.trajectories)
+    places = place_pages(storage, idx, folder, inside is not None and "/" not in inside)
+    run_href = _linker(storage, output, inside)
+    rollouts, tracker = Rollouts(), PromptTracker()
+    for p, trajs, transcripts in iterate(storage, places, report_name, run_href, write):
+        rollouts.add(p.split, p.iteration, trajs, quote(p.location))
+        tracker.add(p.split, p.iteration, p.location, transcripts, trajs)
     prompt_href: dict[str, str] = {}
     for track in tracker.pages():
         loc = prompt_location(folder, track.key)
@@ -186,15 +149,14 @@ def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bo
         ("checkpoints", f"{len(ckpts.records):,}"),
         ("files", f"{idx.files:,}"),
     ]
-    titles = {s: split_title(s) for s in idx.splits}
     sections = [
         _page.section_metrics(m, _chart_keys(m, metrics)),
-        section_rewards(boxes, stale, titles),
-        section_extremes(extremes),
+        section_rewards(rollouts),
+        section_extremes(rollouts),
         section_prompts(tracker, prompt_href),
         _page.section_checkpoints(ckpts, resume, x_max),
         _page.section_validation(report, v_error) if validate else "",
-        section_iteration_list(listing, idx.timing, run_href),
+        section_iteration_list(rollouts, idx.timing, run_href),
     ]
     return _page.document(name, facts, _read_config(storage), sections)
 
