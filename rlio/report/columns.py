@@ -1,6 +1,6 @@
 """The report's metrics columns, built as ``metrics.jsonl`` streams: bounded memory at any length.
 
-``MetricsReader`` takes each parsed record (from the validator's pass over the file, or from the
+``MetricsScan`` takes each parsed record (from the validator's pass over the file, or from the
 report's own reader), keeps a block of them and reads the block key by key with C-level passes
 (``map(dict.get, ...)``), so no Python code runs per key and line in the common case.
 """
@@ -11,7 +11,7 @@ import math
 import operator
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Any, Final
 
@@ -202,32 +202,25 @@ class Column:
         return [float(x) for x, _ in pts], [float(y) for _, y in pts]
 
 
-@dataclass
 class MetricsScan:
-    """What one pass over ``metrics.jsonl`` found."""
-
-    stats: FileStats = field(default_factory=FileStats)
-    columns: dict[str, Column] = field(default_factory=dict)
-    keys: dict[str, None] = field(default_factory=dict)  # every key seen, in first-seen order
-    records: int = 0
-    x_label: str = "line"
-    last_x: float | None = None
-    restarts: list[float] = field(default_factory=list)  # where training lines' x dropped back
-    present: bool = False
-
-
-class MetricsReader:
-    """Builds a ``MetricsScan`` from the records of ``metrics.jsonl`` handed to it in file order.
+    """The metrics columns, built from the records of ``metrics.jsonl`` handed to it in file order
+    (call it with each record, then ``close()``).
 
     x is ``step``, else ``progress/batch``, else ``training_client/step``, else the record's
     index. Evaluator reward keys (``<name>/env/all/reward/total``) are charted as they appear.
-    Call it with each record, then ``close()``. ``stand_in`` maps a wanted key to the key it only
-    stands in for: it is read until that key shows up, then its column is dropped.
+    ``stand_in`` maps a wanted key to the key it only stands in for: it is read until that key
+    shows up, then its column is dropped.
     """
 
-    def __init__(self, wanted: Sequence[str], scan: MetricsScan | None = None,
-                 stand_in: Mapping[str, str] | None = None) -> None:
-        self.scan = scan if scan is not None else MetricsScan()
+    def __init__(self, wanted: Sequence[str], stand_in: Mapping[str, str] | None = None, *,
+                 present: bool = True) -> None:
+        self.present = present  # whether the run has the file
+        self.stats = FileStats()
+        self.columns: dict[str, Column] = {}
+        self.keys: dict[str, None] = {}  # every key seen, in first-seen order
+        self.records = 0
+        self.last_x: float | None = None
+        self.restarts: list[float] = []  # where training lines' x dropped back
         self._want = dict.fromkeys(wanted)
         self._stand_in = dict(stand_in or {})
         self._evals = 0
@@ -236,12 +229,17 @@ class MetricsReader:
         self._last_train_x: float | None = None
         self._seen_progress = False
 
+    @property
+    def x_label(self) -> str:
+        """The key the x axis comes from (``line``: the record's index)."""
+        return (*_X_KEYS, "line")[self._x_kind]
+
     def __call__(self, rec: Any) -> None:
         """Take one record (a non-object counts as a bad line)."""
         if type(rec) is not dict:
-            self.scan.stats.bad += 1
+            self.stats.bad += 1
             return
-        if not self.scan.keys.keys() >= rec.keys():
+        if not self.keys.keys() >= rec.keys():
             self._new_keys(rec)
         self._block.append(rec)
         if len(self._block) >= _BLOCK:
@@ -253,11 +251,10 @@ class MetricsReader:
         if self._block:
             self._read(self._block)
             self._block = []
-        self.scan.x_label = (*_X_KEYS, "line")[self._x_kind]
-        return self.scan
+        return self
 
     def _new_keys(self, rec: dict[str, Any]) -> None:
-        keys, want = self.scan.keys, self._want
+        keys, want = self.keys, self._want
         for k in rec:
             if k not in keys:
                 keys[k] = None
@@ -273,7 +270,7 @@ class MetricsReader:
             self._x_kind = 0
             return steps
         out: list[Any] = []
-        base = self.scan.records
+        base = self.records
         for i, vs in enumerate(zip(*(_values(block, k) for k in _X_KEYS), strict=True)):
             kind = next((kind for kind, v in enumerate(vs) if type(v) is int), None)
             if kind is None:
@@ -285,18 +282,17 @@ class MetricsReader:
 
     def _read(self, block: list[dict[str, Any]]) -> None:
         """Fold one block of records into the columns."""
-        m = self.scan
         xs = self._xs(block)
         self._training(block, xs)
         top = float(max(xs))
-        m.last_x = top if m.last_x is None else max(m.last_x, top)
-        m.records += len(block)
+        self.last_x = top if self.last_x is None else max(self.last_x, top)
+        self.records += len(block)
         increasing = _increasing(xs)
         for k in self._want:
-            if k not in m.keys:
+            if k not in self.keys:
                 continue
-            if self._stand_in.get(k) in m.keys:
-                m.columns.pop(k, None)
+            if self._stand_in.get(k) in self.keys:
+                self.columns.pop(k, None)
                 continue
             vals = _values(block, k)
             types = set(map(type, vals))
@@ -309,7 +305,7 @@ class MetricsReader:
                 kx = list(compress(xs, mask))
                 inc = increasing or _increasing(kx)
                 types.discard(Missing)
-            col = m.columns.setdefault(k, Column())
+            col = self.columns.setdefault(k, Column())
             if types <= _NUMBERS and _finite_sum(vals):
                 col.extend(kx, vals, inc)
                 continue
@@ -337,5 +333,5 @@ class MetricsReader:
             self._seen_progress = self._seen_progress or progress
             if progress or not self._seen_progress:
                 if self._last_train_x is not None and x < self._last_train_x:
-                    self.scan.restarts.append(x)
+                    self.restarts.append(x)
                 self._last_train_x = x

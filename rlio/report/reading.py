@@ -19,7 +19,7 @@ from rlio._codec.lines import MAX_LINE, ForwardLines
 from rlio.errors import ResumeError
 from rlio.findings import Report
 from rlio.logtree.iteration_page import Trajectory, trajectory
-from rlio.report.columns import FileStats, MetricsReader, MetricsScan
+from rlio.report.columns import FileStats, MetricsScan
 from rlio.resume import read_resume_state
 from rlio.storage.base import Storage
 from rlio.validate import validate_run
@@ -71,18 +71,17 @@ def _iter_jsonl(storage: Storage, rel: str, stats: FileStats) -> Iterator[dict[s
 def read_metrics(storage: Storage, wanted: Sequence[str],
                  stand_in: Mapping[str, str] | None = None) -> MetricsScan:
     """The report's own pass over ``metrics.jsonl`` (without the validator): see
-    ``MetricsReader`` for the x axis, the columns and ``stand_in``."""
-    m = MetricsScan(present=storage.stat(layout.METRICS) is not None)
-    reader = MetricsReader(wanted, m, stand_in)
+    ``MetricsScan`` for the x axis, the columns and ``stand_in``."""
+    m = MetricsScan(wanted, stand_in, present=storage.stat(layout.METRICS) is not None)
     for rec in _iter_jsonl(storage, layout.METRICS, m.stats):
-        reader(rec)
-    return reader.close()
+        m(rec)
+    return m.close()
 
 
 class _Observed:
     """A metrics file's record checks, each record also handed to the charts' reader."""
 
-    def __init__(self, checks: RecordChecks, reader: MetricsReader,
+    def __init__(self, checks: RecordChecks, reader: MetricsScan,
                  done: Callable[[MetricsScan], None]) -> None:
         self.checks, self.reader, self.done = checks, reader, done
 
@@ -115,8 +114,8 @@ class MetricsObserver:
         """The record hook the validator uses for one file of ``kind``."""
         if kind != "metrics" or checks is None:
             return checks
-        reader = MetricsReader(self.wanted, MetricsScan(present=True), self.stand_in)
-        return _Observed(checks, reader, lambda m: self._done(m, sink))
+        return _Observed(checks, MetricsScan(self.wanted, self.stand_in),
+                         lambda m: self._done(m, sink))
 
     def _done(self, m: MetricsScan, sink: Sink) -> None:
         """Keep the scan, with the skipped lines counted from the file's findings."""

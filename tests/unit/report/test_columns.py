@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rlio import layout
 from rlio.report import columns, reading
-from rlio.report.columns import Column, MetricsReader
+from rlio.report.columns import Column, MetricsScan
 from rlio.storage import LocalStorage
 
 
@@ -115,7 +115,7 @@ def test_observed_records_give_the_same_scan_as_the_reports_own_pass(tmp_path: P
 
 def test_a_reader_without_progress_keys_counts_every_line_as_training() -> None:
     """Lines without progress keys are training lines: a drop in their x is a restart."""
-    reader = MetricsReader(["loss"])
+    reader = MetricsScan(["loss"])
     for s in [*range(5), *range(2, 4)]:
         reader({"step": s, "loss": 1.0})
     scan = reader.close()
@@ -128,7 +128,7 @@ def test_a_stand_in_key_is_read_only_until_the_key_it_stands_in_for_shows_up() -
     v1, v2 = "optim/kl_sample_train_v1", "optim/kl_sample_train_v2"
     rng = random.Random(2)
     for first_v1 in (None, 0, 3000, 9000):
-        readers = MetricsReader(["loss", v1, v2]), MetricsReader(["loss", v1, v2], None, {v2: v1})
+        readers = MetricsScan(["loss", v1, v2]), MetricsScan(["loss", v1, v2], {v2: v1})
         for s in range(10_000):
             rec = {"step": s, "loss": rng.random(), v2: rng.random(), "": 1}
             if first_v1 is not None and s >= first_v1:
