@@ -1,6 +1,6 @@
 """The report's iteration pages: which exist, where rlio's page of each goes, and writing them.
 
-Where a page goes (docs/notes/pages.md): when the report is the run's own ``report.html``, a page
+Where a page goes (docs/format.md §11): when the report is the run's own ``report.html``, a page
 rlio wrote (its head names rlio as generator) and that has its JSON twin is rewritten in place,
 with the full navigation and the trajectory table. Every other iteration (a page another producer
 wrote, such as the cookbook's, or one with only a JSON twin or only rollout summaries) gets rlio's
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -106,34 +106,30 @@ def place_pages(storage: Storage, idx: RunIndex, folder: str,
     return out
 
 
+_NO_LOGTREE = ("This run kept no logtree JSON for this iteration: its transcripts are on the "
+               "producer's page.")
+
+
 def _rel(target: str, page: str) -> str:
     return quote(posixpath.relpath(target, posixpath.dirname(page) or "."))
 
 
-def page_nav(p: Placement, places: dict[tuple[str, int], Placement], report_name: str,
-             run_href: Callable[[str], str]) -> Nav:
-    """Links from ``p``: report, previous/next page of the same split, the other splits of this
-    iteration, and the producer's own page when rlio's is a copy beside the report."""
-    same = sorted(it for (s, it) in places if s == p.split)
-    i = same.index(p.iteration)
-    prev = places[(p.split, same[i - 1])] if i > 0 else None
-    nxt = places[(p.split, same[i + 1])] if i + 1 < len(same) else None
-    splits: list[tuple[str, str | None]] = []
-    for (s, it), other in sorted(places.items(), key=lambda kv: split_order(kv[0][0])):
-        if it == p.iteration:
-            splits.append((s, None if s == p.split else _rel(other.location, p.location)))
+def _nav(p: Placement, prev: Placement | None, nxt: Placement | None, here: list[Placement],
+         report_name: str, run_href: Callable[[str], str], note: str) -> Nav:
+    """Links from ``p``: report, previous/next page of the same split, the pages of this
+    iteration (``here``), and the producer's own page when rlio's is a copy beside the report."""
+    loc = p.location
     original = None
     if not p.in_place and p.sources.html is not None:
         href = run_href(p.sources.html)
         original = href if "://" in href else quote(posixpath.relpath(
-            posixpath.normpath(unquote(href)), posixpath.dirname(p.location) or "."))
+            posixpath.normpath(unquote(href)), posixpath.dirname(loc) or "."))
     return Nav(
-        report=_rel(report_name, p.location),
-        prev=None if prev is None else (f"iteration {prev.iteration}",
-                                        _rel(prev.location, p.location)),
-        next=None if nxt is None else (f"iteration {nxt.iteration}",
-                                       _rel(nxt.location, p.location)),
-        splits=splits, original=original,
+        report=_rel(report_name, loc),
+        prev=None if prev is None else (f"iteration {prev.iteration}", _rel(prev.location, loc)),
+        next=None if nxt is None else (f"iteration {nxt.iteration}", _rel(nxt.location, loc)),
+        splits=[(o.split, None if o is p else _rel(o.location, loc)) for o in here],
+        original=original, note=note,
     )
 
 
@@ -142,20 +138,22 @@ def iterate(storage: Storage, places: dict[tuple[str, int], Placement], report_n
             ) -> Iterator[tuple[Placement, list[Trajectory] | None, dict[tuple[int, int], Any]]]:
     """Read every iteration once: its placement, rollout rows and transcripts by (group, traj);
     with ``write``, render and write its page as it goes."""
-    for key in sorted(places, key=lambda k: (split_order(k[0]), k[1])):
-        p = places[key]
-        split, it = key
-        trajs = read_trajectories(storage, p.sources.rollouts, split, it)
+    order = [places[k] for k in sorted(places, key=lambda k: (split_order(k[0]), k[1]))]
+    by_iteration: dict[int, list[Placement]] = {}
+    for p in order:
+        by_iteration.setdefault(p.iteration, []).append(p)
+    for j, p in enumerate(order):
+        trajs = read_trajectories(storage, p.sources.rollouts, p.split, p.iteration)
         doc = read_logtree(storage, p.sources.logtree)
         found = find_transcripts(doc.get("root")) if doc is not None else None
         if write is not None:
             title = doc.get("title") if doc is not None else None
             if not isinstance(title, str):
-                title = f"{split} iteration {it}"
-            nav = page_nav(p, places, report_name, run_href)
-            if doc is None and p.sources.html is not None:
-                nav = replace(nav, note="This run kept no logtree JSON for this iteration: its "
-                              "transcripts are on the producer's page.")
+                title = f"{p.split} iteration {p.iteration}"
+            prev = order[j - 1] if j > 0 and order[j - 1].split == p.split else None
+            nxt = order[j + 1] if j + 1 < len(order) and order[j + 1].split == p.split else None
+            note = _NO_LOGTREE if doc is None and p.sources.html is not None else ""
+            nav = _nav(p, prev, nxt, by_iteration[p.iteration], report_name, run_href, note)
             page = render_iteration_page(doc, nav, trajs or [], title=title, found=found)
             wid = doc.get(layout.WRITE_ID_KEY) if doc is not None and p.in_place else None
             if isinstance(wid, str):  # the page replaces its twin's: keep the twin's write id

@@ -1,6 +1,6 @@
 """The same prompt across training: a key per prompt, a page per tracked prompt, the biggest movers.
 
-The prompt key (docs/notes/pages.md) is the first 16 hex digits of the SHA-256 of the canonical
+The prompt key (docs/format.md §11) is the first 16 hex digits of the SHA-256 of the canonical
 JSON of the conversation's system messages and its first user message, in order, each reduced to
 ``{"content", "role"}`` (keys sorted, no whitespace, UTF-8). Two trajectories whose transcripts
 start the same way share a key whatever iteration, group or split logged them.
@@ -22,6 +22,7 @@ import orjson
 from rlio.logtree.html import render_page
 from rlio.logtree.iteration_page import Trajectory, fmt
 from rlio.report.page import section, table
+from rlio.report.trajectories import split_order
 
 #: At most this many prompt pages are written (prompts seen in the most iterations first).
 MAX_PROMPT_PAGES = 2000
@@ -45,11 +46,10 @@ def prompt_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
     out: list[dict[str, Any]] = []
     for m in messages:
         role = m.get("role")
-        if role == "system":
+        if role in ("system", "user"):
             out.append({"content": m.get("content"), "role": role})
-        elif role == "user":
-            out.append({"content": m.get("content"), "role": role})
-            return out
+            if role == "user":
+                return out
     return None
 
 
@@ -77,8 +77,6 @@ def response_text(messages: Sequence[Mapping[str, Any]]) -> str:
 class Sample:
     """One trajectory of a tracked prompt."""
 
-    split: str
-    iteration: int
     group: int
     traj: int
     reward: float | None
@@ -89,23 +87,22 @@ class Sample:
 
 @dataclass
 class Track:
-    """Every logged trajectory of one prompt."""
+    """Every logged trajectory of one prompt, by (split, iteration)."""
 
     key: str
     prompt: list[dict[str, Any]]
-    samples: list[Sample] = field(default_factory=list)
+    samples: dict[tuple[str, int], list[Sample]] = field(default_factory=dict)
 
     def iterations(self) -> list[tuple[str, int]]:
         """(split, iteration) pairs in which the prompt was logged, in order."""
-        return sorted({(s.split, s.iteration) for s in self.samples},
-                      key=lambda k: (k[0] != "train", k[0], k[1]))
+        return sorted(self.samples, key=lambda k: (split_order(k[0]), k[1]))
 
     def mean_by_iteration(self) -> list[tuple[str, int, float]]:
         """Mean finite reward per (split, iteration) where it has one."""
         out = []
         for split, it in self.iterations():
-            rs = [s.reward for s in self.samples if s.split == split and s.iteration == it
-                  and s.reward is not None and math.isfinite(s.reward)]
+            rs = [s.reward for s in self.samples[(split, it)]
+                  if s.reward is not None and math.isfinite(s.reward)]
             if rs:
                 out.append((split, it, sum(rs) / len(rs)))
         return out
@@ -146,10 +143,9 @@ class PromptTracker:
             if track is None:
                 track = self.tracks[key] = Track(key, prompt_messages(messages) or [])
             row = rows.get((g, t))
-            track.samples.append(Sample(split, iteration, g, t,
-                                        None if row is None else row.reward,
-                                        False if row is None else row.failing,
-                                        response_text(messages), page))
+            track.samples.setdefault((split, iteration), []).append(Sample(
+                g, t, None if row is None else row.reward, row is not None and row.failing,
+                response_text(messages), page))
 
     def pages(self) -> list[Track]:
         """The tracks that get a page: seen in the most iterations first, capped."""
@@ -191,9 +187,7 @@ def render_prompt_page(track: Track, location: str, report_name: str) -> str:
         out.append(f'<section class="lt-section prompt-it" data-split="{escape(split)}" '
                    f'data-iteration="{it}"><h2>{escape(split)} iteration {it} '
                    f'<span class="lt-group-stats">mean reward {fmt(mean)}</span></h2>')
-        for s in track.samples:
-            if s.split != split or s.iteration != it:
-                continue
+        for s in track.samples[(split, it)]:
             href = quote(posixpath.relpath(s.page, base)) + f"#traj-{s.group}-{s.traj}"
             cls = " fail" if s.failing else ""
             mark = '<span class="fail-mark">✗ failing</span> ' if s.failing else ""
