@@ -147,14 +147,12 @@ def _finding_row(f: Finding) -> str:
             f"<td><code>{escape(where)}</code></td><td>{escape(f.message)}</td></tr>")
 
 
-def section_validation(report: Report | None, error: str | None) -> str:
-    """The validator's verdict, counts and findings (most severe first, capped)."""
-    if error is not None:
+def section_validation(report: Report | str) -> str:
+    """The validator's verdict, counts and findings (most severe first, capped), or why it could
+    not run."""
+    if isinstance(report, str):
         return section("validation", "Validation",
-                       f'<p class="unavailable">Validation failed to run: {escape(error)}</p>')
-    if report is None:
-        return section("validation", "Validation", '<p class="unavailable">Validation '
-                       "unavailable: this build of rlio has no validator.</p>")
+                       f'<p class="unavailable">Validation failed to run: {escape(report)}</p>')
     counts = report.counts
     out = [f'<p class="verdict {"ok" if report.ok else "failed"}">'
            f'<span class="word">{"ok" if report.ok else "FAILED"}</span>: '

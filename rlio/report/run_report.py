@@ -1,11 +1,10 @@
-"""``rlio report``: one self-contained HTML page for a whole run.
+"""``rlio report``: one self-contained HTML page for a whole run, and the iteration and prompt
+pages it links to.
 
-The page shows the main metrics against step as inline SVG charts (downsampled, so a run of a
-million lines stays small), the checkpoint timeline with the resume point, the validation summary,
-and links to every iteration's page. It reads the run only through ``rlio.storage`` (any backend)
-and ``rlio._codec.jsonl.decode`` (tolerant of NaN tokens, blank lines and a torn last line),
-streams the JSONL files, needs no script and loads nothing: a strict Content-Security-Policy
-forbids both, and every piece of run text is escaped.
+The page shows the main metrics as inline SVG charts (downsampled, so a run of a million lines
+stays small), reward distributions, the checkpoint timeline with the resume point, the validation
+summary and every iteration's page. It needs no script and loads nothing: a strict
+Content-Security-Policy forbids both, and every piece of run text is escaped.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from urllib.parse import quote
 
 from rlio import layout
 from rlio._codec.jsonl import DecodeError, decode
+from rlio.findings import Report
 from rlio.report import page as _page
 from rlio.report import svg as _svg
 from rlio.report.columns import EVAL_REWARD_SUFFIX, MetricsScan
@@ -113,13 +113,13 @@ def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bo
     report_name = REPORT_NAME if output is None else (
         posixpath.basename(output.rstrip("/")) or REPORT_NAME)
     folder = posixpath.splitext(report_name)[0] or "report"
-    report, v_error = None, None
+    verdict: Report | str = ""
     observer = MetricsObserver(storage, wanted, stand_in)  # the charts: the validator's parse
     if validate:
         try:
-            report = validation(run_s, inside, folder, observer)
+            verdict = validation(run_s, inside, folder, observer)
         except Exception as exc:  # the page still shows metrics when the validator fails
-            v_error = f"{type(exc).__name__}: {exc}"
+            verdict = f"{type(exc).__name__}: {exc}"
     m = observer.scan if observer.scan is not None else read_metrics(storage, wanted, stand_in)
     ckpts = read_checkpoints(storage)
     resume = resume_point(run_s)
@@ -155,7 +155,7 @@ def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bo
         section_extremes(rollouts),
         section_prompts(tracker, prompt_href),
         _page.section_checkpoints(ckpts, resume, x_max),
-        _page.section_validation(report, v_error) if validate else "",
+        _page.section_validation(verdict) if validate else "",
         section_iteration_list(rollouts, idx.timing, run_href),
     ]
     return _page.document(name, facts, _read_config(storage), sections)
