@@ -6,7 +6,6 @@ The run is read only through ``rlio.storage`` (any backend) and the tolerant JSO
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -134,18 +133,8 @@ class MetricsObserver:
 
 def validation(run: str, own: str | None, folder: str, observe: MetricsObserver) -> Report:
     """``validate_run(run)`` less what the report adds to the run: ``own`` (the page) and the
-    pages under ``folder`` as unknown files (RL301), and the count of RL301 past the cap.
-
-    The GC is paused meanwhile: the charts keep blocks of parsed records alive (acyclic dicts),
-    and collections would only traverse them again and again, finding no garbage.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        report = validate_run(run, observe=observe)
-    finally:
-        if enabled:
-            gc.enable()
+    pages under ``folder`` as unknown files (RL301), and the count of RL301 past the cap."""
+    report = validate_run(run, observe=observe)
     prefix = folder + "/"
     pages = [f for f in report.findings if f.code == "RL301" and (f.file or "").startswith(prefix)]
     kept = [f for f in report.findings
