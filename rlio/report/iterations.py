@@ -34,6 +34,9 @@ class Sources:
     rollouts: str | None = None
 
 
+_SOURCES = {"html": "html", "logtree": "logtree", "rollout_summaries": "rollouts"}
+
+
 @dataclass
 class RunIndex:
     """Per-iteration files by split, timing pages, and how many files the run holds."""
@@ -60,12 +63,7 @@ def index_run(storage: Storage) -> RunIndex:
             idx.timing[rp.iteration] = entry.path
             continue
         src = idx.splits.setdefault(rp.split, {}).setdefault(rp.iteration, Sources())
-        if rp.kind == "html":
-            src.html = entry.path
-        elif rp.kind == "logtree":
-            src.logtree = entry.path
-        elif rp.kind == "rollout_summaries":
-            src.rollouts = entry.path
+        setattr(src, _SOURCES[rp.kind], entry.path)  # the artifacts: html, logtree, rollouts
     idx.layout = layout.detect_layout(paths)
     return idx
 

@@ -107,14 +107,10 @@ class Track:
                 out.append((split, it, sum(rs) / len(rs)))
         return out
 
-    def change(self) -> float | None:
-        """Mean reward at the last iteration logged minus at the first, within one split."""
-        means = self.mean_by_iteration()
-        if not means:
-            return None
-        split = means[0][0]
-        same = [m for m in means if m[0] == split]
-        return same[-1][2] - same[0][2] if len(same) >= 2 else None
+    def means(self) -> list[float]:
+        """The mean rewards of the first split logged, iteration by iteration."""
+        by_it = self.mean_by_iteration()
+        return [m for split, _, m in by_it if split == by_it[0][0]]
 
     def label(self) -> str:
         """The first line of the user message, cut short (for links)."""
@@ -152,10 +148,11 @@ class PromptTracker:
         ranked = sorted(self.tracks.values(), key=lambda tr: (-len(tr.iterations()), tr.key))
         return ranked[:MAX_PROMPT_PAGES]
 
-    def movers(self) -> list[tuple[Track, float]]:
-        """Tracks whose mean reward changed most between the first and last iteration logged."""
-        scored = [(tr, c) for tr in self.pages() if (c := tr.change()) is not None]
-        scored.sort(key=lambda tc: (-abs(tc[1]), tc[0].key))
+    def movers(self) -> list[tuple[Track, list[float]]]:
+        """Tracks whose mean reward changed most between the first and last iteration logged
+        (within one split), with those means."""
+        scored = [(tr, ms) for tr in self.pages() if len(ms := tr.means()) >= 2]
+        scored.sort(key=lambda tm: (-abs(tm[1][-1] - tm[1][0]), tm[0].key))
         return scored[:TOP_MOVERS]
 
 
@@ -211,12 +208,11 @@ def section_prompts(tracker: PromptTracker, href: dict[str, str]) -> str:
     out = [f'<p class="note">{len(tracker.tracks):,} distinct prompt(s) in the logtrees; '
            f"{len(pages):,} with a page.</p>"]
     rows = []
-    for tr, change in tracker.movers():
-        means = tr.mean_by_iteration()
-        same = [m for m in means if m[0] == means[0][0]]
+    for tr, ms in tracker.movers():
+        change = ms[-1] - ms[0]
         rows.append(f'<tr><td><a href="{escape(href[tr.key])}">{escape(tr.label())}</a></td>'
-                    f"<td>{escape(same[0][0])}</td><td>{len(same)}</td>"
-                    f"<td>{fmt(same[0][2])} → {fmt(same[-1][2])}</td>"
+                    f"<td>{escape(tr.mean_by_iteration()[0][0])}</td><td>{len(ms)}</td>"
+                    f"<td>{fmt(ms[0])} → {fmt(ms[-1])}</td>"
                     f"<td>{'+' if change > 0 else ''}{fmt(change)}</td></tr>")
     if rows:
         out.append(table("movers", ("prompt", "split", "iterations", "first → last mean reward",

@@ -194,19 +194,18 @@ def write_run_report(run: str | os.PathLike[str], *, output: str | None = None,
         validate: include the validation summary.
     """
     run_s = os.fspath(run)
-    if output is not None and _local_output(output) is not None and os.path.isdir(
-            output.removeprefix("file://")):
-        output = os.path.join(output, REPORT_NAME)
+    local = None if output is None else _local_output(output)
+    if output is not None and local is not None and os.path.isdir(local):
+        output, local = os.path.join(output, REPORT_NAME), os.path.join(local, REPORT_NAME)
     if output is None:
-        target, base, shown = open_storage(run_s), REPORT_NAME, None
+        target, base = open_storage(run_s), REPORT_NAME
     else:
-        local = _local_output(output)
         if local is not None:
             parent, base = os.path.split(local)
         else:
             parent, _, base = output.rstrip("/").rpartition("/")
-        target, shown = open_storage(parent or ".", create=True), output
+        target = open_storage(parent or ".", create=True)
     # every page is derived from the run and can be written again: atomic, but not synced
     page = _render(run_s, metrics, output, validate, target.replace_derived).encode()
     target.replace_derived(base, page)
-    return shown if shown is not None else target.display(REPORT_NAME)
+    return output if output is not None else target.display(REPORT_NAME)
