@@ -163,13 +163,10 @@ def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bo
 
 def render_run_report(run: str | os.PathLike[str], *, metrics: Sequence[str] = (),
                       output: str | None = None, validate: bool = True) -> str:
-    """The report page of ``run`` (a local path or URI) as an HTML string.
-
-    Only the page: the iteration and prompt pages it links to are written by
-    ``write_run_report``.
+    """The report page of ``run`` (a local path or URI) as an HTML string; only the page (the
+    iteration and prompt pages it links to are written by ``write_run_report``).
 
     Args:
-        run: the run directory.
         metrics: metric keys to chart besides the defaults (reward, done fraction, KL, entropy).
         output: where the page will be written (links are made relative to it); None means
             ``<run>/report.html``.
@@ -183,15 +180,12 @@ def render_run_report(run: str | os.PathLike[str], *, metrics: Sequence[str] = (
 
 def write_run_report(run: str | os.PathLike[str], *, output: str | None = None,
                      metrics: Sequence[str] = (), validate: bool = True) -> str:
-    """Write the report page of ``run`` and return where it went.
+    """Write the report page of ``run`` (a local path or URI) and its pages; where it went.
 
-    Args:
-        run: the run directory (local path or URI).
-        output: a local path or URI for the page (a local directory gets ``report.html`` inside);
-            default ``<run>/report.html``. Written atomically through ``rlio.storage``
-            (``replace_derived``: never torn, not synced; it can be written again).
-        metrics: metric keys to chart besides the defaults.
-        validate: include the validation summary.
+    ``output`` is a local path or URI for the page (a local directory gets ``report.html``
+    inside), default ``<run>/report.html``. Every page is replaced atomically but not synced
+    (``replace_derived``): it is derived from the run and can be written again. ``metrics`` and
+    ``validate`` are ``render_run_report``'s.
     """
     run_s = os.fspath(run)
     local = None if output is None else _local_output(output)

@@ -146,12 +146,9 @@ def _empty(height: int, text: str) -> str:
 
 
 def line_chart(series: Series, *, x_label: str, chart_id: str) -> str:
-    """An inline ``<svg>`` line chart of ``series`` (downsampled to ``MAX_POINTS``).
-
-    The polyline carries ``data-points`` (points drawn) and ``data-total`` (points in the run), so
-    tests and readers can count without parsing coordinates. Few points also get ``<circle>``
-    markers with a ``<title>`` tooltip each.
-    """
+    """An inline ``<svg>`` line chart of ``series`` (downsampled to ``MAX_POINTS``); the polyline
+    carries ``data-points`` (drawn) and ``data-total`` (in the run); few points also get a marker
+    with a tooltip each."""
     key, cid, xl = escape(series.key), escape(chart_id), escape(x_label)
     xs, ys = downsample_minmax(series.xs, series.ys)
     pw, ph = _W - _L - _R, _H - _T - _B
@@ -265,12 +262,9 @@ _MARKS: Final = {
 
 
 def timeline(marks: Sequence[Mark], *, x_max: float, max_marks: int = 250) -> str:
-    """An inline ``<svg>`` strip of checkpoints along the batch axis.
-
-    Periodic checkpoints are circles, rolling ones ticks on a second row, the final one a diamond,
-    and the resume point a labelled vertical line. Each kind keeps at most ``max_marks`` markers
-    (evenly sampled); every marker carries ``data-kind``.
-    """
+    """An inline ``<svg>`` strip of checkpoints along the batch axis: periodic ones as circles,
+    rolling ones as ticks on a second row, the final one a diamond, the resume point a labelled
+    line; at most ``max_marks`` of each kind (evenly sampled), each with ``data-kind``."""
     width, left, right = 1200, _L, _R
     span = max(x_max, max((m.x for m in marks), default=0.0), 1.0)
     pw = width - left - right
