@@ -1,7 +1,8 @@
 """The run report: one self-contained HTML page for a whole run.
 
-Inside: ``reading`` (what the report reads from a run), ``run_report`` (putting it together),
-``page`` (the HTML), ``svg`` (the charts) and ``style`` (the CSS).
+Inside: ``reading`` and ``columns`` (what the report reads from a run), ``run_report`` (putting
+it together), ``page``, ``trajectories``, ``prompts`` and ``iterations`` (the pages' HTML),
+``svg`` (the charts) and ``style`` (the CSS).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """The report's metrics columns, built as ``metrics.jsonl`` streams: bounded memory at any length.
 
-``MetricsReader`` takes each parsed record (from the validator's own pass over the file, or from
-the report's reader when it runs without validation), keeps a block of them and reads the block
-column by column with C-level passes (``map(dict.get, ...)``, ``set(map(type, ...))``), so no
-Python call is made per key and line in the common case. Each ``Column`` downsamples while it
-streams: the recent points stay exact (a resume that logs earlier steps again cuts them back,
-the latest value of a step wins) and older ones fold into equal-count buckets that keep their
-minimum and maximum, so a chart's spikes and range survive however long the run is.
+``MetricsScan`` takes each parsed record (from the validator's pass over the file, or from the
+report's own reader), keeps a block of them and reads the block key by key with C-level passes
+(``map(dict.get, ...)``), so no Python code runs per key and line in the common case.
 """
 
 from __future__ import annotations
@@ -14,8 +10,8 @@ from __future__ import annotations
 import math
 import operator
 from bisect import bisect_left
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Any, Final
 
@@ -24,15 +20,12 @@ from rlio.rules import TRAINING_KEYS
 EVAL_REWARD_SUFFIX: Final = "/env/all/reward/total"
 _MAX_EVAL_CHARTS: Final = 8
 _X_KEYS: Final = ("step", "progress/batch", "training_client/step")
-#: Buckets a column keeps at least once folding starts (twice as many before a merge); each
-#: keeps two points, so a chart has at least ``2 * _BUCKETS`` to draw its ``MAX_POINTS`` from.
+#: Buckets a column keeps once folding starts (twice as many before neighbours merge).
 _BUCKETS: Final = 600
-#: Points per bucket at the first fold (below 3 a bucket's two extremes are all its points).
-_FIRST_WIDTH: Final = 4
+_FIRST_WIDTH: Final = 4  # points per bucket at the first fold
 #: Points kept exact at a column's end: a resume that goes back fewer points is cut back exactly.
 _TAIL: Final = 4096
-#: Records read column by column at once.
-_BLOCK: Final = 2048
+_BLOCK: Final = 2048  # records read key by key at once
 _NUMBERS: Final = frozenset({float, int})  # bool is not a metric value
 
 
@@ -48,24 +41,22 @@ def _progress(rec: dict[str, Any]) -> bool:
     return not rec.keys().isdisjoint(TRAINING_KEYS)
 
 
-class RecordsView:
-    """A block of records read key by key: a key's column is fetched when asked for."""
+def _values(block: list[dict[str, Any]], key: str) -> list[Any]:
+    """The values at ``key`` of a block of records, ``MISSING`` where a record lacks it."""
+    return list(map(dict.get, block, repeat(key), repeat(MISSING)))
 
-    def __init__(self, recs: list[dict[str, Any]]) -> None:
-        self.recs = recs
-        self.n = len(recs)
 
-    def get(self, key: str) -> list[Any]:
-        """The values at ``key``, ``MISSING`` where a record lacks it."""
-        return list(map(dict.get, self.recs, repeat(key), repeat(MISSING)))
+def _increasing(xs: Sequence[float]) -> bool:
+    """Whether ``xs`` strictly increases."""
+    return len(set(xs)) == len(xs) and list(xs) == sorted(xs)
 
-    def progress_at(self, i: int) -> bool:
-        """Whether record ``i`` is a training line's."""
-        return _progress(self.recs[i])
 
-    def progress(self) -> list[bool]:
-        """Whether each record is a training line's."""
-        return list(map(_progress, self.recs))
+def _finite_sum(vals: list[Any]) -> bool:
+    """Whether numbers ``vals`` are all finite and within a double (their sum is finite)."""
+    try:
+        return math.isfinite(sum(vals))
+    except OverflowError:  # ints beyond a double
+        return False
 
 
 @dataclass
@@ -93,19 +84,24 @@ class FileStats:
         return out
 
 
-def _increasing(xs: Sequence[float]) -> bool:
-    """Whether ``xs`` strictly increases (two C-level passes)."""
-    return len(set(xs)) == len(xs) and list(xs) == sorted(xs)
+#: One bucket of folded points: first x, last x, then its lowest and its highest point.
+Bucket = tuple[float, float, float, float, float, float]
+
+
+def _join(a: Bucket, b: Bucket) -> Bucket:
+    """Two neighbouring buckets as one: the lower low and the higher high (the first on ties)."""
+    lo = a if a[3] <= b[3] else b
+    hi = a if a[5] >= b[5] else b
+    return a[0], b[1], lo[2], lo[3], hi[4], hi[5]
 
 
 class Column:
     """One metric's points in x order, downsampled as they stream (a few thousand kept).
 
-    Points arrive in x order except where a resume logs earlier steps again: then every kept
-    point at or past the new x is dropped first (the latest value of a step wins). The last
-    ``_TAIL`` points stay exact; older ones fold into buckets of ``width`` points each, kept as
-    their lowest and highest point; when there are twice ``_BUCKETS`` buckets, neighbours merge
-    and ``width`` doubles. Folding and merging are C-level passes over whole runs of buckets.
+    A point at or before the last kept x (a resume logging steps again) first drops every kept
+    point at or past it: the latest value of a step wins. The last ``_TAIL`` points stay exact;
+    older ones fold into buckets of ``width`` points, each kept as its lowest and highest point;
+    at ``2 * _BUCKETS`` buckets, neighbours merge and ``width`` doubles.
     """
 
     def __init__(self) -> None:
@@ -113,22 +109,16 @@ class Column:
         self.skipped = 0  # null, NaN or infinite values
         self.width = _FIRST_WIDTH
         self._first: tuple[float, float] | None = None
-        # per bucket: its first and last x, and its lowest and highest point
-        self._b0: list[float] = []
-        self._b1: list[float] = []
-        self._lx: list[float] = []
-        self._ly: list[float] = []
-        self._hx: list[float] = []
-        self._hy: list[float] = []
-        self._px: list[float] = []  # the exact tail (the parsed numbers themselves)
-        self._py: list[float] = []
+        self._buckets: list[Bucket] = []
+        self._xs: list[float] = []  # the exact tail
+        self._ys: list[float] = []
 
     @property
     def last_x(self) -> float:
         """The largest x kept (-inf when empty)."""
-        if self._px:
-            return self._px[-1]
-        return self._b1[-1] if self._b1 else -math.inf
+        if self._xs:
+            return self._xs[-1]
+        return self._buckets[-1][1] if self._buckets else -math.inf
 
     def extend(self, xs: list[float], ys: list[float], increasing: bool) -> None:
         """Append points (``increasing``: ``xs`` is known to strictly increase)."""
@@ -137,13 +127,13 @@ class Column:
         if increasing and xs[0] > self.last_x:
             if self._first is None:
                 self._first = (xs[0], ys[0])
-            self._px.extend(xs)
-            self._py.extend(ys)
+            self._xs.extend(xs)
+            self._ys.extend(ys)
             self.total += len(xs)
         else:
             for x, y in zip(xs, ys, strict=True):
                 self.add(x, y)
-        if len(self._px) >= 2 * _TAIL + self.width:
+        if len(self._xs) >= 2 * _TAIL + self.width:
             self._fold()
 
     def add(self, x: float, y: float) -> None:
@@ -152,139 +142,85 @@ class Column:
             self._cut(x)
         if self._first is None:
             self._first = (x, y)
-        self._px.append(x)
-        self._py.append(y)
+        self._xs.append(x)
+        self._ys.append(y)
         self.total += 1
 
     def _cut(self, x: float) -> None:
-        """Drop every point at or past ``x`` (a bucket it splits keeps its points before ``x``)."""
-        px = self._px
-        if px and px[0] < x:
-            at = bisect_left(px, x)
-            self.total -= len(px) - at
-            del px[at:], self._py[at:]
+        """Drop every point at or past ``x`` (a bucket it splits keeps its extremes before x)."""
+        xs, b = self._xs, self._buckets
+        if xs and xs[0] < x:
+            at = bisect_left(xs, x)
+            self.total -= len(xs) - at
+            del xs[at:], self._ys[at:]
             return
-        self.total -= len(px)
-        del px[:], self._py[:]
-        keep = bisect_left(self._b0, x)
-        self.total -= self.width * (len(self._b0) - keep)
-        for arr in (self._b0, self._b1, self._lx, self._ly, self._hx, self._hy):
-            del arr[keep:]
-        if self._b1 and self._b1[-1] >= x:  # split: how many of its points go is not known
+        self.total -= len(xs)
+        del xs[:], self._ys[:]
+        keep = bisect_left(b, x, key=operator.itemgetter(0))
+        self.total -= self.width * (len(b) - keep)
+        del b[keep:]
+        if b and b[-1][1] >= x:  # split: how many of its points go is not known
             self.total -= self.width // 2
-            kept = [p for p in ((self._lx[-1], self._ly[-1]), (self._hx[-1], self._hy[-1]))
-                    if p[0] < x]
-            if kept:
-                (self._lx[-1], self._ly[-1]) = min(kept, key=lambda p: p[1])
-                (self._hx[-1], self._hy[-1]) = max(kept, key=lambda p: p[1])
-                self._b1[-1] = max(p[0] for p in kept)
-            else:
-                for arr in (self._b0, self._b1, self._lx, self._ly, self._hx, self._hy):
-                    arr.pop()
+            x0, _, lx, ly, hx, hy = b.pop()
+            if lx >= x:
+                lx, ly = hx, hy
+            if hx >= x:
+                hx, hy = lx, ly
+            if lx < x:
+                b.append((x0, max(lx, hx), lx, ly, hx, hy))
         if self._first is not None and self._first[0] >= x:
             self._first = None
-        self.total = max(self.total, len(self._b0))
+        self.total = max(self.total, len(b))
 
     def _fold(self) -> None:
-        """Fold the oldest exact points into buckets of ``width``, leaving ``_TAIL`` exact.
-
-        Each run of buckets of one width (up to the next merge) is folded with C-level passes:
-        the points grouped ``width`` at a time (``zip``), then ``min``/``max`` and ``index`` per
-        group by ``map``, so no Python code runs per bucket.
-        """
-        px, py = self._px, self._py
+        """Fold the oldest exact points into buckets of ``width``, leaving ``_TAIL`` exact."""
+        xs, ys = self._xs, self._ys
         start = 0
-        while len(px) - start >= _TAIL + self.width:
-            w = self.width
-            k = min((len(px) - start - _TAIL) // w, 2 * _BUCKETS - len(self._b0))
-            end = start + k * w
-            self._b0 += px[start:end:w]
-            self._b1 += px[start + w - 1:end:w]
-            groups = list(zip(*[iter(py[start:end])] * w, strict=True))
-            lows = list(map(min, groups))
-            highs = list(map(max, groups))
-            at = range(start, end, w)
-            self._lx += map(px.__getitem__, map(operator.add, at, map(tuple.index, groups, lows)))
-            self._hx += map(px.__getitem__,
-                            map(operator.add, at, map(tuple.index, groups, highs)))
-            self._ly += lows
-            self._hy += highs
+        while len(xs) - start >= _TAIL + self.width:
+            end = start + self.width
+            seg = ys[start:end]
+            lo, hi = min(seg), max(seg)
+            self._buckets.append((xs[start], xs[end - 1], xs[start + seg.index(lo)], lo,
+                                  xs[start + seg.index(hi)], hi))
             start = end
-            if len(self._b0) >= 2 * _BUCKETS:
-                self._merge()
-        del px[:start], py[:start]
-
-    def _merge(self) -> None:
-        """Merge neighbouring buckets: each pair keeps its lowest and its highest point."""
-        m = len(self._b0) // 2 * 2
-        odd = len(self._b0) > m
-        rest = [(a[m:] if odd else []) for a in (self._b0, self._b1, self._lx, self._ly,
-                                                  self._hx, self._hy)]
-        ly0, ly1, hy0, hy1 = self._ly[0:m:2], self._ly[1:m:2], self._hy[0:m:2], self._hy[1:m:2]
-        lo_first = list(map(operator.le, ly0, ly1))
-        hi_first = list(map(operator.ge, hy0, hy1))
-        self._lx = [a if p else b for a, b, p in zip(self._lx[0:m:2], self._lx[1:m:2], lo_first,
-                                                     strict=True)]
-        self._hx = [a if p else b for a, b, p in zip(self._hx[0:m:2], self._hx[1:m:2], hi_first,
-                                                     strict=True)]
-        self._ly = list(map(min, ly0, ly1))
-        self._hy = list(map(max, hy0, hy1))
-        self._b0 = self._b0[0:m:2]
-        self._b1 = self._b1[1:m:2]
-        for arr, tail in zip((self._b0, self._b1, self._lx, self._ly, self._hx, self._hy), rest,
-                             strict=True):
-            arr.extend(tail)
-        self.width *= 2
+            if len(self._buckets) >= 2 * _BUCKETS:
+                b = self._buckets
+                self._buckets = [_join(b[i], b[i + 1]) for i in range(0, len(b) - 1, 2)]
+                self._buckets += b[len(b) // 2 * 2:]
+                self.width *= 2
+        del xs[:start], ys[:start]
 
     def points(self) -> tuple[list[float], list[float]]:
         """The kept points in x order: the first point, each bucket's extremes, the exact tail."""
-        xs: list[float] = []
-        ys: list[float] = []
-        if self._first is not None and self._b0 and min(self._lx[0], self._hx[0]) > self._first[0]:
-            xs.append(self._first[0])
-            ys.append(self._first[1])
-        for lx, ly, hx, hy in zip(self._lx, self._ly, self._hx, self._hy, strict=True):
-            if lx < hx:
-                xs += (lx, hx)
-                ys += (ly, hy)
-            elif hx < lx:
-                xs += (hx, lx)
-                ys += (hy, ly)
-            else:
-                xs.append(lx)
-                ys.append(ly)
-        xs.extend(self._px)
-        ys.extend(self._py)
-        return [float(x) for x in xs], [float(y) for y in ys]
+        pts: list[tuple[float, float]] = []
+        b = self._buckets
+        if self._first is not None and b and min(b[0][2], b[0][4]) > self._first[0]:
+            pts.append(self._first)
+        for _, _, lx, ly, hx, hy in b:
+            pts += sorted({(lx, ly), (hx, hy)})
+        pts += zip(self._xs, self._ys, strict=True)
+        return [float(x) for x, _ in pts], [float(y) for _, y in pts]
 
 
-@dataclass
 class MetricsScan:
-    """What one pass over ``metrics.jsonl`` found."""
-
-    stats: FileStats = field(default_factory=FileStats)
-    columns: dict[str, Column] = field(default_factory=dict)
-    keys: dict[str, None] = field(default_factory=dict)  # every key seen, in first-seen order
-    records: int = 0
-    x_label: str = "line"
-    last_x: float | None = None
-    restarts: list[float] = field(default_factory=list)  # where training lines' x dropped back
-    present: bool = False
-
-
-class MetricsReader:
-    """Builds a ``MetricsScan`` from the records of ``metrics.jsonl`` handed to it in file order.
+    """The metrics columns, built from the records of ``metrics.jsonl`` handed to it in file order
+    (call it with each record, then ``close()``).
 
     x is ``step``, else ``progress/batch``, else ``training_client/step``, else the record's
     index. Evaluator reward keys (``<name>/env/all/reward/total``) are charted as they appear.
-    Call it with each record (the validator's record-hook signature), then ``close()``.
     ``stand_in`` maps a wanted key to the key it only stands in for: it is read until that key
-    shows up, then its column is dropped (a chart of it would not be drawn).
+    shows up, then its column is dropped.
     """
 
-    def __init__(self, wanted: Sequence[str], scan: MetricsScan | None = None,
-                 stand_in: Mapping[str, str] | None = None) -> None:
-        self.scan = scan if scan is not None else MetricsScan()
+    def __init__(self, wanted: Sequence[str], stand_in: Mapping[str, str] | None = None, *,
+                 present: bool = True) -> None:
+        self.present = present  # whether the run has the file
+        self.stats = FileStats()
+        self.columns: dict[str, Column] = {}
+        self.keys: dict[str, None] = {}  # every key seen, in first-seen order
+        self.records = 0
+        self.last_x: float | None = None
+        self.restarts: list[float] = []  # where training lines' x dropped back
         self._want = dict.fromkeys(wanted)
         self._stand_in = dict(stand_in or {})
         self._evals = 0
@@ -293,27 +229,32 @@ class MetricsReader:
         self._last_train_x: float | None = None
         self._seen_progress = False
 
-    def __call__(self, rec: Any, line: int = 0, ok: bool = True) -> None:
+    @property
+    def x_label(self) -> str:
+        """The key the x axis comes from (``line``: the record's index)."""
+        return (*_X_KEYS, "line")[self._x_kind]
+
+    def __call__(self, rec: Any) -> None:
         """Take one record (a non-object counts as a bad line)."""
         if type(rec) is not dict:
-            self.scan.stats.bad += 1
+            self.stats.bad += 1
             return
-        keys = self.scan.keys
-        if not keys.keys() >= rec.keys():
+        if not self.keys.keys() >= rec.keys():
             self._new_keys(rec)
         self._block.append(rec)
         if len(self._block) >= _BLOCK:
-            self._read_block()
+            self._read(self._block)
+            self._block = []
 
     def close(self) -> MetricsScan:
         """Read the last block; the scan."""
-        self._read_block()
-        m = self.scan
-        m.x_label = (*_X_KEYS, "line")[self._x_kind]
-        return m
+        if self._block:
+            self._read(self._block)
+            self._block = []
+        return self
 
     def _new_keys(self, rec: dict[str, Any]) -> None:
-        keys, want = self.scan.keys, self._want
+        keys, want = self.keys, self._want
         for k in rec:
             if k not in keys:
                 keys[k] = None
@@ -322,47 +263,38 @@ class MetricsReader:
                     want[k] = None
                     self._evals += 1
 
-    def _xs(self, block: RecordsView) -> list[Any]:
+    def _xs(self, block: list[dict[str, Any]]) -> list[Any]:
         """Each record's x (ints, or floats for records without an x key)."""
-        steps = block.get("step")
+        steps = _values(block, "step")
         if set(map(type, steps)) == {int}:
             self._x_kind = 0
             return steps
         out: list[Any] = []
-        base = self.scan.records
-        for i, vs in enumerate(zip(*map(block.get, _X_KEYS), strict=True)):
-            for kind, v in enumerate(vs):
-                if type(v) is int:
-                    out.append(v)
-                    self._x_kind = min(self._x_kind, kind)
-                    break
-            else:
+        base = self.records
+        for i, vs in enumerate(zip(*(_values(block, k) for k in _X_KEYS), strict=True)):
+            kind = next((kind for kind, v in enumerate(vs) if type(v) is int), None)
+            if kind is None:
                 out.append(float(base + i))
+            else:
+                out.append(vs[kind])
+                self._x_kind = min(self._x_kind, kind)
         return out
 
-    def _read_block(self) -> None:
-        if not self._block:
-            return
-        self._read(RecordsView(self._block))
-        self._block = []
-
-    def _read(self, block: RecordsView) -> None:
+    def _read(self, block: list[dict[str, Any]]) -> None:
         """Fold one block of records into the columns."""
-        m = self.scan
         xs = self._xs(block)
         self._training(block, xs)
         top = float(max(xs))
-        m.last_x = top if m.last_x is None else max(m.last_x, top)
-        m.records += block.n
+        self.last_x = top if self.last_x is None else max(self.last_x, top)
+        self.records += len(block)
         increasing = _increasing(xs)
-        keys = m.keys
         for k in self._want:
-            if k not in keys:
+            if k not in self.keys:
                 continue
-            if k in self._stand_in and self._stand_in[k] in keys:
-                m.columns.pop(k, None)
+            if self._stand_in.get(k) in self.keys:
+                self.columns.pop(k, None)
                 continue
-            vals = block.get(k)
+            vals = _values(block, k)
             types = set(map(type, vals))
             kx, inc = xs, increasing
             if Missing in types:  # lines without the key (eval lines, say)
@@ -373,71 +305,33 @@ class MetricsReader:
                 kx = list(compress(xs, mask))
                 inc = increasing or _increasing(kx)
                 types.discard(Missing)
-            col = m.columns.get(k)
-            if col is None:
-                col = m.columns[k] = Column()
+            col = self.columns.setdefault(k, Column())
             if types <= _NUMBERS and _finite_sum(vals):
                 col.extend(kx, vals, inc)
                 continue
             for x, v in zip(kx, vals, strict=True):  # nulls, strings, NaN: point by point
-                t = type(v)
-                if (t is float or t is int) and _finite_sum([v]):
+                if type(v) in _NUMBERS and _finite_sum([v]):
                     col.add(x, v)
                 else:
                     col.skipped += 1
 
-    def _training(self, block: RecordsView, xa: list[Any]) -> None:
+    def _training(self, block: list[dict[str, Any]], xs: list[Any]) -> None:
         """Note where training lines' x drops back (a resume), as the validator reads lines.
 
         Training lines carry a progress key (eval lines repeat a step; they don't resume); in a
         file that has shown none (yet), every line counts as a training line.
         """
         prev = self._last_train_x
-        if (prev is None or xa[0] >= prev) and list(xa) == sorted(xa):  # nothing can drop back
-            for i in range(block.n - 1, -1, -1):
-                if block.progress_at(i):
-                    self._last_train_x, self._seen_progress = xa[i], True
-                    return
-            if not self._seen_progress:
-                self._last_train_x = xa[-1]
+        if (prev is None or xs[0] >= prev) and xs == sorted(xs):  # nothing can drop back
+            last = next((i for i in range(len(block) - 1, -1, -1) if _progress(block[i])), None)
+            if last is not None:
+                self._last_train_x, self._seen_progress = xs[last], True
+            elif not self._seen_progress:
+                self._last_train_x = xs[-1]
             return
-        for progress, x in zip(block.progress(), xa, strict=True):
+        for progress, x in zip(map(_progress, block), xs, strict=True):
             self._seen_progress = self._seen_progress or progress
             if progress or not self._seen_progress:
                 if self._last_train_x is not None and x < self._last_train_x:
-                    self.scan.restarts.append(x)
+                    self.restarts.append(x)
                 self._last_train_x = x
-
-
-class ObservedChecks(MetricsReader):
-    """A metrics file's record checks in the validator, with each record also read for charts.
-
-    One call per record does both, so ``metrics.jsonl`` is parsed once for the validation and
-    the charts. ``finish`` (the validator's, after the whole file) hands the scan to ``done``.
-    """
-
-    def __init__(self, checks: Any, wanted: Sequence[str],
-                 done: Callable[[MetricsScan], None],
-                 stand_in: Mapping[str, str] | None = None) -> None:
-        super().__init__(wanted, MetricsScan(present=True), stand_in)
-        self.checks = checks
-        self.done = done
-
-    def __call__(self, rec: Any, line: int = 0, ok: bool = True) -> None:
-        """Judge the record, then keep it for the charts."""
-        self.checks(rec, line, ok)
-        super().__call__(rec, line, ok)
-
-    def finish(self) -> Any:
-        """The checks' facts, once the scan went to ``done``."""
-        facts = self.checks.finish()
-        self.done(self.close())
-        return facts
-
-
-def _finite_sum(vals: list[Any]) -> bool:
-    """Whether numbers ``vals`` are all finite and within a double (their sum is finite)."""
-    try:
-        return math.isfinite(sum(vals))
-    except OverflowError:  # ints beyond a double
-        return False

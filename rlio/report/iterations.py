@@ -1,6 +1,6 @@
 """The report's iteration pages: which exist, where rlio's page of each goes, and writing them.
 
-Where a page goes (docs/notes/pages.md): when the report is the run's own ``report.html``, a page
+Where a page goes (docs/format.md §11): when the report is the run's own ``report.html``, a page
 rlio wrote (its head names rlio as generator) and that has its JSON twin is rewritten in place,
 with the full navigation and the trajectory table. Every other iteration (a page another producer
 wrote, such as the cookbook's, or one with only a JSON twin or only rollout summaries) gets rlio's
@@ -20,7 +20,8 @@ from urllib.parse import quote, unquote
 from rlio import layout
 from rlio.logtree.html import stamp_write_id
 from rlio.logtree.iteration_page import Nav, Trajectory, find_transcripts, render_iteration_page
-from rlio.report.iteration_files import read_logtree, read_trajectories, written_by_rlio
+from rlio.report.reading import read_logtree, read_trajectories, written_by_rlio
+from rlio.report.trajectories import split_order
 from rlio.storage.base import Storage
 
 
@@ -31,6 +32,9 @@ class Sources:
     html: str | None = None
     logtree: str | None = None
     rollouts: str | None = None
+
+
+_SOURCES = {"html": "html", "logtree": "logtree", "rollout_summaries": "rollouts"}
 
 
 @dataclass
@@ -59,19 +63,9 @@ def index_run(storage: Storage) -> RunIndex:
             idx.timing[rp.iteration] = entry.path
             continue
         src = idx.splits.setdefault(rp.split, {}).setdefault(rp.iteration, Sources())
-        if rp.kind == "html":
-            src.html = entry.path
-        elif rp.kind == "logtree":
-            src.logtree = entry.path
-        elif rp.kind == "rollout_summaries":
-            src.rollouts = entry.path
+        setattr(src, _SOURCES[rp.kind], entry.path)  # the artifacts: html, logtree, rollouts
     idx.layout = layout.detect_layout(paths)
     return idx
-
-
-def split_order(split: str) -> tuple[bool, str]:
-    """Training first, then evaluators by name."""
-    return split != "train", split
 
 
 @dataclass(frozen=True)
@@ -96,10 +90,9 @@ def _canonical(split: str, iteration: int, src: Sources, run_layout: str | None)
     return layout.iteration_path(lay, iteration, "html", label=label)
 
 
-def place_pages(storage: Storage, idx: RunIndex, *, report_name: str,
+def place_pages(storage: Storage, idx: RunIndex, folder: str,
                 at_run_root: bool) -> dict[tuple[str, int], Placement]:
-    """Where each iteration's page goes (see the module docstring)."""
-    folder = posixpath.splitext(posixpath.basename(report_name))[0] or "report"
+    """Where each iteration's page goes (see the module docstring); ``folder``: the report's."""
     out: dict[tuple[str, int], Placement] = {}
     for split, its in idx.splits.items():
         for it, src in its.items():
@@ -111,70 +104,57 @@ def place_pages(storage: Storage, idx: RunIndex, *, report_name: str,
     return out
 
 
+_NO_LOGTREE = ("This run kept no logtree JSON for this iteration: its transcripts are on the "
+               "producer's page.")
+
+
 def _rel(target: str, page: str) -> str:
     return quote(posixpath.relpath(target, posixpath.dirname(page) or "."))
 
 
-def page_nav(p: Placement, places: dict[tuple[str, int], Placement], report_name: str,
-             run_href: Callable[[str], str]) -> Nav:
-    """Links from ``p``: report, previous/next page of the same split, the other splits of this
-    iteration, and the producer's own page when rlio's is a copy beside the report."""
-    same = sorted(it for (s, it) in places if s == p.split)
-    i = same.index(p.iteration)
-    prev = places[(p.split, same[i - 1])] if i > 0 else None
-    nxt = places[(p.split, same[i + 1])] if i + 1 < len(same) else None
-    splits: list[tuple[str, str | None]] = []
-    for (s, it), other in sorted(places.items(), key=lambda kv: split_order(kv[0][0])):
-        if it == p.iteration:
-            splits.append((s, None if s == p.split else _rel(other.location, p.location)))
+def _nav(p: Placement, prev: Placement | None, nxt: Placement | None, here: list[Placement],
+         report_name: str, run_href: Callable[[str], str], note: str) -> Nav:
+    """Links from ``p``: report, previous/next page of the same split, the pages of this
+    iteration (``here``), and the producer's own page when rlio's is a copy beside the report."""
+    loc = p.location
     original = None
     if not p.in_place and p.sources.html is not None:
         href = run_href(p.sources.html)
         original = href if "://" in href else quote(posixpath.relpath(
-            posixpath.normpath(unquote(href)), posixpath.dirname(p.location) or "."))
+            posixpath.normpath(unquote(href)), posixpath.dirname(loc) or "."))
     return Nav(
-        report=_rel(report_name, p.location),
-        prev=None if prev is None else (f"iteration {prev.iteration}",
-                                        _rel(prev.location, p.location)),
-        next=None if nxt is None else (f"iteration {nxt.iteration}",
-                                       _rel(nxt.location, p.location)),
-        splits=splits, original=original,
+        report=_rel(report_name, loc),
+        prev=None if prev is None else (f"iteration {prev.iteration}", _rel(prev.location, loc)),
+        next=None if nxt is None else (f"iteration {nxt.iteration}", _rel(nxt.location, loc)),
+        splits=[(o.split, None if o is p else _rel(o.location, loc)) for o in here],
+        original=original, note=note,
     )
 
 
-@dataclass
-class IterationData:
-    """What one iteration contributes to the report besides its page."""
-
-    placement: Placement
-    trajectories: list[Trajectory] | None
-    transcripts: dict[tuple[int, int], list[Any]]
-    logged: set[tuple[int, int]]
-
-
 def iterate(storage: Storage, places: dict[tuple[str, int], Placement], report_name: str,
-            run_href: Callable[[str], str],
-            write: Callable[[str, bytes], None] | None) -> Iterator[IterationData]:
-    """Read every iteration once; with ``write``, render and write its page as it goes."""
-    for key in sorted(places, key=lambda k: (split_order(k[0]), k[1])):
-        p = places[key]
-        split, it = key
-        trajs = read_trajectories(storage, p.sources.rollouts, split, it)
+            run_href: Callable[[str], str], write: Callable[[str, bytes], None] | None,
+            ) -> Iterator[tuple[Placement, list[Trajectory] | None, dict[tuple[int, int], Any]]]:
+    """Read every iteration once: its placement, rollout rows and transcripts by (group, traj);
+    with ``write``, render and write its page as it goes."""
+    order = [places[k] for k in sorted(places, key=lambda k: (split_order(k[0]), k[1]))]
+    by_iteration: dict[int, list[Placement]] = {}
+    for p in order:
+        by_iteration.setdefault(p.iteration, []).append(p)
+    for j, p in enumerate(order):
+        trajs = read_trajectories(storage, p.sources.rollouts, p.split, p.iteration)
         doc = read_logtree(storage, p.sources.logtree)
         found = find_transcripts(doc.get("root")) if doc is not None else None
         if write is not None:
             title = doc.get("title") if doc is not None else None
             if not isinstance(title, str):
-                title = f"{split} iteration {it}"
-            nav = page_nav(p, places, report_name, run_href)
-            if doc is None and p.sources.html is not None:
-                nav = Nav(nav.report, nav.prev, nav.next, nav.splits, nav.original,
-                          "This run kept no logtree JSON for this iteration: its transcripts "
-                          "are on the producer's page.")
+                title = f"{p.split} iteration {p.iteration}"
+            prev = order[j - 1] if j > 0 and order[j - 1].split == p.split else None
+            nxt = order[j + 1] if j + 1 < len(order) and order[j + 1].split == p.split else None
+            note = _NO_LOGTREE if doc is None and p.sources.html is not None else ""
+            nav = _nav(p, prev, nxt, by_iteration[p.iteration], report_name, run_href, note)
             page = render_iteration_page(doc, nav, trajs or [], title=title, found=found)
             wid = doc.get(layout.WRITE_ID_KEY) if doc is not None and p.in_place else None
             if isinstance(wid, str):  # the page replaces its twin's: keep the twin's write id
                 page = stamp_write_id(page, wid)
             write(p.location, page.encode())
-        messages = found.messages if found is not None else {}
-        yield IterationData(p, trajs, messages, set(messages))
+        yield p, trajs, found.messages if found is not None else {}

@@ -8,17 +8,17 @@ Content-Security-Policy that forbids script and every request; it needs neither.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from html import escape
-from typing import TYPE_CHECKING, Any
+from itertools import repeat
+from typing import Any
 
 from rlio._version import __version__
+from rlio.findings import Finding, Report
 from rlio.report import svg as _svg
+from rlio.report.columns import MetricsScan
+from rlio.report.reading import CheckpointScan, ResumePoint
 from rlio.report.style import CSS
-
-if TYPE_CHECKING:
-    from rlio.report.columns import MetricsScan
-    from rlio.report.reading import CheckpointScan, ResumePoint
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
        "form-action 'none'")
@@ -27,6 +27,18 @@ MAX_FINDINGS = 200
 #: The checkpoint table lists at most this many records (the newest).
 MAX_CHECKPOINT_ROWS = 200
 _MAX_KEYS = 2000
+
+
+def section(sid: str, title: str, body: str) -> str:
+    """One section of the page (``title`` and ``body`` are markup)."""
+    return f'<section id="{sid}"><h2>{title}</h2>{body}</section>'
+
+
+def table(cls: str, heads: Sequence[str], rows: Iterable[str]) -> str:
+    """A scrolling table of ``rows`` (each a ``<tr>``) under the column names ``heads``."""
+    return (f'<div class="scroll"><table class="{cls}"><thead><tr>'
+            + "".join(f"<th>{h}</th>" for h in heads) + "</tr></thead><tbody>" + "".join(rows)
+            + "</tbody></table></div>")
 
 
 def _notes(notes: Sequence[str]) -> str:
@@ -60,35 +72,29 @@ def _chart(m: MetricsScan, key: str, index: int) -> str:
 
 def section_metrics(m: MetricsScan, keys: Sequence[str]) -> str:
     """The charts of ``keys`` against the run's x axis, with notes on what was skipped."""
-    out = ['<section id="metrics"><h2>Metrics</h2>']
     if not m.present:
-        out.append('<p class="note">This run has no metrics.jsonl.</p></section>')
-        return "".join(out)
+        return section("metrics", "Metrics", '<p class="note">This run has no metrics.jsonl.</p>')
     notes = m.stats.notes()
     if m.restarts:
         shown = ", ".join(_svg.fmt(r) for r in m.restarts[:10])
         more = f" and {len(m.restarts) - 10:,} more" if len(m.restarts) > 10 else ""
         notes.append(f"{m.x_label} drops back to {shown}{more} (a resume logs steps again; "
                      "the latest value of a repeated step is drawn)")
-    out.append(_notes(notes))
-    out.append('<div class="charts">')
-    out.extend(_chart(m, key, i) for i, key in enumerate(keys))
-    out.append("</div>")
+    out = [_notes(notes), '<div class="charts">', *(_chart(m, k, i) for i, k in enumerate(keys)),
+           "</div>"]
     names = [k for k in m.keys if k != "step"]
     if names:
         out.append(f"<details><summary>All {len(names):,} metric keys (chart any with "
                    "<code>rlio report RUN --metric KEY</code>)</summary><p class=\"keys\">"
                    + " ".join(f"<code>{escape(k)}</code>" for k in names[:_MAX_KEYS])
                    + "</p></details>")
-    out.append("</section>")
-    return "".join(out)
+    return section("metrics", "Metrics", "".join(out))
 
 
 def section_checkpoints(c: CheckpointScan, resume: ResumePoint | None, x_max: float) -> str:
     """Counts by kind, the resume point, the timeline and the newest records as a table."""
-    out = ['<section id="checkpoints"><h2>Checkpoints</h2>']
-    if not c.present:
-        out.append('<p class="note">No checkpoints.jsonl: no checkpoint was saved.</p>')
+    out = [] if c.present else ['<p class="note">No checkpoints.jsonl: no checkpoint was saved.'
+                                '</p>']
     counts = {"periodic": 0, "rolling": 0, "final": 0}
     marks: list[_svg.Mark] = []
     for _line, rec, kind in c.records:
@@ -114,61 +120,56 @@ def section_checkpoints(c: CheckpointScan, resume: ResumePoint | None, x_max: fl
                    + '<p class="legend"><span class="lg-periodic">● periodic</span> '
                    '<span class="lg-rolling">| rolling</span> <span class="lg-final">◆ final'
                    '</span> <span class="lg-resume">┆ resume point</span></p></div>')
-    if c.records:
-        rows = c.records[-MAX_CHECKPOINT_ROWS:]
-        if len(c.records) > len(rows):
-            out.append(f'<p class="note">Showing the last {len(rows):,} of '
-                       f"{len(c.records):,} records.</p>")
-        out.append('<div class="scroll"><table class="ckpts"><thead><tr><th>line</th><th>name'
-                   "</th><th>kind</th><th>batch</th><th>epoch</th><th>state_path</th>"
-                   "<th>sampler_path</th></tr></thead><tbody>")
-        for line, rec, kind in rows:
-            cells = [line, rec.get("name"), kind, rec.get("batch"), rec.get("epoch"),
-                     rec.get("state_path"), rec.get("sampler_path")]
-            tds = "".join(f"<td>{escape('' if v is None else str(v))}</td>" for v in cells)
-            marked = resume is not None and resume.line == line
-            out.append(f'<tr class="is-resume">{tds}</tr>' if marked else f"<tr>{tds}</tr>")
-        out.append("</tbody></table></div>")
-    out.append("</section>")
-    return "".join(out)
+    rows = c.records[-MAX_CHECKPOINT_ROWS:]
+    if len(c.records) > len(rows):
+        out.append(f'<p class="note">Showing the last {len(rows):,} of '
+                   f"{len(c.records):,} records.</p>")
+    if rows:
+        out.append(table("ckpts", ("line", "name", "kind", "batch", "epoch", "state_path",
+                                   "sampler_path"), map(_checkpoint_row, rows, repeat(resume))))
+    return section("checkpoints", "Checkpoints", "".join(out))
 
 
-def section_validation(report: Any | None, error: str | None) -> str:
-    """The validator's verdict, counts and findings (most severe first, capped)."""
-    out = ['<section id="validation"><h2>Validation</h2>']
-    if error is not None:
-        out.append(f'<p class="unavailable">Validation failed to run: {escape(error)}</p>')
-    elif report is None:
-        out.append('<p class="unavailable">Validation unavailable: this build of rlio has no '
-                   "validator.</p>")
-    else:
-        counts = report.counts
-        out.append(f'<p class="verdict {"ok" if report.ok else "failed"}">'
-                   f'<span class="word">{"ok" if report.ok else "FAILED"}</span>: '
-                   + ", ".join(
-                       f'<span class="{f"sev-{sev}" if counts[sev] else "zero"}">'
+def _checkpoint_row(row: tuple[int, dict[str, Any], str], resume: ResumePoint | None) -> str:
+    line, rec, kind = row
+    cells = [line, rec.get("name"), kind, rec.get("batch"), rec.get("epoch"),
+             rec.get("state_path"), rec.get("sampler_path")]
+    tds = "".join(f"<td>{escape('' if v is None else str(v))}</td>" for v in cells)
+    marked = resume is not None and resume.line == line
+    return f'<tr class="is-resume">{tds}</tr>' if marked else f"<tr>{tds}</tr>"
+
+
+def _finding_row(f: Finding) -> str:
+    where = (f.file or ".") + (f":{f.line}" if f.line is not None else "")
+    where += f" {f.pointer}" if f.pointer else ""
+    sev = escape(str(f.severity))
+    return (f'<tr class="sev-{sev}"><td>{sev}</td><td>{escape(f.code)}</td>'
+            f"<td><code>{escape(where)}</code></td><td>{escape(f.message)}</td></tr>")
+
+
+def section_validation(report: Report | str) -> str:
+    """The validator's verdict, counts and findings (most severe first, capped), or why it could
+    not run."""
+    if isinstance(report, str):
+        return section("validation", "Validation",
+                       f'<p class="unavailable">Validation failed to run: {escape(report)}</p>')
+    counts = report.counts
+    out = [f'<p class="verdict {"ok" if report.ok else "failed"}">'
+           f'<span class="word">{"ok" if report.ok else "FAILED"}</span>: '
+           + ", ".join(f'<span class="{f"sev-{sev}" if counts[sev] else "zero"}">'
                        f"{counts[sev]:,} {label}</span>"
                        for sev, label in (("error", "error(s)"), ("warning", "warning(s)"),
                                           ("info", "info")))
-                   + "</p>")
-        findings = sorted(report.findings, key=lambda f: -int(f.severity))
-        shown = findings[:MAX_FINDINGS]
-        if len(findings) > len(shown):
-            out.append(f'<p class="note">Showing the first {len(shown):,} of {len(findings):,} '
-                       "findings (most severe first); <code>rlio validate</code> lists all.</p>")
-        if shown:
-            out.append('<div class="scroll"><table class="findings"><thead><tr><th>severity</th>'
-                       "<th>code</th><th>where</th><th>message</th></tr></thead><tbody>")
-            for f in shown:
-                where = (f.file or ".") + (f":{f.line}" if f.line is not None else "")
-                where += f" {f.pointer}" if f.pointer else ""
-                sev = escape(str(f.severity))
-                out.append(f'<tr class="sev-{sev}"><td>{sev}</td><td>{escape(f.code)}</td>'
-                           f"<td><code>{escape(where)}</code></td>"
-                           f"<td>{escape(f.message)}</td></tr>")
-            out.append("</tbody></table></div>")
-    out.append("</section>")
-    return "".join(out)
+           + "</p>"]
+    findings = sorted(report.findings, key=lambda f: -int(f.severity))
+    shown = findings[:MAX_FINDINGS]
+    if len(findings) > len(shown):
+        out.append(f'<p class="note">Showing the first {len(shown):,} of {len(findings):,} '
+                   "findings (most severe first); <code>rlio validate</code> lists all.</p>")
+    if shown:
+        out.append(table("findings", ("severity", "code", "where", "message"),
+                         map(_finding_row, shown)))
+    return section("validation", "Validation", "".join(out))
 
 
 def document(name: str, facts: Sequence[tuple[str, str]], config: tuple[str, bool] | None,

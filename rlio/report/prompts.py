@@ -1,6 +1,6 @@
 """The same prompt across training: a key per prompt, a page per tracked prompt, the biggest movers.
 
-The prompt key (docs/notes/pages.md) is the first 16 hex digits of the SHA-256 of the canonical
+The prompt key (docs/format.md §11) is the first 16 hex digits of the SHA-256 of the canonical
 JSON of the conversation's system messages and its first user message, in order, each reduced to
 ``{"content", "role"}`` (keys sorted, no whitespace, UTF-8). Two trajectories whose transcripts
 start the same way share a key whatever iteration, group or split logged them.
@@ -21,6 +21,8 @@ import orjson
 
 from rlio.logtree.html import render_page
 from rlio.logtree.iteration_page import Trajectory, fmt
+from rlio.report.page import section, table
+from rlio.report.trajectories import split_order
 
 #: At most this many prompt pages are written (prompts seen in the most iterations first).
 MAX_PROMPT_PAGES = 2000
@@ -44,11 +46,10 @@ def prompt_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
     out: list[dict[str, Any]] = []
     for m in messages:
         role = m.get("role")
-        if role == "system":
+        if role in ("system", "user"):
             out.append({"content": m.get("content"), "role": role})
-        elif role == "user":
-            out.append({"content": m.get("content"), "role": role})
-            return out
+            if role == "user":
+                return out
     return None
 
 
@@ -76,8 +77,6 @@ def response_text(messages: Sequence[Mapping[str, Any]]) -> str:
 class Sample:
     """One trajectory of a tracked prompt."""
 
-    split: str
-    iteration: int
     group: int
     traj: int
     reward: float | None
@@ -88,35 +87,30 @@ class Sample:
 
 @dataclass
 class Track:
-    """Every logged trajectory of one prompt."""
+    """Every logged trajectory of one prompt, by (split, iteration)."""
 
     key: str
     prompt: list[dict[str, Any]]
-    samples: list[Sample] = field(default_factory=list)
+    samples: dict[tuple[str, int], list[Sample]] = field(default_factory=dict)
 
     def iterations(self) -> list[tuple[str, int]]:
         """(split, iteration) pairs in which the prompt was logged, in order."""
-        return sorted({(s.split, s.iteration) for s in self.samples},
-                      key=lambda k: (k[0] != "train", k[0], k[1]))
+        return sorted(self.samples, key=lambda k: (split_order(k[0]), k[1]))
 
     def mean_by_iteration(self) -> list[tuple[str, int, float]]:
         """Mean finite reward per (split, iteration) where it has one."""
         out = []
         for split, it in self.iterations():
-            rs = [s.reward for s in self.samples if s.split == split and s.iteration == it
-                  and s.reward is not None and math.isfinite(s.reward)]
+            rs = [s.reward for s in self.samples[(split, it)]
+                  if s.reward is not None and math.isfinite(s.reward)]
             if rs:
                 out.append((split, it, sum(rs) / len(rs)))
         return out
 
-    def change(self) -> float | None:
-        """Mean reward at the last iteration logged minus at the first, within one split."""
-        means = self.mean_by_iteration()
-        if not means:
-            return None
-        split = means[0][0]
-        same = [m for m in means if m[0] == split]
-        return same[-1][2] - same[0][2] if len(same) >= 2 else None
+    def means(self) -> list[float]:
+        """The mean rewards of the first split logged, iteration by iteration."""
+        by_it = self.mean_by_iteration()
+        return [m for split, _, m in by_it if split == by_it[0][0]]
 
     def label(self) -> str:
         """The first line of the user message, cut short (for links)."""
@@ -145,20 +139,20 @@ class PromptTracker:
             if track is None:
                 track = self.tracks[key] = Track(key, prompt_messages(messages) or [])
             row = rows.get((g, t))
-            track.samples.append(Sample(split, iteration, g, t,
-                                        None if row is None else row.reward,
-                                        False if row is None else row.failing,
-                                        response_text(messages), page))
+            track.samples.setdefault((split, iteration), []).append(Sample(
+                g, t, None if row is None else row.reward, row is not None and row.failing,
+                response_text(messages), page))
 
     def pages(self) -> list[Track]:
         """The tracks that get a page: seen in the most iterations first, capped."""
         ranked = sorted(self.tracks.values(), key=lambda tr: (-len(tr.iterations()), tr.key))
         return ranked[:MAX_PROMPT_PAGES]
 
-    def movers(self) -> list[tuple[Track, float]]:
-        """Tracks whose mean reward changed most between the first and last iteration logged."""
-        scored = [(tr, c) for tr in self.pages() if (c := tr.change()) is not None]
-        scored.sort(key=lambda tc: (-abs(tc[1]), tc[0].key))
+    def movers(self) -> list[tuple[Track, list[float]]]:
+        """Tracks whose mean reward changed most between the first and last iteration logged
+        (within one split), with those means."""
+        scored = [(tr, ms) for tr in self.pages() if len(ms := tr.means()) >= 2]
+        scored.sort(key=lambda tm: (-abs(tm[1][-1] - tm[1][0]), tm[0].key))
         return scored[:TOP_MOVERS]
 
 
@@ -190,9 +184,7 @@ def render_prompt_page(track: Track, location: str, report_name: str) -> str:
         out.append(f'<section class="lt-section prompt-it" data-split="{escape(split)}" '
                    f'data-iteration="{it}"><h2>{escape(split)} iteration {it} '
                    f'<span class="lt-group-stats">mean reward {fmt(mean)}</span></h2>')
-        for s in track.samples:
-            if s.split != split or s.iteration != it:
-                continue
+        for s in track.samples[(split, it)]:
             href = quote(posixpath.relpath(s.page, base)) + f"#traj-{s.group}-{s.traj}"
             cls = " fail" if s.failing else ""
             mark = '<span class="fail-mark">✗ failing</span> ' if s.failing else ""
@@ -210,29 +202,24 @@ def render_prompt_page(track: Track, location: str, report_name: str) -> str:
 def section_prompts(tracker: PromptTracker, href: dict[str, str]) -> str:
     """The report's list of the prompts whose reward changed most, and how many are tracked."""
     pages = tracker.pages()
-    out = ['<section id="prompts"><h2>Prompts across training</h2>']
     if not pages:
-        out.append('<p class="note">No logtree conversation in this run: no prompt to track.'
-                   "</p></section>")
-        return "".join(out)
-    out.append(f'<p class="note">{len(tracker.tracks):,} distinct prompt(s) in the logtrees; '
-               f"{len(pages):,} with a page.</p>")
-    movers = tracker.movers()
-    if movers:
-        out.append('<div class="scroll"><table class="movers"><thead><tr><th>prompt</th>'
-                   "<th>split</th><th>iterations</th><th>first → last mean reward</th>"
-                   "<th>change</th></tr></thead><tbody>")
-        for tr, change in movers:
-            means = tr.mean_by_iteration()
-            same = [m for m in means if m[0] == means[0][0]]
-            out.append(f'<tr><td><a href="{escape(href[tr.key])}">{escape(tr.label())}</a></td>'
-                       f"<td>{escape(same[0][0])}</td><td>{len(same)}</td>"
-                       f"<td>{fmt(same[0][2])} → {fmt(same[-1][2])}</td>"
-                       f"<td>{'+' if change > 0 else ''}{fmt(change)}</td></tr>")
-        out.append("</tbody></table></div>")
+        return section("prompts", "Prompts across training", '<p class="note">No logtree '
+                       "conversation in this run: no prompt to track.</p>")
+    out = [f'<p class="note">{len(tracker.tracks):,} distinct prompt(s) in the logtrees; '
+           f"{len(pages):,} with a page.</p>"]
+    rows = []
+    for tr, ms in tracker.movers():
+        change = ms[-1] - ms[0]
+        rows.append(f'<tr><td><a href="{escape(href[tr.key])}">{escape(tr.label())}</a></td>'
+                    f"<td>{escape(tr.mean_by_iteration()[0][0])}</td><td>{len(ms)}</td>"
+                    f"<td>{fmt(ms[0])} → {fmt(ms[-1])}</td>"
+                    f"<td>{'+' if change > 0 else ''}{fmt(change)}</td></tr>")
+    if rows:
+        out.append(table("movers", ("prompt", "split", "iterations", "first → last mean reward",
+                                    "change"), rows))
     out.append('<details><summary>All tracked prompts</summary><ul class="prompt-list">')
     out.extend(f'<li><a href="{escape(href[tr.key])}">{escape(tr.label())}</a> '
                f'<span class="count">({len(tr.iterations())} iteration(s))</span></li>'
                for tr in pages)
-    out.append("</ul></details></section>")
-    return "".join(out)
+    out.append("</ul></details>")
+    return section("prompts", "Prompts across training", "".join(out))

@@ -1,33 +1,39 @@
-"""What the run report reads from a run: metrics columns, checkpoints, pages, resume point.
+"""What the run report reads from a run: metrics columns, checkpoints, resume point, validation,
+and per iteration its rollout summaries, logtree document and who wrote its page.
 
 The run is read only through ``rlio.storage`` (any backend) and the tolerant JSONL decoder.
 """
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+import orjson
 
 from rlio import layout
 from rlio._codec.jsonl import DecodeError, decode
 from rlio._codec.lines import MAX_LINE, ForwardLines
 from rlio.errors import ResumeError
 from rlio.findings import Report
-from rlio.report.columns import FileStats, MetricsReader, MetricsScan, ObservedChecks
+from rlio.logtree.iteration_page import Trajectory, trajectory
+from rlio.report.columns import FileStats, MetricsScan
 from rlio.resume import read_resume_state
 from rlio.storage.base import Storage
 from rlio.validate import validate_run
 from rlio.validate.checks.registry import RecordChecks
 from rlio.validate.scan import Sink
 
+#: Findings of a line that is no record: not UTF-8, not JSON, too deep, too long.
+_BAD_LINE_CODES: Final = ("RL101", "RL102", "RL106", "RL114")
+#: A logtree document larger than this is not re-rendered (its producer's page is linked).
+MAX_LOGTREE_BYTES = 64 * 1024 * 1024
+
 
 def _iter_jsonl(storage: Storage, rel: str, stats: FileStats) -> Iterator[dict[str, Any]]:
-    """The objects of a JSONL file, streamed; blank, bad, too long and torn lines are counted,
-    skipped.
-
-    A symlink is never followed and an unreadable file ends the stream; both are noted.
+    """The objects of a JSONL file, streamed; blank, bad, too long and torn lines are counted and
+    skipped. A symlink is never followed and an unreadable file ends the stream; both are noted.
     """
     entry = storage.stat(rel)
     if entry is None:
@@ -51,8 +57,7 @@ def _iter_jsonl(storage: Storage, rel: str, stats: FileStats) -> Iterator[dict[s
                 try:
                     value, had_nonfinite = decode(raw)
                 except DecodeError:
-                    stats.bad += 1
-                    continue
+                    value = None
                 if not isinstance(value, dict):
                     stats.bad += 1
                     continue
@@ -64,25 +69,37 @@ def _iter_jsonl(storage: Storage, rel: str, stats: FileStats) -> Iterator[dict[s
 
 def read_metrics(storage: Storage, wanted: Sequence[str],
                  stand_in: Mapping[str, str] | None = None) -> MetricsScan:
-    """Stream ``metrics.jsonl`` once, keeping only the wanted (and eval reward) columns.
-
-    The report's own pass, when it runs without the validator (``MetricsObserver`` takes the
-    validator's records otherwise). See ``MetricsReader`` for the x axis, the columns and
-    ``stand_in``.
-    """
-    m = MetricsScan(present=storage.stat(layout.METRICS) is not None)
-    reader = MetricsReader(wanted, m, stand_in)
+    """The report's own pass over ``metrics.jsonl`` (without the validator): see
+    ``MetricsScan`` for the x axis, the columns and ``stand_in``."""
+    m = MetricsScan(wanted, stand_in, present=storage.stat(layout.METRICS) is not None)
     for rec in _iter_jsonl(storage, layout.METRICS, m.stats):
-        reader(rec)
-    return reader.close()
+        m(rec)
+    return m.close()
+
+
+class _Observed:
+    """A metrics file's record checks, each record also handed to the charts' reader."""
+
+    def __init__(self, checks: RecordChecks, reader: MetricsScan,
+                 done: Callable[[MetricsScan], None]) -> None:
+        self.checks, self.reader, self.done = checks, reader, done
+
+    def __call__(self, rec: Any, line: int, ok: bool) -> None:
+        self.checks(rec, line, ok)
+        self.reader(rec)
+
+    def finish(self) -> Any:
+        facts = self.checks.finish()
+        self.done(self.reader.close())
+        return facts
 
 
 class MetricsObserver:
     """Reads the metrics columns from the validator's own parse of ``metrics.jsonl``.
 
-    Passed to ``validate_run(..., observe=...)``: it wraps the metrics file's record checks, so
-    each line is parsed once for both. The skipped-line counts come from the file's findings
-    (uncapped counts). ``scan`` is None unless the validator read the whole file.
+    Passed to ``validate_run(..., observe=...)``, so each line is parsed once for both; the
+    skipped-line counts come from the file's (uncapped) finding counts. ``scan`` is None unless
+    the validator read the whole file.
     """
 
     def __init__(self, storage: Storage, wanted: Sequence[str],
@@ -96,7 +113,8 @@ class MetricsObserver:
         """The record hook the validator uses for one file of ``kind``."""
         if kind != "metrics" or checks is None:
             return checks
-        return ObservedChecks(checks, self.wanted, lambda m: self._done(m, sink), self.stand_in)
+        return _Observed(checks, MetricsScan(self.wanted, self.stand_in),
+                         lambda m: self._done(m, sink))
 
     def _done(self, m: MetricsScan, sink: Sink) -> None:
         """Keep the scan, with the skipped lines counted from the file's findings."""
@@ -113,8 +131,18 @@ class MetricsObserver:
         self.scan = m
 
 
-#: Findings of a line that is no record: not UTF-8, not JSON, too deep, too long.
-_BAD_LINE_CODES: Final = ("RL101", "RL102", "RL106", "RL114")
+def validation(run: str, own: str | None, folder: str, observe: MetricsObserver) -> Report:
+    """``validate_run(run)`` less what the report adds to the run: ``own`` (the page) and the
+    pages under ``folder`` as unknown files (RL301), and the count of RL301 past the cap."""
+    report = validate_run(run, observe=observe)
+    prefix = folder + "/"
+    pages = [f for f in report.findings if f.code == "RL301" and (f.file or "").startswith(prefix)]
+    kept = [f for f in report.findings
+            if f not in pages and not (f.code == "RL301" and f.file == own)
+            and not (pages and f.code == "RL112" and "RL301" in f.message)]
+    if len(kept) == len(report.findings):
+        return report
+    return Report.build(report.run, kept, layout=getattr(report, "layout", None))
 
 
 @dataclass
@@ -130,15 +158,12 @@ class CheckpointScan:
 def read_checkpoints(storage: Storage) -> CheckpointScan:
     c = CheckpointScan(present=storage.stat(layout.CHECKPOINTS) is not None)
     for rec in _iter_jsonl(storage, layout.CHECKPOINTS, c.stats):
-        c.records.append((c.stats.lines, rec, checkpoint_kind(rec)))
+        if rec.get("name") == "final" or rec.get("final") is True:
+            kind = "final"
+        else:
+            kind = "rolling" if rec.get("rolling") is True else "periodic"
+        c.records.append((c.stats.lines, rec, kind))
     return c
-
-
-def checkpoint_kind(rec: dict[str, Any]) -> str:
-    """``final`` (named ``final``), ``rolling`` (``rolling: true``) or ``periodic``."""
-    if rec.get("name") == "final" or rec.get("final") is True:
-        return "final"
-    return "rolling" if rec.get("rolling") is True else "periodic"
 
 
 @dataclass(frozen=True)
@@ -151,11 +176,6 @@ class ResumePoint:
     detail: str = ""
 
 
-def _resume_text(name: Any, batch: int | None, line: int | None) -> str:
-    where = f"batch {batch}" if batch is not None else "an unknown batch (the record has none)"
-    return f"restart at {where} from checkpoint {name!s} (checkpoints.jsonl line {line})"
-
-
 def resume_point(run: str) -> ResumePoint | None:
     """Where a resume would restart (``read_resume_state``); a ledger it refuses is shown, not
     raised: the page reports ``cannot resume`` with the line."""
@@ -166,27 +186,38 @@ def resume_point(run: str) -> ResumePoint | None:
         return ResumePoint(line, None, f"cannot resume: {exc}")
     if state is None:
         return None
-    name = state.checkpoint.get("name")
-    return ResumePoint(state.line, state.next_batch,
-                       _resume_text(name, state.next_batch, state.line), state.describe())
+    batch = state.next_batch
+    where = f"batch {batch}" if batch is not None else "an unknown batch (the record has none)"
+    text = (f"restart at {where} from checkpoint {state.checkpoint.get('name')!s} "
+            f"(checkpoints.jsonl line {state.line})")
+    return ResumePoint(state.line, batch, text, state.describe())
 
 
+def read_trajectories(storage: Storage, rel: str | None, split: str,
+                      iteration: int) -> list[Trajectory] | None:
+    """The rows of one rollout summaries file in file order; None when there is no such file."""
+    if rel is None:
+        return None
+    stats = FileStats()
+    rows = [trajectory(rec, split, iteration) for rec in _iter_jsonl(storage, rel, stats)]
+    return rows if stats.error is None else None
 
-def validation(run: str, own: str | None, observe: MetricsObserver | None = None) -> Report:
-    """``validate_run(run)``, less the one finding the report causes: itself as an unknown file.
 
-    The GC is paused meanwhile: the charts keep blocks of parsed records alive (acyclic dicts),
-    and collections would only traverse them again and again, finding no garbage.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
+def read_logtree(storage: Storage, rel: str | None) -> dict[str, Any] | None:
+    """The logtree JSON document, or None when absent, too large, unreadable or not an object."""
+    if rel is None or (entry := storage.stat(rel)) is None or entry.kind != "file" \
+            or entry.size > MAX_LOGTREE_BYTES:
+        return None
     try:
-        report = validate_run(run, observe=observe)
-    finally:
-        if enabled:
-            gc.enable()
-    mine = [f for f in report.findings if f.file == own and f.code == "RL301"]
-    if not mine:
-        return report
-    kept = [f for f in report.findings if f not in mine]
-    return Report.build(report.run, kept, layout=getattr(report, "layout", None))
+        doc = orjson.loads(storage.read_range(rel, 0, entry.size))
+    except (orjson.JSONDecodeError, OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def written_by_rlio(storage: Storage, rel: str) -> bool:
+    """Whether the HTML page at ``rel`` is rlio's own (its head names rlio as the generator)."""
+    try:
+        return b'<meta name="generator" content="rlio' in storage.read_range(rel, 0, 2048)
+    except OSError:
+        return False

@@ -1,11 +1,10 @@
-"""``rlio report``: one self-contained HTML page for a whole run.
+"""``rlio report``: one self-contained HTML page for a whole run, and the iteration and prompt
+pages it links to.
 
-The page shows the main metrics against step as inline SVG charts (downsampled, so a run of a
-million lines stays small), the checkpoint timeline with the resume point, the validation summary,
-and links to every iteration's page. It reads the run only through ``rlio.storage`` (any backend)
-and ``rlio._codec.jsonl.decode`` (tolerant of NaN tokens, blank lines and a torn last line),
-streams the JSONL files, needs no script and loads nothing: a strict Content-Security-Policy
-forbids both, and every piece of run text is escaped.
+The page shows the main metrics as inline SVG charts (downsampled, so a run of a million lines
+stays small), reward distributions, the checkpoint timeline with the resume point, the validation
+summary and every iteration's page. It needs no script and loads nothing: a strict
+Content-Security-Policy forbids both, and every piece of run text is escaped.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ import json
 import os
 import posixpath
 from collections.abc import Callable, Sequence
-from typing import Any
 from urllib.parse import quote
 
 from rlio import layout
@@ -23,14 +21,8 @@ from rlio.findings import Report
 from rlio.report import page as _page
 from rlio.report import svg as _svg
 from rlio.report.columns import EVAL_REWARD_SUFFIX, MetricsScan
-from rlio.report.distribution import Box, box, section_rewards, staleness
 from rlio.report.iterations import index_run, iterate, place_pages
-from rlio.report.prompts import (
-    PromptTracker,
-    prompt_location,
-    render_prompt_page,
-    section_prompts,
-)
+from rlio.report.prompts import PromptTracker, prompt_location, render_prompt_page, section_prompts
 from rlio.report.reading import (
     MetricsObserver,
     read_checkpoints,
@@ -39,12 +31,10 @@ from rlio.report.reading import (
     validation,
 )
 from rlio.report.trajectories import (
-    Extremes,
-    IterationStats,
+    Rollouts,
     section_extremes,
     section_iteration_list,
-    split_title,
-    stats_of,
+    section_rewards,
 )
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
@@ -58,20 +48,10 @@ _KL_V1, _KL_V2 = "optim/kl_sample_train_v1", "optim/kl_sample_train_v2"
 _MAX_CONFIG_CHARS = 20_000
 
 
-__all__ = ["DEFAULT_METRICS", "REPORT_NAME", "render_run_report", "write_run_report"]
-
-
-# --------------------------------------------------------------------------- links
-
-
-def _is_uri(location: str) -> bool:
-    head, sep, _ = location.partition("://")
-    return bool(sep) and head.isidentifier()
-
-
 def _local_output(output: str) -> str | None:
     """The absolute local path of ``output``, or None when it is a remote URI."""
-    if _is_uri(output) and not output.startswith("file://"):
+    scheme, sep, _ = output.partition("://")
+    if sep and scheme.isidentifier() and scheme != "file":
         return None
     return os.path.abspath(output.removeprefix("file://"))
 
@@ -88,10 +68,9 @@ def _run_relative(storage: Storage, output: str | None) -> str | None:
     return output[len(root) + 1:] if output.startswith(root + "/") else None
 
 
-def _linker(storage: Storage, output: str | None) -> Callable[[str], str]:
+def _linker(storage: Storage, output: str | None, inside: str | None) -> Callable[[str], str]:
     """``rel -> href``: relative from where the page is written; absolute URIs when a local page
     shows a remote run (or the reverse)."""
-    inside = _run_relative(storage, output)
     if inside is not None:
         base = posixpath.dirname(inside) or "."
         return lambda rel: quote(posixpath.relpath(rel, base))
@@ -125,66 +104,32 @@ def _read_config(storage: Storage) -> tuple[str, bool] | None:
     return text[:_MAX_CONFIG_CHARS], len(text) > _MAX_CONFIG_CHARS or entry.size > len(data)
 
 
-def _placement(storage: Storage, output: str | None) -> tuple[str, bool]:
-    """(the report's file name, whether it sits at the run's root)."""
-    if output is None:
-        return REPORT_NAME, True
-    inside = _run_relative(storage, output)
-    name = posixpath.basename(output.rstrip("/")) or REPORT_NAME
-    return name, inside is not None and "/" not in inside
-
-
-def _validation(run_s: str, own: str | None, folder: str, observe: MetricsObserver) -> Any:
-    """The validator's report less what the report itself adds to the run (RL301 on its files)."""
-    report = validation(run_s, own, observe)
-    prefix = folder + "/"
-    kept = [f for f in report.findings
-            if not (f.code == "RL301" and (f.file or "").startswith(prefix))]
-    if len(kept) == len(report.findings):
-        return report
-    # the count of RL301 findings past the cap is the report's own files too
-    kept = [f for f in kept if not (f.code == "RL112" and "RL301" in f.message)]
-    return Report.build(report.run, kept, layout=getattr(report, "layout", None))
-
-
 def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bool,
             write: Callable[[str, bytes], None] | None) -> str:
     storage = open_storage(run_s)
     wanted = [*DEFAULT_METRICS, _KL_V2, *metrics]
     stand_in = {} if _KL_V2 in metrics else {_KL_V2: _KL_V1}  # v2 is charted only without v1
-    report_name, at_root = _placement(storage, output)
+    inside = _run_relative(storage, output)
+    report_name = REPORT_NAME if output is None else (
+        posixpath.basename(output.rstrip("/")) or REPORT_NAME)
     folder = posixpath.splitext(report_name)[0] or "report"
-    report, v_error = None, None
+    verdict: Report | str = ""
     observer = MetricsObserver(storage, wanted, stand_in)  # the charts: the validator's parse
     if validate:
         try:
-            report = _validation(run_s, _run_relative(storage, output), folder, observer)
+            verdict = validation(run_s, inside, folder, observer)
         except Exception as exc:  # the page still shows metrics when the validator fails
-            v_error = f"{type(exc).__name__}: {exc}"
+            verdict = f"{type(exc).__name__}: {exc}"
     m = observer.scan if observer.scan is not None else read_metrics(storage, wanted, stand_in)
     ckpts = read_checkpoints(storage)
     resume = resume_point(run_s)
     idx = index_run(storage)
-    places = place_pages(storage, idx, report_name=report_name, at_run_root=at_root)
-    run_href = _linker(storage, output)
-    boxes: dict[str, list[Box]] = {}
-    stale: list[tuple[int, int]] = []
-    listing: dict[str, list[IterationStats]] = {}
-    extremes = Extremes()
-    tracker = PromptTracker()
-    for data in iterate(storage, places, report_name, run_href, write):
-        p = data.placement
-        href = quote(p.location)
-        listing.setdefault(p.split, []).append(stats_of(p.iteration, data.trajectories, href))
-        trajs = data.trajectories or []
-        b = box(p.iteration, [r for t in trajs if (r := t.reward) is not None])
-        if b is not None:
-            boxes.setdefault(p.split, []).append(b)
-        s = staleness(trajs) if p.split == "train" else None
-        if s is not None:
-            stale.append((p.iteration, s))
-        extremes.add(trajs, href)
-        tracker.add(p.split, p.iteration, p.location, data.transcripts, data.trajectories)
+    places = place_pages(storage, idx, folder, inside is not None and "/" not in inside)
+    run_href = _linker(storage, output, inside)
+    rollouts, tracker = Rollouts(), PromptTracker()
+    for p, trajs, transcripts in iterate(storage, places, report_name, run_href, write):
+        rollouts.add(p.split, p.iteration, trajs, quote(p.location))
+        tracker.add(p.split, p.iteration, p.location, transcripts, trajs)
     prompt_href: dict[str, str] = {}
     for track in tracker.pages():
         loc = prompt_location(folder, track.key)
@@ -204,28 +149,24 @@ def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bo
         ("checkpoints", f"{len(ckpts.records):,}"),
         ("files", f"{idx.files:,}"),
     ]
-    titles = {s: split_title(s) for s in idx.splits}
     sections = [
         _page.section_metrics(m, _chart_keys(m, metrics)),
-        section_rewards(boxes, stale, titles),
-        section_extremes(extremes),
+        section_rewards(rollouts),
+        section_extremes(rollouts),
         section_prompts(tracker, prompt_href),
         _page.section_checkpoints(ckpts, resume, x_max),
-        _page.section_validation(report, v_error) if validate else "",
-        section_iteration_list(listing, idx.timing, run_href),
+        _page.section_validation(verdict) if validate else "",
+        section_iteration_list(rollouts, idx.timing, run_href),
     ]
     return _page.document(name, facts, _read_config(storage), sections)
 
 
 def render_run_report(run: str | os.PathLike[str], *, metrics: Sequence[str] = (),
                       output: str | None = None, validate: bool = True) -> str:
-    """The report page of ``run`` (a local path or URI) as an HTML string.
-
-    Only the page: the iteration and prompt pages it links to are written by
-    ``write_run_report``.
+    """The report page of ``run`` (a local path or URI) as an HTML string; only the page (the
+    iteration and prompt pages it links to are written by ``write_run_report``).
 
     Args:
-        run: the run directory.
         metrics: metric keys to chart besides the defaults (reward, done fraction, KL, entropy).
         output: where the page will be written (links are made relative to it); None means
             ``<run>/report.html``.
@@ -239,30 +180,26 @@ def render_run_report(run: str | os.PathLike[str], *, metrics: Sequence[str] = (
 
 def write_run_report(run: str | os.PathLike[str], *, output: str | None = None,
                      metrics: Sequence[str] = (), validate: bool = True) -> str:
-    """Write the report page of ``run`` and return where it went.
+    """Write the report page of ``run`` (a local path or URI) and its pages; where it went.
 
-    Args:
-        run: the run directory (local path or URI).
-        output: a local path or URI for the page (a local directory gets ``report.html`` inside);
-            default ``<run>/report.html``. Written atomically through ``rlio.storage``
-            (``replace_derived``: never torn, not synced; it can be written again).
-        metrics: metric keys to chart besides the defaults.
-        validate: include the validation summary.
+    ``output`` is a local path or URI for the page (a local directory gets ``report.html``
+    inside), default ``<run>/report.html``. Every page is replaced atomically but not synced
+    (``replace_derived``): it is derived from the run and can be written again. ``metrics`` and
+    ``validate`` are ``render_run_report``'s.
     """
     run_s = os.fspath(run)
-    if output is not None and _local_output(output) is not None and os.path.isdir(
-            output.removeprefix("file://")):
-        output = os.path.join(output, REPORT_NAME)
+    local = None if output is None else _local_output(output)
+    if output is not None and local is not None and os.path.isdir(local):
+        output, local = os.path.join(output, REPORT_NAME), os.path.join(local, REPORT_NAME)
     if output is None:
-        target, base, shown = open_storage(run_s), REPORT_NAME, None
+        target, base = open_storage(run_s), REPORT_NAME
     else:
-        local = _local_output(output)
         if local is not None:
             parent, base = os.path.split(local)
         else:
             parent, _, base = output.rstrip("/").rpartition("/")
-        target, shown = open_storage(parent or ".", create=True), output
+        target = open_storage(parent or ".", create=True)
     # every page is derived from the run and can be written again: atomic, but not synced
     page = _render(run_s, metrics, output, validate, target.replace_derived).encode()
     target.replace_derived(base, page)
-    return shown if shown is not None else target.display(REPORT_NAME)
+    return output if output is not None else target.display(REPORT_NAME)

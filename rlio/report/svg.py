@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
+from typing import Final
 
 #: Most points one chart draws; longer series are downsampled to at most this many.
 MAX_POINTS = 1000
 #: Series with at most this many points also get a marker (with a tooltip) per point.
 MARKER_LIMIT = 120
 
-_W, _H = 720, 240
+#: At most this many iterations are drawn per box chart (evenly sampled, first and last kept).
+MAX_BOXES = 300
+
+_W, _H, _BOX_H = 720, 240, 220
 _L, _R, _T, _B = 60, 16, 14, 30
 
 
@@ -44,19 +48,10 @@ def downsample_minmax(
     buckets = (max_points - 2) // 2
     keep: list[int] = [0]
     for b in range(buckets):
-        lo = 1 + (n - 2) * b // buckets
-        hi = 1 + (n - 2) * (b + 1) // buckets
-        if lo >= hi:
-            continue
-        i_min = i_max = lo
-        y_min = y_max = ys[lo]
-        for i in range(lo + 1, hi):
-            y = ys[i]
-            if y < y_min:
-                y_min, i_min = y, i
-            elif y > y_max:
-                y_max, i_max = y, i
-        keep.extend(sorted({i_min, i_max}))
+        lo, hi = 1 + (n - 2) * b // buckets, 1 + (n - 2) * (b + 1) // buckets
+        if lo < hi:
+            seg = ys[lo:hi]
+            keep += sorted({lo + seg.index(min(seg)), lo + seg.index(max(seg))})
     keep.append(n - 1)
     return [xs[i] for i in keep], [ys[i] for i in keep]
 
@@ -107,14 +102,8 @@ def tick(value: float) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Series:
-    """One chart's data after reading the run.
-
-    Attributes:
-        key: the metric name.
-        xs, ys: the points in x order (already deduplicated: the last value logged for an x wins).
-        total: how many points the run holds for this metric (before downsampling).
-        restarts: x values where the metrics step dropped back (a resume), drawn as guides.
-    """
+    """One chart's points in x order (the latest value of an x wins), how many points the run
+    holds (before downsampling), and where the metrics step dropped back (drawn as guides)."""
 
     key: str
     xs: list[float]
@@ -135,29 +124,41 @@ def _ratio(v: float, lo: float, hi: float) -> float:
     return (v / 2 - lo / 2) / span if span > 0 else 0.5
 
 
-def line_chart(series: Series, *, x_label: str, chart_id: str) -> str:
-    """An inline ``<svg>`` line chart of ``series`` (downsampled to ``MAX_POINTS``).
+def _axes(px: Callable[[float], float], py: Callable[[float], float], height: int,
+          y_ticks: Sequence[float], x_ticks: Sequence[float], x_grid: bool) -> str:
+    """Horizontal grid lines with their labels, then the x labels (with vertical grid lines)."""
+    bottom = height - _B
+    out = [f'<line class="grid" x1="{_L}" x2="{_W - _R}" y1="{py(t):.1f}" y2="{py(t):.1f}"/>'
+           f'<text class="tick" x="{_L - 6}" y="{py(t) + 4:.1f}" text-anchor="end">'
+           f"{escape(tick(t))}</text>" for t in y_ticks]
+    for t in x_ticks:
+        if x_grid:
+            out.append(f'<line class="grid" x1="{px(t):.1f}" x2="{px(t):.1f}" y1="{_T}" '
+                       f'y2="{bottom}"/>')
+        out.append(f'<text class="tick" x="{px(t):.1f}" y="{bottom + 18}" '
+                   f'text-anchor="middle">{escape(tick(t))}</text>')
+    return "".join(out)
 
-    The polyline carries ``data-points`` (points drawn) and ``data-total`` (points in the run), so
-    tests and readers can count without parsing coordinates. Few points also get ``<circle>``
-    markers with a ``<title>`` tooltip each.
-    """
-    key = escape(series.key)
+
+def _empty(height: int, text: str) -> str:
+    return (f'<text class="empty" x="{_L + (_W - _L - _R) / 2:.0f}" '
+            f'y="{_T + (height - _T - _B) / 2:.0f}" text-anchor="middle">{text}</text>')
+
+
+def line_chart(series: Series, *, x_label: str, chart_id: str) -> str:
+    """An inline ``<svg>`` line chart of ``series`` (downsampled to ``MAX_POINTS``); the polyline
+    carries ``data-points`` (drawn) and ``data-total`` (in the run); few points also get a marker
+    with a tooltip each."""
+    key, cid, xl = escape(series.key), escape(chart_id), escape(x_label)
     xs, ys = downsample_minmax(series.xs, series.ys)
-    parts = [
-        f'<svg class="chart" id="{escape(chart_id)}" viewBox="0 0 {_W} {_H}" role="img" '
-        f'aria-labelledby="{escape(chart_id)}-t" preserveAspectRatio="xMidYMid meet">',
-        f'<title id="{escape(chart_id)}-t">{key} against {escape(x_label)}</title>',
-    ]
     pw, ph = _W - _L - _R, _H - _T - _B
-    parts.append(f'<rect class="plot" x="{_L}" y="{_T}" width="{pw}" height="{ph}"/>')
+    parts = [f'<svg class="chart" id="{cid}" viewBox="0 0 {_W} {_H}" role="img" '
+             f'aria-labelledby="{cid}-t" preserveAspectRatio="xMidYMid meet">'
+             f'<title id="{cid}-t">{key} against {xl}</title>'
+             f'<rect class="plot" x="{_L}" y="{_T}" width="{pw}" height="{ph}"/>']
     if not xs:
-        parts.append(
-            f'<text class="empty" x="{_L + pw / 2:.0f}" y="{_T + ph / 2:.0f}" '
-            f'text-anchor="middle">no finite values of {key}</text>'
-        )
-        parts.append('<polyline class="line" data-points="0" data-total="0" points=""/></svg>')
-        return "".join(parts)
+        return "".join([*parts, _empty(_H, f"no finite values of {key}"),
+                        '<polyline class="line" data-points="0" data-total="0" points=""/></svg>'])
     x0, x1 = _scale(min(xs), max(xs)) if len(xs) == 1 else (min(xs), max(xs))
     y0, y1 = _scale(min(ys), max(ys))
 
@@ -167,44 +168,74 @@ def line_chart(series: Series, *, x_label: str, chart_id: str) -> str:
     def py(y: float) -> float:
         return _T + (1 - _ratio(y, y0, y1)) * ph
 
-    for t in nice_ticks(y0, y1, 5):
-        if y0 <= t <= y1:
-            yy = py(t)
-            parts.append(
-                f'<line class="grid" x1="{_L}" x2="{_L + pw}" y1="{yy:.1f}" y2="{yy:.1f}"/>'
-            )
-            parts.append(
-                f'<text class="tick" x="{_L - 6}" y="{yy + 4:.1f}" text-anchor="end">'
-                f"{escape(tick(t))}</text>"
-            )
-    for t in nice_ticks(x0, x1, 6):
-        if x0 <= t <= x1 and (t == int(t) or x1 - x0 < 10):
-            xx = px(t)
-            parts.append(f'<line class="grid" x1="{xx:.1f}" x2="{xx:.1f}" y1="{_T}" '
-                         f'y2="{_T + ph}"/>')
-            parts.append(
-                f'<text class="tick" x="{xx:.1f}" y="{_T + ph + 18}" text-anchor="middle">'
-                f"{escape(tick(t))}</text>"
-            )
-    for r in series.restarts[:20]:
-        if x0 <= r <= x1:
-            xx = px(r)
-            parts.append(
-                f'<line class="restart" x1="{xx:.1f}" x2="{xx:.1f}" y1="{_T}" y2="{_T + ph}">'
-                f"<title>metrics restart at {escape(x_label)} {escape(fmt(r))} (a resume)</title>"
-                "</line>"
-            )
+    parts.append(_axes(px, py, _H, [t for t in nice_ticks(y0, y1, 5) if y0 <= t <= y1],
+                       [t for t in nice_ticks(x0, x1, 6)
+                        if x0 <= t <= x1 and (t == int(t) or x1 - x0 < 10)], x_grid=True))
+    parts += (f'<line class="restart" x1="{px(r):.1f}" x2="{px(r):.1f}" y1="{_T}" '
+              f'y2="{_T + ph}"><title>metrics restart at {xl} {escape(fmt(r))} (a resume)'
+              "</title></line>" for r in series.restarts[:20] if x0 <= r <= x1)
     coords = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys, strict=True))
-    parts.append(
-        f'<polyline class="line" data-points="{len(xs)}" data-total="{series.total}" '
-        f'points="{coords}"/>'
-    )
+    parts.append(f'<polyline class="line" data-points="{len(xs)}" data-total="{series.total}" '
+                 f'points="{coords}"/>')
     if len(xs) <= MARKER_LIMIT:
-        for x, y in zip(xs, ys, strict=True):
-            parts.append(
-                f'<circle class="pt" cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.6">'
-                f"<title>{escape(x_label)} {escape(fmt(x))}: {escape(fmt(y))}</title></circle>"
-            )
+        parts += (f'<circle class="pt" cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.6"><title>{xl} '
+                  f"{escape(fmt(x))}: {escape(fmt(y))}</title></circle>"
+                  for x, y in zip(xs, ys, strict=True))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    """Five numbers of one iteration's rewards, and how many there are."""
+
+    iteration: int
+    lo: float
+    q1: float
+    median: float
+    q3: float
+    hi: float
+    n: int
+
+
+def box_chart(boxes: Sequence[Box], *, label: str, chart_id: str) -> str:
+    """An inline ``<svg>`` of one box per iteration (at most ``MAX_BOXES``, evenly sampled, the
+    first and last kept); each ``<g class="box">`` has a tooltip."""
+    step = (len(boxes) - 1) / (MAX_BOXES - 1)
+    drawn = list(boxes) if len(boxes) <= MAX_BOXES else [boxes[round(i * step)]
+                                                          for i in range(MAX_BOXES)]
+    pw, ph = _W - _L - _R, _BOX_H - _T - _B
+    parts = [f'<svg class="chart boxes" id="{escape(chart_id)}" viewBox="0 0 {_W} {_BOX_H}" '
+             f'role="img" aria-label="{escape(label)}" data-boxes="{len(drawn)}">'
+             f'<rect class="plot" x="{_L}" y="{_T}" width="{pw}" height="{ph}"/>']
+    if not drawn:
+        return "".join([*parts, _empty(_BOX_H, "no finite rewards"), "</svg>"])
+    y0, y1 = min(b.lo for b in drawn), max(b.hi for b in drawn)
+    if y1 <= y0:
+        y0, y1 = y0 - 1, y1 + 1
+    x0, x1 = drawn[0].iteration, drawn[-1].iteration
+    width = max(2.0, min(24.0, pw / (len(drawn) + 1) * 0.7))
+
+    def px(x: float) -> float:
+        return _L + width / 2 + (x - x0) / max(1, x1 - x0) * (pw - width)
+
+    def py(y: float) -> float:
+        return _T + (1 - (y - y0) / (y1 - y0)) * ph
+
+    parts.append(_axes(px, py, _BOX_H, [t for t in nice_ticks(y0, y1, 4) if y0 <= t <= y1],
+                       [t for t in nice_ticks(x0, x1, 6) if x0 <= t <= x1 and t == int(t)],
+                       x_grid=False))
+    for b in drawn:
+        x, top, bottom, mid = px(b.iteration), py(b.q3), py(b.q1), py(b.median)
+        tip = (f"iteration {b.iteration}: min {fmt(b.lo)}, q1 {fmt(b.q1)}, median "
+               f"{fmt(b.median)}, q3 {fmt(b.q3)}, max {fmt(b.hi)} ({b.n} trajectories)")
+        parts.append(
+            f'<g class="box" data-iteration="{b.iteration}"><title>{escape(tip)}</title>'
+            f'<line class="whisker" x1="{x:.1f}" x2="{x:.1f}" y1="{py(b.hi):.1f}" '
+            f'y2="{py(b.lo):.1f}"/><rect class="iqr" x="{x - width / 2:.1f}" y="{top:.1f}" '
+            f'width="{width:.1f}" height="{max(1.0, bottom - top):.1f}"/>'
+            f'<line class="median" x1="{x - width / 2:.1f}" x2="{x + width / 2:.1f}" '
+            f'y1="{mid:.1f}" y2="{mid:.1f}"/></g>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -218,62 +249,46 @@ class Mark:
     label: str
 
 
-_ROWS = {"periodic": 26.0, "rolling": 46.0, "final": 26.0}
+_MARKS: Final = {
+    "rolling": '<line class="ck-rolling" data-kind="rolling" x1="{x}" x2="{x}" y1="40" '
+               'y2="52">{tip}</line>',
+    "periodic": '<circle class="ck-periodic" data-kind="periodic" cx="{x}" cy="26" r="4">{tip}'
+                "</circle>",
+    "final": '<path class="ck-final" data-kind="final" d="M{x} 18l7 8-7 8-7-8z">{tip}</path>',
+    "resume": '<g data-kind="resume"><line class="ck-resume" x1="{x}" x2="{x}" y1="4" y2="66"/>'
+              '<text class="ck-resume-label" x="{tx}" y="14" text-anchor="{anchor}">resume at '
+              "{at}</text>{tip}</g>",
+}
 
 
 def timeline(marks: Sequence[Mark], *, x_max: float, max_marks: int = 250) -> str:
-    """An inline ``<svg>`` strip of checkpoints along the batch axis.
-
-    Periodic checkpoints are circles, rolling ones ticks on a second row, the final one a diamond,
-    and the resume point a labelled vertical line. Each kind keeps at most ``max_marks`` markers
-    (evenly sampled); every marker carries ``data-kind``.
-    """
-    width, height, left, right = 1200, 92, _L, _R
+    """An inline ``<svg>`` strip of checkpoints along the batch axis: periodic ones as circles,
+    rolling ones as ticks on a second row, the final one a diamond, the resume point a labelled
+    line; at most ``max_marks`` of each kind (evenly sampled), each with ``data-kind``."""
+    width, left, right = 1200, _L, _R
     span = max(x_max, max((m.x for m in marks), default=0.0), 1.0)
     pw = width - left - right
 
     def px(x: float) -> float:
         return left + _ratio(max(0.0, x), 0.0, span) * pw
 
-    parts = [
-        f'<svg class="timeline" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-labelledby="ckpt-t"><title id="ckpt-t">checkpoint timeline by batch</title>',
-        f'<line class="axis" x1="{left}" x2="{left + pw}" y1="62" y2="62"/>',
-    ]
-    for t in nice_ticks(0.0, span, 8):
-        if t == int(t):
-            parts.append(f'<text class="tick" x="{px(t):.1f}" y="80" text-anchor="middle">'
-                         f"{escape(tick(t))}</text>")
-    parts.append(f'<text class="tick" x="{left - 8}" y="30" text-anchor="end">saved</text>')
-    parts.append(f'<text class="tick" x="{left - 8}" y="50" text-anchor="end">rolling</text>')
-    by_kind: dict[str, list[Mark]] = {}
-    for m in marks:
-        by_kind.setdefault(m.kind, []).append(m)
-    for kind in ("rolling", "periodic", "final", "resume"):
-        group = by_kind.get(kind, [])
+    parts = [f'<svg class="timeline" viewBox="0 0 {width} 92" role="img" '
+             'aria-labelledby="ckpt-t"><title id="ckpt-t">checkpoint timeline by batch</title>'
+             f'<line class="axis" x1="{left}" x2="{left + pw}" y1="62" y2="62"/>']
+    parts += (f'<text class="tick" x="{px(t):.1f}" y="80" text-anchor="middle">'
+              f"{escape(tick(t))}</text>" for t in nice_ticks(0.0, span, 8) if t == int(t))
+    parts.append(f'<text class="tick" x="{left - 8}" y="30" text-anchor="end">saved</text>'
+                 f'<text class="tick" x="{left - 8}" y="50" text-anchor="end">rolling</text>')
+    for kind, template in _MARKS.items():
+        group = [m for m in marks if m.kind == kind]
         if len(group) > max_marks:
             step = len(group) / max_marks
             group = [group[int(i * step)] for i in range(max_marks - 1)] + [group[-1]]
         for m in group:
             x = px(m.x)
-            tip = f"<title>{escape(m.label)}</title>"
-            if kind == "periodic":
-                parts.append(f'<circle class="ck-periodic" data-kind="periodic" cx="{x:.1f}" '
-                             f'cy="{_ROWS[kind]:.0f}" r="4">{tip}</circle>')
-            elif kind == "rolling":
-                parts.append(f'<line class="ck-rolling" data-kind="rolling" x1="{x:.1f}" '
-                             f'x2="{x:.1f}" y1="40" y2="52">{tip}</line>')
-            elif kind == "final":
-                parts.append(f'<path class="ck-final" data-kind="final" '
-                             f'd="M{x:.1f} 18l7 8-7 8-7-8z">{tip}</path>')
-            else:
-                end = x > left + pw * 0.8
-                tx = x - 5 if end else x + 5
-                parts.append(
-                    f'<g data-kind="resume"><line class="ck-resume" x1="{x:.1f}" x2="{x:.1f}" '
-                    f'y1="4" y2="66"/><text class="ck-resume-label" x="{tx:.1f}" '
-                    f'y="14" text-anchor="{"end" if end else "start"}">'
-                    f"resume at {escape(fmt(m.x))}</text>{tip}</g>"
-                )
+            end = x > left + pw * 0.8
+            parts.append(template.format(
+                x=f"{x:.1f}", tip=f"<title>{escape(m.label)}</title>", at=escape(fmt(m.x)),
+                tx=f"{x - 5 if end else x + 5:.1f}", anchor="end" if end else "start"))
     parts.append("</svg>")
     return "".join(parts)

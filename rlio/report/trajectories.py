@@ -1,27 +1,56 @@
-"""The report's trajectory sections: worst and best trajectories of the run, and the iteration list
-with each iteration's mean reward and failure count, every entry linking to its page."""
+"""What the report draws from the rollout summaries: per-iteration reward boxes and staleness,
+the worst and best trajectories of the run, and the iteration list with each iteration's mean
+reward and failure count, every entry linking to its page.
+
+A box holds the finite rewards of one iteration (min, quartiles, max); staleness is
+``iteration - sampling_client_step`` (async training samples with an older policy), charted as
+its per-iteration maximum where it is ever non-zero.
+"""
 
 from __future__ import annotations
 
 import heapq
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from html import escape
 
 from rlio.logtree.iteration_page import Trajectory, fmt
+from rlio.report import svg as _svg
+from rlio.report.page import section, table
 
 #: The worst and the best table each list this many trajectories.
 TOP_TRAJECTORIES = 15
+_Rated = tuple[float, int, Trajectory, str]  # (reward or its negation, arrival, row, page)
 
 
 def split_title(split: str) -> str:
     """A split as a heading."""
     if split == "train":
         return "Training rollouts"
-    if split == "timing":
-        return "Timing charts"
     return f"Evaluator {split.removeprefix('eval/')}"
+
+
+def split_order(split: str) -> tuple[bool, str]:
+    """Training first, then evaluators by name."""
+    return split != "train", split
+
+
+def quantile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile of already sorted values (``q`` in 0..1)."""
+    pos = (len(sorted_values) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def box(iteration: int, rewards: Sequence[float]) -> _svg.Box | None:
+    """The box of the finite ``rewards``; None when there are none."""
+    xs = sorted(r for r in rewards if math.isfinite(r))
+    if not xs:
+        return None
+    return _svg.Box(iteration, xs[0], quantile(xs, 0.25), quantile(xs, 0.5),
+                    quantile(xs, 0.75), xs[-1], len(xs))
 
 
 @dataclass
@@ -35,102 +64,125 @@ class IterationStats:
     mean: float | None = None
 
 
-@dataclass
-class Extremes:
-    """The lowest and highest rewarded trajectories seen so far (bounded heaps)."""
+def _offer(heap: list[_Rated], item: _Rated) -> None:
+    """Keep ``item`` in a bounded min-heap of the ``TOP_TRAJECTORIES`` largest."""
+    if len(heap) < TOP_TRAJECTORIES:
+        heapq.heappush(heap, item)
+    elif item[0] > heap[0][0]:
+        heapq.heapreplace(heap, item)
 
-    worst: list[tuple[float, int, Trajectory, str]] = field(default_factory=list)
-    best: list[tuple[float, int, Trajectory, str]] = field(default_factory=list)
-    seen: int = 0
 
-    def add(self, trajs: Sequence[Trajectory], href: str) -> None:
-        """Offer one iteration's trajectories (``href``: its page, relative to the report)."""
+class Rollouts:
+    """Collects what the sections need while the report reads the iterations."""
+
+    def __init__(self) -> None:
+        self.listing: dict[str, list[IterationStats]] = {}
+        self.boxes: dict[str, list[_svg.Box]] = {}
+        self.stale: list[tuple[int, int]] = []
+        self.worst: list[_Rated] = []  # negated rewards
+        self.best: list[_Rated] = []
+        self.seen = 0
+
+    def add(self, split: str, it: int, trajs: Sequence[Trajectory] | None, href: str) -> None:
+        """One iteration's rows (None without the file); ``href``: its page from the report."""
+        st = IterationStats(it, href)
+        self.listing.setdefault(split, []).append(st)
+        if trajs is None:
+            return
+        rewards = [r for t in trajs if (r := t.reward) is not None]
+        finite = [r for r in rewards if not math.isnan(r)]
+        st.count, st.failing = len(trajs), sum(t.failing for t in trajs)
+        st.mean = sum(finite) / len(finite) if finite else None
+        b = box(it, rewards)
+        if b is not None:
+            self.boxes.setdefault(split, []).append(b)
+        steps = [t.iteration - t.sampling_client_step for t in trajs
+                 if t.sampling_client_step is not None]
+        if split == "train" and steps:
+            self.stale.append((it, max(steps)))
         for t in trajs:
-            r = t.reward
-            if r is None or math.isnan(r):
-                continue
-            self.seen += 1
-            item = (r, self.seen, t, href)
-            if len(self.best) < TOP_TRAJECTORIES:
-                heapq.heappush(self.best, item)
-            elif r > self.best[0][0]:
-                heapq.heapreplace(self.best, item)
-            neg = (-r, self.seen, t, href)
-            if len(self.worst) < TOP_TRAJECTORIES:
-                heapq.heappush(self.worst, neg)
-            elif -r > self.worst[0][0]:
-                heapq.heapreplace(self.worst, neg)
+            if t.reward is not None and not math.isnan(t.reward):
+                self.seen += 1
+                _offer(self.best, (t.reward, self.seen, t, href))
+                _offer(self.worst, (-t.reward, self.seen, t, href))
 
 
-def stats_of(it: int, trajs: Sequence[Trajectory] | None, href: str) -> IterationStats:
-    """The list entry of one iteration."""
-    st = IterationStats(it, href)
-    if trajs is None:
-        return st
-    rewards = [r for t in trajs if (r := t.reward) is not None and not math.isnan(r)]
-    st.count = len(trajs)
-    st.failing = sum(t.failing for t in trajs)
-    st.mean = sum(rewards) / len(rewards) if rewards else None
-    return st
+def section_rewards(ro: Rollouts) -> str:
+    """The reward distribution chart of each split, then staleness where it is ever non-zero."""
+    if not ro.boxes:
+        return section("rewards", "Reward distributions",
+                       '<p class="note">No rollout summaries in this run.</p>')
+    out = ['<p class="note">Per iteration: whisker min–max, box first–third quartile, tick '
+           "at the median, over the trajectories' rewards (final reward where logged, else "
+           "total reward).</p><div class=\"charts\">"]
+    for i, split in enumerate(sorted(ro.boxes, key=split_order)):
+        bs = ro.boxes[split]
+        drawn = f", {_svg.MAX_BOXES:,} drawn" if len(bs) > _svg.MAX_BOXES else ""
+        chart = _svg.box_chart(bs, label=f"reward by iteration, {split}", chart_id=f"rewards-{i}")
+        out.append(f'<figure class="card chart-card" data-split="{escape(split)}"><figcaption>'
+                   f'<h3>{escape(split_title(split))}</h3><p class="stats">{len(bs):,} '
+                   f"iterations{drawn}</p></figcaption>{chart}</figure>")
+    out.append("</div>")
+    if any(s for _, s in ro.stale):
+        xs = [float(i) for i, _ in ro.stale]
+        ys = [float(s) for _, s in ro.stale]
+        chart = _svg.line_chart(_svg.Series("staleness", xs, ys, len(xs)), x_label="iteration",
+                                chart_id="stale-0")
+        out.append('<figure class="card chart-card" id="staleness"><figcaption><h3>Staleness'
+                   "</h3><p class=\"stats\">largest iteration − sampling_client_step per "
+                   f"iteration · max {max(ys):.0f}</p></figcaption>{chart}</figure>")
+    elif ro.stale:
+        out.append('<p class="note">Staleness: every trajectory was sampled by the current '
+                   "policy (iteration = sampling_client_step).</p>")
+    return section("rewards", "Reward distributions", "".join(out))
 
 
-def _rows(items: list[tuple[float, int, Trajectory, str]]) -> str:
-    out = []
-    for _r, _n, t, href in items:
-        cls = ' class="fail"' if t.failing else ""
-        out.append(f'<tr{cls}><td>{escape(t.split)}</td><td>{t.iteration}</td><td>{t.group}</td>'
-                   f'<td>{t.traj}</td><td class="num">{fmt(t.total_reward)}</td>'
-                   f'<td class="num">{fmt(t.final_reward)}</td><td>{"yes" if t.done else "no"}'
-                   f'</td><td><a href="{escape(href)}#traj-{t.group}-{t.traj}">page</a></td></tr>')
-    return "".join(out)
+def _row(t: Trajectory, href: str) -> str:
+    cls = ' class="fail"' if t.failing else ""
+    return (f"<tr{cls}><td>{escape(t.split)}</td><td>{t.iteration}</td><td>{t.group}</td>"
+            f'<td>{t.traj}</td><td class="num">{fmt(t.total_reward)}</td><td class="num">'
+            f'{fmt(t.final_reward)}</td><td>{"yes" if t.done else "no"}</td><td><a href="'
+            f'{escape(href)}#{t.anchor}">page</a></td></tr>')
 
 
-def section_extremes(ex: Extremes) -> str:
+def section_extremes(ro: Rollouts) -> str:
     """Tables of the worst and best trajectories across the run, each row linking to its page."""
-    out = ['<section id="trajectories"><h2>Worst and best trajectories</h2>']
-    if not ex.seen:
-        out.append('<p class="note">No rewarded trajectory in the rollout summaries.</p>'
-                   "</section>")
-        return "".join(out)
-    head = ("<thead><tr><th>split</th><th>iteration</th><th>group</th><th>traj</th><th>total "
-            "reward</th><th>final reward</th><th>done</th><th>link</th></tr></thead>")
-    worst = sorted(ex.worst, key=lambda i: (-i[0], i[1]))
-    worst = [(-r, n, t, h) for r, n, t, h in worst]
-    best = sorted(ex.best, key=lambda i: (-i[0], i[1]))
-    out.append('<div class="charts">')
-    for name, items in (("Worst", worst), ("Best", best)):
-        out.append(f'<div><h3>{name} {len(items)}</h3><div class="scroll"><table '
-                   f'class="extremes {name.lower()}">{head}<tbody>{_rows(items)}</tbody></table>'
-                   "</div></div>")
-    out.append("</div></section>")
-    return "".join(out)
+    title = "Worst and best trajectories"
+    if not ro.seen:
+        return section("trajectories", title,
+                       '<p class="note">No rewarded trajectory in the rollout summaries.</p>')
+    heads = ("split", "iteration", "group", "traj", "total reward", "final reward", "done",
+             "link")
+    out = ['<div class="charts">']
+    for name, heap in (("Worst", ro.worst), ("Best", ro.best)):
+        rows = [_row(t, h) for _, _, t, h in sorted(heap, key=lambda i: (-i[0], i[1]))]
+        out.append(f"<div><h3>{name} {len(rows)}</h3>"
+                   f"{table(f'extremes {name.lower()}', heads, rows)}</div>")
+    return section("trajectories", title, "".join(out) + "</div>")
 
 
-def section_iteration_list(splits: dict[str, list[IterationStats]],
-                           timing: dict[int, str], href: Callable[[str], str]) -> str:
+def section_iteration_list(ro: Rollouts, timing: dict[int, str],
+                           href: Callable[[str], str]) -> str:
     """Every iteration's page per split, with mean reward and failing trajectories."""
-    out = ['<section id="iterations"><h2>Iterations</h2>']
-    if not splits and not timing:
-        out.append('<p class="note">No per-iteration pages in this run.</p>')
-    for split in sorted(splits, key=lambda s: (s != "train", s)):
-        its = splits[split]
-        fails = sum(s.failing for s in its)
+    out = [] if ro.listing or timing else [
+        '<p class="note">No per-iteration pages in this run.</p>']
+    for split in sorted(ro.listing, key=split_order):
+        its = ro.listing[split]
         opened = " open" if split == "train" or len(its) <= 200 else ""
         out.append(f'<details class="pages" data-split="{escape(split)}"{opened}><summary>'
                    f'{escape(split_title(split))} <span class="count">({len(its):,} pages, '
-                   f"{fails:,} failing trajectories)</span></summary><nav class=\"it-list\">")
+                   f"{sum(s.failing for s in its):,} failing trajectories)</span></summary>"
+                   '<nav class="it-list">')
         for s in its:
-            bad = " has-fail" if s.failing else ""
             detail = ("no rollouts" if s.count is None else
                       f"{fmt(s.mean)}" + (f" · {s.failing}✗" if s.failing else ""))
-            out.append(f'<a class="it{bad}" href="{escape(s.href)}" data-iteration='
-                       f'"{s.iteration}" data-failing="{s.failing}"><b>{s.iteration}</b> '
-                       f'<span class="it-detail">{escape(detail)}</span></a>')
+            out.append(f'<a class="it{" has-fail" if s.failing else ""}" href="{escape(s.href)}" '
+                       f'data-iteration="{s.iteration}" data-failing="{s.failing}"><b>'
+                       f'{s.iteration}</b> <span class="it-detail">{escape(detail)}</span></a>')
         out.append("</nav></details>")
     if timing:
         out.append('<details class="pages" data-split="timing"><summary>Timing charts <span '
                    f'class="count">({len(timing):,} pages)</span></summary><nav class="grid">')
         out.extend(f'<a href="{escape(href(timing[i]))}">{i}</a>' for i in sorted(timing))
         out.append("</nav></details>")
-    out.append("</section>")
-    return "".join(out)
+    return section("iterations", "Iterations", "".join(out))

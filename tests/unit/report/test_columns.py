@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rlio import layout
 from rlio.report import columns, reading
-from rlio.report.columns import Column, MetricsReader
+from rlio.report.columns import Column, MetricsScan
 from rlio.storage import LocalStorage
 
 
@@ -97,7 +97,7 @@ def test_observed_records_give_the_same_scan_as_the_reports_own_pass(tmp_path: P
     (tmp_path / layout.CONFIG).write_bytes(b"{}")
     own = reading.read_metrics(LocalStorage(tmp_path), ["loss"])
     observer = reading.MetricsObserver(LocalStorage(tmp_path), ["loss"])
-    reading.validation(str(tmp_path), None, observer)
+    reading.validation(str(tmp_path), None, "report", observer)
     seen = observer.scan
     assert seen is not None
     for scan in (own, seen):
@@ -115,51 +115,11 @@ def test_observed_records_give_the_same_scan_as_the_reports_own_pass(tmp_path: P
 
 def test_a_reader_without_progress_keys_counts_every_line_as_training() -> None:
     """Lines without progress keys are training lines: a drop in their x is a restart."""
-    reader = MetricsReader(["loss"])
+    reader = MetricsScan(["loss"])
     for s in [*range(5), *range(2, 4)]:
         reader({"step": s, "loss": 1.0})
     scan = reader.close()
     assert scan.restarts == [2.0] and scan.columns["loss"].points()[0] == [0.0, 1.0, 2.0, 3.0]
-
-
-class _BucketByBucket(Column):
-    """The fold as it was written first: one Python iteration per bucket (the reference)."""
-
-    def _fold(self) -> None:
-        px, py = self._px, self._py
-        start = 0
-        while len(px) - start >= columns._TAIL + self.width:
-            w = self.width
-            seg = py[start:start + w]
-            lo, hi = min(seg), max(seg)
-            self._b0.append(px[start])
-            self._b1.append(px[start + w - 1])
-            self._lx.append(px[start + seg.index(lo)])
-            self._hx.append(px[start + seg.index(hi)])
-            self._ly.append(lo)
-            self._hy.append(hi)
-            start += w
-            if len(self._b0) >= 2 * columns._BUCKETS:
-                self._merge()
-        del px[:start], py[:start]
-
-
-def test_the_vectorized_fold_keeps_the_same_points_as_bucket_by_bucket() -> None:
-    """Folding runs of buckets with C-level passes (map and zip) keeps exactly the per-bucket
-    fold's points, through merges, ties (repeated extremes), ints among floats and resumes that
-    cut back."""
-    rng = random.Random(11)
-    for n, block, resume in ((60_000, 2048, None), (25_000, 333, 9_000), (9_000, 4096, 100)):
-        pts = [(float(i), rng.choice([0.5, 1, 1.0, 0, -0.0, 2**60, rng.random(),
-                                      -rng.random()])) for i in range(n)]
-        if resume is not None:
-            pts += [(float(i), rng.random()) for i in range(resume, resume + 5000)]
-        fast, slow = Column(), _BucketByBucket()
-        _feed(fast, pts, block)
-        _feed(slow, pts, block)
-        assert fast.points() == slow.points()
-        assert (fast.total, fast.width) == (slow.total, slow.width)
-        assert fast.width > columns._FIRST_WIDTH or n < 10_000
 
 
 def test_a_stand_in_key_is_read_only_until_the_key_it_stands_in_for_shows_up() -> None:
@@ -168,7 +128,7 @@ def test_a_stand_in_key_is_read_only_until_the_key_it_stands_in_for_shows_up() -
     v1, v2 = "optim/kl_sample_train_v1", "optim/kl_sample_train_v2"
     rng = random.Random(2)
     for first_v1 in (None, 0, 3000, 9000):
-        readers = MetricsReader(["loss", v1, v2]), MetricsReader(["loss", v1, v2], None, {v2: v1})
+        readers = MetricsScan(["loss", v1, v2]), MetricsScan(["loss", v1, v2], {v2: v1})
         for s in range(10_000):
             rec = {"step": s, "loss": rng.random(), v2: rng.random(), "": 1}
             if first_v1 is not None and s >= first_v1:

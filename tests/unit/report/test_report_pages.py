@@ -8,8 +8,8 @@ from pathlib import Path
 
 from rlio.demo import run_demo
 from rlio.report import write_run_report
-from rlio.report.distribution import box, quantile
 from rlio.report.prompts import prompt_key
+from rlio.report.trajectories import box, quantile
 
 
 def test_prompt_key_hashes_system_and_first_user_message() -> None:
