@@ -5,35 +5,21 @@ Every file name and message from a run goes through ``printable`` (control chara
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from rlio.cli.common import printable
 from rlio.findings import Finding, Report, Severity
-from rlio.validate.fleet import FleetReport
+from rlio.validate.fleet import FleetReport, uri_scheme
 
-
-def _is_uri(location: str) -> bool:
-    head, sep, _ = location.partition("://")
-    return bool(sep) and head.isidentifier()
+_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def joined(run: str, file: str) -> str:
     """``file`` of the run at ``run`` as one path (a URI stays a URI)."""
     if not file:
         return run
-    return f"{run.rstrip('/')}/{file}" if _is_uri(run) else os.path.join(run, file)
-
-
-def from_cwd(run: str, file: str) -> str:
-    """``file`` of the run at ``run``, relative to the current directory when it is local (so a
-    pull request's annotation lands on the file)."""
-    path = joined(run, file)
-    if _is_uri(path):
-        return path
-    try:
-        return os.path.relpath(path)
-    except ValueError:  # another drive (Windows)
-        return path
+    return f"{run.rstrip('/')}/{file}" if uri_scheme(run) else os.path.join(run, file)
 
 
 def finding_line(f: Finding, where: str) -> str:
@@ -52,28 +38,20 @@ def verdict_line(report: Report, fail_on: Severity) -> str:
             f"{c['warning']} warning(s), {c['info']} info")
 
 
-def render_text(report: Report, fail_on: Severity | None = None, *,
-                prefix: bool = False) -> str:
-    """Compiler-style lines (``file:line: pointer: CODE severity: message``) and the verdict.
-
-    Paths are relative to the run, or (``prefix``) joined to the run's location.
-    """
-    lines = [finding_line(f, joined(report.run, f.file) if prefix else (f.file or "."))
-             for f in report.findings]
-    lines.append(verdict_line(report, Severity.ERROR if fail_on is None else fail_on))
-    return "\n".join(lines) + "\n"
-
-
 def render_fleet_text(fleet: FleetReport, fail_on: Severity) -> str:
-    """Each run's findings and verdict line; with several runs, paths carry the run's location
-    and a last line sums up the fleet."""
+    """Each run's findings (paths relative to the run) and verdict line; with several runs,
+    paths carry the run's location and a last line sums up the fleet."""
     several = len(fleet.runs) + len(fleet.unreadable) > 1
-    out = [render_text(r, fail_on, prefix=several) for r in fleet.runs]
+    out = []
+    for r in fleet.runs:
+        out += [finding_line(f, joined(r.run, f.file) if several else (f.file or "."))
+                for f in r.findings]
+        out.append(verdict_line(r, fail_on))
     if several:
         failed = sum(1 for r in fleet.runs if r.at_or_above(fail_on))
         out.append(f"{len(fleet.runs)} run(s): {len(fleet.runs) - failed} ok, {failed} FAILED, "
-                   f"{len(fleet.unreadable)} path(s) without a readable run\n")
-    return "".join(out)
+                   f"{len(fleet.unreadable)} path(s) without a readable run")
+    return "".join(line + "\n" for line in out)
 
 
 def _github_escape(text: str, *, prop: bool = False) -> str:
@@ -83,23 +61,22 @@ def _github_escape(text: str, *, prop: bool = False) -> str:
     return printable(text)
 
 
-_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
-
-
-def render_github(report: Report, *, relative: bool = True) -> str:
-    """GitHub workflow commands, one annotation per finding (info becomes ``notice``); ``file=``
-    is relative to the current directory (or to the run, without ``relative``)."""
+def render_github(report: Report) -> str:
+    """GitHub workflow commands, one annotation per finding (info becomes ``notice``), ``file=``
+    relative to the current directory when local (so a pull request's annotation lands on it)."""
     lines = []
     for f in report.findings:
-        file = from_cwd(report.run, f.file) if relative else (f.file or ".")
-        props = [f"file={_github_escape(file, prop=True)}"]
+        file = joined(report.run, f.file)
+        if not uri_scheme(file):
+            with contextlib.suppress(ValueError):  # another drive (Windows)
+                file = os.path.relpath(file)
+        props = f"file={_github_escape(file, prop=True)}"
         if f.line is not None:
-            props.append(f"line={f.line}")
-        props.append(f"title={_github_escape(f.code, prop=True)}")
+            props += f",line={f.line}"
         ptr = f"{f.pointer}: " if f.pointer else ""
-        lines.append(f"::{_LEVEL[str(f.severity)]} {','.join(props)}::"
-                     f"{_github_escape(ptr + f.message)}")
-    return "".join(line + "\n" for line in lines)
+        lines.append(f"::{_LEVEL[str(f.severity)]} {props},title={f.code}::"
+                     f"{_github_escape(ptr + f.message)}\n")
+    return "".join(lines)
 
 
 def render_fleet_github(fleet: FleetReport) -> str:

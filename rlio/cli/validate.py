@@ -6,7 +6,6 @@ import argparse
 import os
 import sys
 import time
-from concurrent.futures import Executor
 from typing import Any
 
 from rlio.cli.common import (
@@ -85,10 +84,8 @@ def run(args: argparse.Namespace) -> int:
     if args.watch:
         if len(args.paths) != 1:
             return fail("--watch takes exactly one run")
-        return watch_run(args.paths[0], interval=args.interval, fail_on=fail_on,
-                         out_format=args.format)
+        return watch_run(args.paths[0], args.interval, fail_on, args.format)
     client: Any = None
-    executor: Executor | None = None
     if args.dask is not None:
         try:
             import distributed
@@ -98,37 +95,34 @@ def run(args: argparse.Namespace) -> int:
             client = distributed.Client(args.dask, timeout=30)  # type: ignore[no-untyped-call]
         except (OSError, TimeoutError, ValueError) as exc:
             return fail(f"cannot connect to the Dask scheduler at {args.dask}: {exc}")
-        executor = client.get_executor()
     bar = None if args.quiet or not sys.stderr.isatty() else _Bar()
     try:
-        fleet = validate_runs(args.paths, executor=executor, jobs=args.jobs,
+        fleet = validate_runs(args.paths, jobs=args.jobs,
+                              executor=client.get_executor() if client is not None else None,
                               progress=bar.update if bar is not None else None)
     finally:
-        if bar is not None:
-            bar.close()
+        if bar is not None and bar.bar is not None:
+            bar.bar.close()
         if client is not None:
             client.close()
     for u in fleet.unreadable:
         fail(u.message)
     if args.format == "json":
         emit_json(fleet.to_dict(fail_on=fail_on))
-    elif args.format == "github":
-        sys.stdout.write(render_fleet_github(fleet))
     else:
-        sys.stdout.write(render_fleet_text(fleet, fail_on))
-    code = fleet.exit_code(fail_on)
-    return {0: EXIT_OK, 1: EXIT_FINDINGS}.get(code, EXIT_UNREADABLE)
+        sys.stdout.write(render_fleet_github(fleet) if args.format == "github"
+                         else render_fleet_text(fleet, fail_on))
+    return fleet.exit_code(fail_on)
 
 
 class _Bar:
     """The progress bar on stderr: runs done / total, files, MB/s and the ETA (tqdm)."""
 
-    def __init__(self) -> None:
-        self._bar: Any = None
-        self._start = 0.0
+    bar: Any = None
+    start = 0.0
 
     def update(self, p: Progress) -> None:
-        if self._bar is None:
+        if self.bar is None:
             from tqdm import tqdm  # type: ignore[import-untyped]
 
             try:  # a terminal that reports no size (a fresh pty) still gets a bar: tqdm
@@ -136,22 +130,17 @@ class _Bar:
                 width, rows = size.columns, size.lines
             except OSError:
                 width = rows = 0
-            self._bar = tqdm(total=p.total, unit="run", file=sys.stderr, desc="validate",
-                             ncols=width if width > 0 else 80, nrows=rows if rows > 0 else 24,
-                             leave=False)
-            self._start = time.monotonic()
-        self._bar.n = p.done
-        elapsed = max(time.monotonic() - self._start, 1e-9)
-        self._bar.set_postfix_str(f"{p.files} files, {p.bytes / elapsed / 1e6:.1f} MB/s",
-                                  refresh=False)
-        self._bar.refresh()
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
+            self.bar = tqdm(total=p.total, unit="run", file=sys.stderr, desc="validate",
+                            ncols=width or 80, nrows=rows or 24, leave=False)
+            self.start = time.monotonic()
+        self.bar.n = p.done
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        self.bar.set_postfix_str(f"{p.files} files, {p.bytes / elapsed / 1e6:.1f} MB/s",
+                                 refresh=False)
+        self.bar.refresh()
 
 
-def watch_run(location: str, *, interval: float, fail_on: Severity, out_format: str) -> int:
+def watch_run(location: str, interval: float, fail_on: Severity, out_format: str) -> int:
     """``--watch``: print the new findings every ``interval`` seconds until Ctrl-C (SIGINT),
     then exit with the code the last check gives (text: after a last verdict line)."""
     watcher = Watcher(location)

@@ -124,7 +124,7 @@ class FleetReport(FrozenRecord):
 # -- discovery ------------------------------------------------------------------------------
 
 
-def _scheme(location: str) -> str | None:
+def uri_scheme(location: str) -> str | None:
     head, sep, _ = location.partition("://")
     return head.lower() if sep and head.isidentifier() else None
 
@@ -194,7 +194,7 @@ def _remote_runs(prefix: str) -> list[str]:
 
 def _runs_at(path: str) -> list[str]:
     """The runs under one PATH; raises ``NotARunError`` when it holds none."""
-    scheme = _scheme(path)
+    scheme = uri_scheme(path)
     if scheme in (None, "file"):
         local = path[len("file://"):] if scheme == "file" else path
         runs = _local_runs((local.rstrip("/") or "/") if local else ".")
