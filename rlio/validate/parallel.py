@@ -12,15 +12,13 @@ import os
 import pickle
 import subprocess
 import sys
-from typing import BinaryIO, Final
 
 from rlio._record import FrozenRecord, Record
+from rlio.layout import KINDS
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
 from rlio.validate.checks.rollout_lines import PairOrder, RolloutChecks
-from rlio.validate.scan import ScanStats, Sink, scan_jsonl
-
-_ROLLOUT_SCHEMA: Final = "rollout-summary-line"
+from rlio.validate.scan import Sink, scan_jsonl
 
 
 class RangeTask(FrozenRecord):
@@ -46,13 +44,13 @@ class RangeTask(FrozenRecord):
 
 
 class RangeResult(Record):
-    """Findings (line numbers relative to the range), counts and the pair order of a range."""
+    """Findings (line numbers relative to the range), lines read and the pair order of a range."""
 
-    _fields = ("sink", "stats", "order")
+    _fields = ("sink", "lines", "order")
 
-    def __init__(self, sink: Sink, stats: ScanStats, order: PairOrder) -> None:
+    def __init__(self, sink: Sink, lines: int, order: PairOrder) -> None:
         self.sink = sink
-        self.stats = stats
+        self.lines = lines
         self.order = order
 
 
@@ -62,24 +60,14 @@ def scan_range(task: RangeTask, storage: Storage | None = None) -> RangeResult:
     if storage is None:
         storage = open_storage(task.location)
     sink = Sink(task.file, task.cap)
+    hook = RolloutChecks(sink, iteration=task.iteration, label=task.label)
     with storage.open_read(task.rel) as stream:
         if task.start:
             stream.seek(task.start)
-        stats, order = scan_rollouts(stream, sink, iteration=task.iteration, label=task.label,
-                                     limit=task.end - task.start, at_eof=task.at_eof)
-    return RangeResult(sink, stats, order)
-
-
-def scan_rollouts(
-    stream: BinaryIO, sink: Sink, *, iteration: int | None, label: str | None,
-    limit: int | None = None, at_eof: bool = True,
-) -> tuple[ScanStats, PairOrder]:
-    """Scan rollout-summary lines from ``stream`` with every per-record check: what the scan
-    saw and how the ``(group_idx, traj_idx)`` pairs ran."""
-    hook = RolloutChecks(sink, iteration=iteration, label=label)
-    stats = scan_jsonl(stream, sink, schema=_ROLLOUT_SCHEMA, append_only=False, on_record=hook,
-                       limit=limit, at_eof=at_eof)
-    return stats, hook.finish()
+        lines, _ = scan_jsonl(stream, sink, schema=KINDS["rollout_summaries"].schema or "",
+                              append_only=False, on_record=hook, limit=task.end - task.start,
+                              at_eof=task.at_eof)
+    return RangeResult(sink, lines, hook.finish())
 
 
 class RemoteScan:
@@ -112,9 +100,7 @@ class RemoteScan:
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"range scan helper gave no result in {timeout:.0f} s") from None
         finally:
-            if self._proc.poll() is None:
-                self._proc.kill()
-                self._proc.wait()
+            self.cancel()
         if self._proc.returncode != 0:
             raise RuntimeError(f"range scan helper exited {self._proc.returncode}: "
                                f"{err.decode(errors='replace')[-300:]}")

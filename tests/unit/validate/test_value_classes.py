@@ -108,15 +108,6 @@ class PairOrderDC:
 
 
 @dataclasses.dataclass
-class ScanStatsDC:
-    """The dataclass ``ScanStats`` was."""
-
-    lines: int = 0
-    bytes: int = 0
-    records: int = 0
-
-
-@dataclasses.dataclass
 class MetricsFactsDC:
     """The dataclass ``MetricsFacts`` was."""
 
@@ -136,12 +127,10 @@ class CheckpointFactsDC:
 def _mutable_cases() -> list[tuple[type, type, tuple[object, ...], dict[str, object]]]:
     from rlio.validate.checks.rollout_lines import PairOrder
     from rlio.validate.checks.view import CheckpointFacts, MetricsFacts
-    from rlio.validate.scan import ScanStats
 
     return [
         (PairOrder, PairOrderDC, (), {}),
         (PairOrder, PairOrderDC, (False, (0, 1)), {"last": (2, 0)}),
-        (ScanStats, ScanStatsDC, (), {}), (ScanStats, ScanStatsDC, (1, 2, 3), {}),
         (MetricsFacts, MetricsFactsDC, (), {"records": 2}),
         (CheckpointFacts, CheckpointFactsDC, (), {}),
         (CheckpointFacts, CheckpointFactsDC, ([(1, 2)], {3}), {"records": 1}),
