@@ -25,8 +25,8 @@ from rlio.errors import NotARunError, RunNotFoundError
 from rlio.findings import Finding, Report, finding
 from rlio.storage.base import TEMP_INFIX, Entry, Storage
 from rlio.storage.opener import open_storage
+from rlio.validate.checks.cross_file import CROSS_FILE_CHECKS
 from rlio.validate.checks.registry import (
-    CROSS_FILE_CHECKS,
     KIND_CHECKS,
     NO_CHECKS,
     RUN_ORDER,
@@ -104,14 +104,11 @@ def validate_run_sized(
     except (OSError, ValueError, NotImplementedError, ImportError) as exc:
         raise RunNotFoundError(errno.ENOENT, f"run cannot be opened ({exc})", loc) from exc
     entries = require_run(storage, loc)
-    if jobs is None:
-        jobs = 2 if (os.cpu_count() or 1) >= 2 else 1
-    validator = Validator(storage, loc, cap=max_findings_per_code, jobs=max(1, jobs),
-                          observe=observe)
+    jobs = min(2, os.cpu_count() or 1) if jobs is None else max(1, jobs)
+    validator = Validator(storage, loc, cap=max_findings_per_code, jobs=jobs, observe=observe)
     findings = validator.run(entries)
-    files = sum(1 for e in entries if e.kind == "file")
-    size = sum(e.size for e in entries if e.kind == "file")
-    return Report.build(utf8(loc), findings, layout=validator.layout), files, size
+    report = Report.build(utf8(loc), findings, layout=validator.layout)
+    return report, len(validator.sizes), sum(validator.sizes.values())
 
 
 def require_run(storage: Storage, location: str) -> list[Entry]:
@@ -183,6 +180,7 @@ class Validator:
         return [_clean(f) for f in self.findings]
 
     def _classify(self, entries: list[Entry]) -> RunView:
+        """The run's regular files of known kinds; a finding for each other entry."""
         files: dict[str, layout.RunPath] = {}
         present: dict[str, str] = {}
         display: dict[str, str] = {}
@@ -198,48 +196,40 @@ class Validator:
             name = rel.rsplit("/", 1)[-1]
             if e.kind == "dir":
                 if rp.kind not in _NOT_VALIDATED:
-                    self._add("RL107", f"{shown} is a directory where a {rp.kind} file belongs",
-                              file=shown)
+                    self._add("RL107", shown, f"{shown} is a directory where a {rp.kind} file "
+                                              "belongs")
                     hidden.add(rel)
-                continue
-            if name.startswith(".") and TEMP_INFIX in name:
-                self._add("RL306", "temporary file left by an interrupted atomic write (safe to "
-                                   "delete once no writer runs)", file=shown)
-                continue
-            if e.kind == "symlink":
+            elif name.startswith(".") and TEMP_INFIX in name:
+                self._add("RL306", shown, "temporary file left by an interrupted atomic write "
+                                          "(safe to delete once no writer runs)")
+            elif e.kind == "symlink":
                 where = "inside" if e.target_inside else "out of"
-                self._add("RL303", f"symbolic link pointing {where} the run; never followed",
-                          file=shown)
-                continue
-            if e.kind == "other":
-                if rp.kind in _NOT_VALIDATED:
-                    self._add("RL301", "not a regular file (fifo, socket or device); not read",
-                              file=shown)
-                else:
-                    self._add("RL107", f"{shown} is not a regular file (fifo, socket or device) "
-                                       f"where a {rp.kind} file belongs; not read", file=shown)
-                continue
-            if rp.kind == "sidecar":
-                self._add("RL305", "the cookbook's copy of metrics.jsonl from before it rewound "
-                                   "on resume; not validated" if ".pre_resume_" in rel else
+                self._add("RL303", shown, f"symbolic link pointing {where} the run; never followed")
+            elif e.kind == "other" and rp.kind in _NOT_VALIDATED:
+                self._add("RL301", shown, "not a regular file (fifo, socket or device); not read")
+            elif e.kind == "other":
+                self._add("RL107", shown, f"{shown} is not a regular file (fifo, socket or device) "
+                                          f"where a {rp.kind} file belongs; not read")
+            elif rp.kind == "sidecar":
+                self._add("RL305", shown, "the cookbook's copy of metrics.jsonl from before it "
+                          "rewound on resume; not validated" if ".pre_resume_" in rel else
                           "sidecar kept by rlio (a torn tail or lines a resume superseded); not "
-                          "validated", file=shown)
+                          "validated")
             elif rp.kind == "unknown":
                 unknown += 1
                 if unknown <= self.cap:
-                    self._add("RL301", "file matches no known pattern; not validated", file=shown)
+                    self._add("RL301", shown, "file matches no known pattern; not validated")
             else:
                 if rp.problem is not None:
-                    self._add("RL302", rp.problem, file=shown)
+                    self._add("RL302", shown, rp.problem)
                 files[rel] = rp
         if unknown > self.cap:
             self.findings.append(capped("RL301", unknown - self.cap, self.cap, file=""))
-        found = layout.layout_of(rp.layout for rp in files.values())
-        return RunView(found, files, present, display)
+        return RunView(layout.layout_of(rp.layout for rp in files.values()), files, present,
+                       display)
 
-    def _add(self, code: str, message: str, *, file: str = "", line: int | None = None,
-             pointer: str = "") -> None:
-        self.findings.append(finding(code, message, file=file, line=line, pointer=pointer))
+    def _add(self, code: str, file: str, message: str) -> None:
+        self.findings.append(finding(code, message, file=file))
 
     def _guard(self, rel: str, view: RunView) -> Any:
         """``file``; an I/O error (or a validator bug) becomes RL107, never a raise."""
@@ -247,10 +237,9 @@ class Validator:
         try:
             return self.file(rel, view)
         except OSError as exc:
-            self._add("RL107", f"cannot be read: {exc.strerror or exc}", file=shown)
+            self._add("RL107", shown, f"cannot be read: {exc.strerror or exc}")
         except Exception as exc:  # a validator bug must not crash a CI job: report it instead
-            self._add("RL107", f"could not be validated ({type(exc).__name__}: {exc})"[:300],
-                      file=shown)
+            self._add("RL107", shown, f"could not be validated ({type(exc).__name__}: {exc})"[:300])
         return None
 
     def record_checks(self, rp: layout.RunPath, sink: Sink, view: RunView) -> RecordChecks | None:

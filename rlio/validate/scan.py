@@ -32,6 +32,8 @@ _TOO_DEEP_TO_EXPLAIN: Final = "record is nested too deeply to explain"
 
 #: ``on_record(record, line, schema_valid)``: the per-record checks of one file kind.
 RecordHook: TypeAlias = Callable[[Any, int, bool], None]
+
+
 def short(value: Any, limit: int = 60) -> str:
     """``repr`` of ``value`` cut to ``limit`` characters: messages stay one short line."""
     text = repr(value)
@@ -73,11 +75,8 @@ class Sink:
     def merge(self, other: Sink, line_offset: int) -> None:
         """Fold in a later byte range's findings (its line numbers start after ``line_offset``)."""
         for f in other.items:
-            line = None if f.line is None else f.line + line_offset
-            n = self.counts.get(f.code, 0) + 1
-            self.counts[f.code] = n
-            if n <= self.cap:
-                self.items.append(Finding(f.code, f.severity, f.file, line, f.pointer, f.message))
+            self.add(f.code, f.message, line=None if f.line is None else f.line + line_offset,
+                     pointer=f.pointer, severity=f.severity)
         for code, n in other.counts.items():
             self.counts[code] = self.counts.get(code, 0) + max(0, n - other.cap)
         if other.nonfinite_first is not None:
