@@ -14,6 +14,7 @@ callback.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -151,17 +152,12 @@ def _local_runs(root: str) -> list[str]:
         is_run = layout.is_run_root(e.name for e in entries)
         if is_run:
             found.append(folder)
-        subdirs = []
-        for e in entries:
-            try:
-                if not e.is_dir(follow_symlinks=False):
-                    continue
-            except OSError:
-                continue
-            if is_run and layout.is_iteration_dir(e.name):
-                continue  # a run's own per-iteration folder
-            subdirs.append(e.path)
-        stack.extend(reversed(subdirs))
+        for e in reversed(entries):  # popped in name order
+            # a run's own per-iteration folders hold no run
+            with contextlib.suppress(OSError):
+                if e.is_dir(follow_symlinks=False) and not (
+                        is_run and layout.is_iteration_dir(e.name)):
+                    stack.append(e.path)
     return found
 
 

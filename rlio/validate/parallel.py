@@ -12,8 +12,8 @@ import os
 import pickle
 import subprocess
 import sys
+from typing import NamedTuple
 
-from rlio._record import FrozenRecord, Record
 from rlio.layout import KINDS
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
@@ -21,11 +21,8 @@ from rlio.validate.checks.rollout_lines import PairOrder, RolloutChecks
 from rlio.validate.scan import Sink, scan_jsonl
 
 
-class RangeTask(FrozenRecord):
+class RangeTask(NamedTuple):
     """One byte range ``[start, end)`` of a rollout-summary file, starting on a line boundary."""
-
-    __slots__ = _fields = ("location", "rel", "file", "iteration", "label", "start", "end",
-                           "at_eof", "cap")
 
     location: str
     rel: str
@@ -37,21 +34,13 @@ class RangeTask(FrozenRecord):
     at_eof: bool
     cap: int
 
-    def __init__(self, location: str, rel: str, file: str, iteration: int | None,
-                 label: str | None, start: int, end: int, at_eof: bool, cap: int) -> None:
-        self._set(location=location, rel=rel, file=file, iteration=iteration, label=label,
-                  start=start, end=end, at_eof=at_eof, cap=cap)
 
-
-class RangeResult(Record):
+class RangeResult(NamedTuple):
     """Findings (line numbers relative to the range), lines read and the pair order of a range."""
 
-    _fields = ("sink", "lines", "order")
-
-    def __init__(self, sink: Sink, lines: int, order: PairOrder) -> None:
-        self.sink = sink
-        self.lines = lines
-        self.order = order
+    sink: Sink
+    lines: int
+    order: PairOrder
 
 
 def scan_range(task: RangeTask, storage: Storage | None = None) -> RangeResult:

@@ -86,8 +86,6 @@ class Sink:
 
     def finish(self) -> list[Finding]:
         """The findings, plus one RL104 for non-finite tokens and one RL112 per capped code."""
-        if not self.counts and not self.nonfinite_lines:
-            return []
         out = list(self.items)
         if self.nonfinite_lines:
             where = (f"in {self.nonfinite_lines} line(s); the first is here"
@@ -170,21 +168,15 @@ def scan_jsonl(
     on_record: RecordHook | None = None, limit: int | None = None, at_eof: bool = True,
     first_line: int = 1,
 ) -> tuple[int, int]:
-    """Judge every line of a JSONL stream from its current position: ``(lines, bytes)`` read.
+    """Judge every line of a JSONL stream from its current position (a line boundary) against
+    ``schema``; returns ``(lines, bytes)`` read.
 
-    Each line is parsed by ``orjson.loads`` and judged by the schema's checker; a line orjson
-    refuses is classified (``rlio._codec.jsonl.decode``: NaN tokens are read, RL104) or held back
-    until the next line shows whether it was a torn tail or crash damage.
-
-    Args:
-        stream: binary stream positioned at the start of a line.
-        sink: where findings go (line numbers are 1-based from the stream's position).
-        schema: the schema name each record must satisfy.
-        append_only: a bad last line is a torn tail (RL103 warning) rather than RL113.
-        on_record: per-record checks, called for every decoded record with its verdict.
-        limit: stop after consuming this many bytes (a byte range ending on a line boundary).
-        at_eof: whether the range ends at the end of the file (only then is a line "last").
-        first_line: the number of the stream's first line (a log read on from an offset).
+    Each line is parsed by ``orjson.loads`` and judged by the schema's checker, then handed to
+    ``on_record`` with its verdict; a line orjson refuses is classified (``rlio._codec.jsonl.
+    decode``: NaN tokens are read, RL104) or held back until the next line shows whether it was
+    a torn tail (RL103 when ``append_only``, else RL113) or crash damage. ``limit`` bytes end a
+    range on a line boundary, ``at_eof`` says whether that is the file's end (only then is a line
+    "last"), ``first_line`` numbers the first line (a log read on from an offset).
     """
     check = full_check(schema)  # every rule: a record it accepts gives no finding
     loads = orjson.loads
