@@ -129,12 +129,9 @@ def require_run(storage: Storage, location: str) -> list[Entry]:
 
 def utf8(text: str) -> str:
     """``text`` as valid UTF-8 (undecodable file-name bytes become ``\\xNN`` escapes)."""
-    try:
-        text.encode("utf-8")
+    if text.isascii():
         return text
-    except UnicodeEncodeError:
-        pass
-    try:
+    try:  # (valid UTF-8 text comes back as it is)
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")

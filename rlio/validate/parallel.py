@@ -1,9 +1,9 @@
 """Byte-range scans of large rollout-summary files, in this process or in a helper process.
 
-``python -m rlio.validate.parallel`` reads one pickled ``RangeTask`` on stdin, scans that byte range
-and writes the pickled ``RangeResult`` on stdout. The validator starts such a process directly
-(not through ``multiprocessing``, which would re-import the caller's ``__main__``) to use a second
-core on files of hundreds of megabytes.
+``python -m rlio.validate.parallel TASK`` reads one pickled ``RangeTask`` (in hex) from its
+argument, scans that byte range and writes the pickled ``RangeResult`` on stdout. The validator
+starts such a process directly (not through ``multiprocessing``, which would re-import the
+caller's ``__main__``) to use a second core on files of hundreds of megabytes.
 """
 
 from __future__ import annotations
@@ -68,17 +68,11 @@ class RemoteScan:
         env = dict(os.environ)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
                                     else "")
+        # the task (a few names and numbers) travels as a command-line argument
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "rlio.validate.parallel"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+            [sys.executable, "-m", "rlio.validate.parallel", pickle.dumps(task).hex()],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
         )
-        stdin, self._proc.stdin = self._proc.stdin, None  # written here; communicate() skips it
-        assert stdin is not None
-        try:
-            stdin.write(pickle.dumps(task))
-            stdin.close()
-        except OSError:
-            pass  # the process died; result() reports it
 
     def result(self) -> RangeResult:
         """The helper's result; raises RuntimeError when it failed (callers rescan locally)."""
@@ -107,7 +101,7 @@ class RemoteScan:
 
 def main() -> int:
     """Entry point of the helper process."""
-    task = pickle.loads(sys.stdin.buffer.read())
+    task = pickle.loads(bytes.fromhex(sys.argv[1]))
     if not isinstance(task, RangeTask):
         return 2
     result = scan_range(task)

@@ -10,6 +10,7 @@ never prints: ``check()`` returns the findings that are new since the previous c
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 from dataclasses import dataclass
@@ -43,6 +44,9 @@ class _Cached(Validator):
     def __init__(self, watcher: Watcher, storage: Storage, location: str) -> None:
         super().__init__(storage, location, cap=watcher.cap, jobs=1)
         self.w = watcher
+        # this round's results, for the next
+        self.files: dict[str, tuple[tuple[int, ...], list[Finding], Any]] = {}
+        self.logs: dict[str, _Log] = {}
 
     def file(self, rel: str, view: RunView) -> Any:
         sig = self.w.signature(rel, self.sizes.get(rel, 0))
@@ -57,7 +61,7 @@ class _Cached(Validator):
             return hit[2]
         start = len(self.findings)
         facts = super().file(rel, view)
-        self.w.next_files[rel] = (sig, self.findings[start:], facts)
+        self.files[rel] = (sig, self.findings[start:], facts)
         return facts
 
     def _log(self, rel: str, rp: layout.RunPath, schema: str, view: RunView,
@@ -74,7 +78,7 @@ class _Cached(Validator):
         elif log.hook is not None and hasattr(log.hook, "iterations"):
             # new lines are judged against the iteration files present now
             log.hook.iterations = view.iterations
-        self.w.next_logs[rel] = log
+        self.logs[rel] = log
         if size > log.offset:
             end = self._last_line_end(rel, log.offset, size)
             if end > log.offset:
@@ -120,9 +124,7 @@ class Watcher:
         self.location = os.fspath(location)
         self.cap = max_findings_per_code
         self.files: dict[str, tuple[tuple[int, ...], list[Finding], Any]] = {}
-        self.next_files: dict[str, tuple[tuple[int, ...], list[Finding], Any]] = {}
         self.logs: dict[str, _Log] = {}
-        self.next_logs: dict[str, _Log] = {}
         self.seen: set[Finding] = set()
         self.report: Report | None = None
         self._storage: Storage | None = None
@@ -131,11 +133,9 @@ class Watcher:
         """What identifies a file's content: size, mtime and inode locally, else the size."""
         storage = self._storage
         if storage is not None and storage.is_local:
-            try:
+            with contextlib.suppress(OSError):
                 st = os.stat(os.path.join(storage.root, *rel.split("/")), follow_symlinks=False)
-            except OSError:
-                return (size,)
-            return (st.st_size, st.st_mtime_ns, st.st_ino)
+                return (st.st_size, st.st_mtime_ns, st.st_ino)
         return (size,)
 
     def check(self) -> list[Finding]:
@@ -147,10 +147,9 @@ class Watcher:
         if self._storage is None:
             self._storage = open_storage(self.location)
         entries = require_run(self._storage, self.location)
-        self.next_files, self.next_logs = {}, {}
         validator = _Cached(self, self._storage, self.location)
         findings = validator.run(entries)
-        self.files, self.logs = self.next_files, self.next_logs
+        self.files, self.logs = validator.files, validator.logs
         self.report = Report.build(utf8(self.location), findings, layout=validator.layout)
         new = [f for f in self.report.findings if f not in self.seen]
         self.seen = set(self.report.findings)

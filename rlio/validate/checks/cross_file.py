@@ -17,12 +17,9 @@ CrossFileCheck = Callable[[RunView], Iterator[Finding]]
 def started(view: RunView) -> bool:
     """Whether the run holds any record: a metrics line, a checkpoint or a per-iteration file
     (a ledger that is there but was not read, say a directory or a link, counts as one)."""
-    if any(rp.iteration is not None for rp in view.files.values()):
-        return True
-    for name, facts in ((layout.METRICS, view.metrics), (layout.CHECKPOINTS, view.checkpoints)):
-        if name in view.present and (facts is None or facts.records > 0):
-            return True
-    return False
+    ledgers = ((layout.METRICS, view.metrics), (layout.CHECKPOINTS, view.checkpoints))
+    return any(rp.iteration is not None for rp in view.files.values()) or any(
+        name in view.present and (facts is None or facts.records > 0) for name, facts in ledgers)
 
 
 def required_files(view: RunView) -> Iterator[Finding]:

@@ -21,13 +21,9 @@ _TIME = re.compile(r"[T ][0-9]{2}:[0-9]{2}")
 def known_data_types() -> frozenset[str]:
     """The logtree ``data`` types the schema specifies (``if type == X then ...`` clauses)."""
     data = load_schema("logtree").get("$defs", {}).get("data", {})
-    clauses = [data, *data.get("allOf", [])]
-    found = set()
-    for c in clauses:
-        const = c.get("if", {}).get("properties", {}).get("type", {}).get("const")
-        if isinstance(const, str):
-            found.add(const)
-    return frozenset(found)
+    consts = (c.get("if", {}).get("properties", {}).get("type", {}).get("const")
+              for c in [data, *data.get("allOf", [])])
+    return frozenset(c for c in consts if isinstance(c, str))
 
 
 def logtree_checks(doc: Any, sink: Sink, rp: RunPath) -> None:

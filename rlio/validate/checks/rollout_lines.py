@@ -48,16 +48,10 @@ class PairOrder(Record):
 
 
 class RolloutChecks:
-    """Per-record checks of one ``*_rollout_summaries.jsonl`` file (a ``scan_jsonl`` hook).
-
-    Args:
-        sink: the file's findings.
-        iteration: the iteration in the file name (None: not judged).
-        label: the evaluator label in the file name (None: training rollouts).
-
-    The key order is judged on the first ``KEY_ORDER_RECORDS`` valid records (of each byte
-    range, when a large file is split).
-    """
+    """Per-record checks of one ``*_rollout_summaries.jsonl`` file (a ``scan_jsonl`` hook),
+    named by its ``iteration`` (None: not judged) and evaluator ``label`` (None: training). The
+    key order is judged on the first ``KEY_ORDER_RECORDS`` valid records (of each byte range,
+    when a large file is split)."""
 
     def __init__(self, sink: Sink, *, iteration: int | None, label: str | None) -> None:
         self.sink = sink
