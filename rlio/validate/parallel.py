@@ -64,7 +64,8 @@ class RemoteScan:
 
     def __init__(self, task: RangeTask) -> None:
         self.task = task
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        # the helper imports this process's rlio: the folder holding the package goes first
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
                                     else "")
@@ -101,10 +102,7 @@ class RemoteScan:
 
 def main() -> int:
     """Entry point of the helper process."""
-    task = pickle.loads(bytes.fromhex(sys.argv[1]))
-    if not isinstance(task, RangeTask):
-        return 2
-    result = scan_range(task)
+    result = scan_range(pickle.loads(bytes.fromhex(sys.argv[1])))
     sys.stdout.buffer.write(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
     sys.stdout.buffer.flush()
     return 0

@@ -310,13 +310,11 @@ def check_document(
     try:
         value = _decode(data, sink, None)
     except DecodeError as exc:
-        if exc.kind == "deep":
-            sink.add("RL106", f"document is {exc}: no reader can parse it (orjson stops at "
-                              "1,024 levels, Python's json near its recursion limit)")
-        elif exc.kind == "utf8":
-            sink.add("RL101", f"document is not valid UTF-8 ({exc})")
-        else:
-            sink.add("RL102", f"document is not valid JSON ({exc})")
+        sink.add(*{
+            "deep": ("RL106", f"document is {exc}: no reader can parse it (orjson stops at "
+                              "1,024 levels, Python's json near its recursion limit)"),
+            "utf8": ("RL101", f"document is not valid UTF-8 ({exc})"),
+        }.get(exc.kind, ("RL102", f"document is not valid JSON ({exc})")))
         return False, None
     judge(sink, schema, value, None)
     return True, value

@@ -49,7 +49,7 @@ class _Cached(Validator):
         self.logs: dict[str, _Log] = {}
 
     def file(self, rel: str, view: RunView) -> Any:
-        sig = self.w.signature(rel, self.sizes.get(rel, 0))
+        sig = self._signature(rel)
         rp = view.files[rel]
         kind = layout.KINDS[rp.kind]
         if kind.append_only and kind.format == "jsonl" and not KIND_CHECKS.get(
@@ -63,6 +63,15 @@ class _Cached(Validator):
         facts = super().file(rel, view)
         self.files[rel] = (sig, self.findings[start:], facts)
         return facts
+
+    def _signature(self, rel: str) -> tuple[int, ...]:
+        """What identifies a file's content: size, mtime and inode locally, else the size."""
+        if self.storage.is_local:
+            with contextlib.suppress(OSError):
+                st = os.stat(os.path.join(self.storage.root, *rel.split("/")),
+                             follow_symlinks=False)
+                return (st.st_size, st.st_mtime_ns, st.st_ino)
+        return (self.sizes.get(rel, 0),)
 
     def _log(self, rel: str, rp: layout.RunPath, schema: str, view: RunView,
              sig: tuple[int, ...]) -> Any:
@@ -128,15 +137,6 @@ class Watcher:
         self.seen: set[Finding] = set()
         self.report: Report | None = None
         self._storage: Storage | None = None
-
-    def signature(self, rel: str, size: int) -> tuple[int, ...]:
-        """What identifies a file's content: size, mtime and inode locally, else the size."""
-        storage = self._storage
-        if storage is not None and storage.is_local:
-            with contextlib.suppress(OSError):
-                st = os.stat(os.path.join(storage.root, *rel.split("/")), follow_symlinks=False)
-                return (st.st_size, st.st_mtime_ns, st.st_ino)
-        return (size,)
 
     def check(self) -> list[Finding]:
         """Validate what changed; the findings not reported by an earlier ``check()``.

@@ -77,10 +77,8 @@ def html_twins(view: RunView) -> Iterator[Finding]:
 
 def checkpoint_beyond_metrics(view: RunView) -> Iterator[Finding]:
     """A resumable checkpoint's batch is at most the last metrics step + 1 (RL409)."""
-    if view.checkpoints is None or view.metrics is None:
-        return
-    last = view.metrics.last_train_step
-    if last is None:
+    last = view.metrics.last_train_step if view.metrics is not None else None
+    if view.checkpoints is None or last is None:
         return
     for line, batch in view.checkpoints.resumable:
         if batch > last + 1:
@@ -90,10 +88,5 @@ def checkpoint_beyond_metrics(view: RunView) -> Iterator[Finding]:
 
 #: Every cross-file check, run in this order after the per-file pass.
 CROSS_FILE_CHECKS: Final[tuple[CrossFileCheck, ...]] = (
-    required_files,
-    mixed_layout,
-    html_twins,
-    twin_write_ids,
-    checkpoint_beyond_metrics,
-)
+    required_files, mixed_layout, html_twins, twin_write_ids, checkpoint_beyond_metrics)
 
