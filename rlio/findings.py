@@ -167,14 +167,10 @@ def finding(
                    message)
 
 
-def escape_pointer_token(token: str | int) -> str:
-    """Escape one RFC 6901 reference token (``~`` -> ``~0``, ``/`` -> ``~1``)."""
-    return str(token).replace("~", "~0").replace("/", "~1")
-
-
 def pointer_of(path: Iterable[str | int]) -> str:
-    """RFC 6901 pointer of a path of keys and indexes (``["a/b", 0]`` -> ``"/a~1b/0"``)."""
-    return "".join("/" + escape_pointer_token(p) for p in path)
+    """RFC 6901 pointer of a path of keys and indexes (``["a/b", 0]`` -> ``"/a~1b/0"``: each
+    ``~`` becomes ``~0``, then each ``/`` ``~1``)."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
 class Report(FrozenRecord):

@@ -7,7 +7,7 @@ import argparse
 import re
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any
 
 import orjson
 
@@ -20,20 +20,13 @@ STANDARD_EXIT_CODES = (
 )
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def printable(text: object) -> str:
-    """``text`` with control characters (newline, ESC, ...) shown as ``\\n``/``\\xNN`` escapes.
-
-    File names and values from a run are untrusted: a name holding a newline would forge an
-    output line, an ESC sequence would reach the terminal.
-    """
-    return _CONTROL.sub(_escape_control, str(text))
-
-
-def _escape_control(match: re.Match[str]) -> str:
-    char = match.group()
-    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char, f"\\x{ord(char):02x}")
+    """``text`` with control characters shown as ``\\n``/``\\xNN`` escapes: names and values
+    from a run are untrusted (a newline would forge an output line, ESC reach the terminal)."""
+    return _CONTROL.sub(lambda m: _NAMED.get(m[0], f"\\x{ord(m[0]):02x}"), str(text))
 
 
 def fail(message: str) -> int:
@@ -42,9 +35,9 @@ def fail(message: str) -> int:
     return EXIT_UNREADABLE
 
 
-def emit_json(obj: Any, out: TextIO | None = None) -> None:
+def emit_json(obj: Any) -> None:
     """Write ``obj`` as indented JSON and a newline (JSON escapes every control character)."""
-    (out or sys.stdout).write(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n")
+    sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -72,22 +65,10 @@ def add_command(
     examples: Sequence[tuple[str, str]] = (),
     exit_codes: Sequence[tuple[int, str]] = STANDARD_EXIT_CODES,
 ) -> argparse.ArgumentParser:
-    """Add subcommand ``name``: one-line ``summary``, and an epilog of examples and exit codes.
-
-    ``examples`` are ``(command line, what it does)`` pairs.
-    """
-    epilog = []
-    if examples:
-        epilog.append("examples:")
-        for line, meaning in examples:
-            epilog.append(f"  {line}")
-            epilog.append(f"      {meaning}")
-    epilog.append("exit codes:")
-    epilog.extend(f"  {code}  {meaning}" for code, meaning in exit_codes)
-    return sub.add_parser(
-        name,
-        help=summary,
-        description=description or summary,
-        epilog="\n".join(epilog),
-        formatter_class=HelpFormatter,
-    )
+    """Add subcommand ``name``: one-line ``summary``, and an epilog of examples (``(command line,
+    what it does)`` pairs) and exit codes."""
+    epilog = ["examples:", *(f"  {line}\n      {meaning}" for line, meaning in examples)
+              ] if examples else []
+    epilog += ["exit codes:", *(f"  {code}  {meaning}" for code, meaning in exit_codes)]
+    return sub.add_parser(name, help=summary, description=description or summary,
+                          epilog="\n".join(epilog), formatter_class=HelpFormatter)

@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
-from collections.abc import Sequence
-from types import SimpleNamespace
-from typing import TYPE_CHECKING
 
 from rlio.cli.common import EXIT_OK, add_command, emit_json, fail, printable
-
-if TYPE_CHECKING:
-    import argparse
-
-#: ``--format`` choices and the option defaults, shared by the parser and ``parse_plain``.
-FORMATS = ("text", "json")
-DEFAULTS = {"format": "text", "required_key": "state_path", "line": False}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,9 +21,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     p.add_argument("run", metavar="RUN", help="local path or URI")
-    p.add_argument("--format", choices=FORMATS, default=DEFAULTS["format"],
+    p.add_argument("--format", choices=("text", "json"), default="text",
                    help="text: one sentence; json: one document")
-    p.add_argument("--required-key", default=DEFAULTS["required_key"], metavar="K",
+    p.add_argument("--required-key", default="state_path", metavar="K",
                    help="checkpoint key that makes a record resumable")
     p.add_argument("--line", action="store_true",
                    help="number the checkpoint's line (and the superseded metrics lines) from the "
@@ -41,41 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=run)
 
 
-def parse_plain(argv: Sequence[str]) -> SimpleNamespace | None:
-    """The arguments of a plain ``rlio resume`` command line (``argv`` after ``resume``), as the
-    parser above would read them, or None for anything else (``--help``, an abbreviated or
-    unknown option, a bad choice, ``--``, a value starting with ``-``): the caller then runs the
-    full parser, which prints its usual help or error.
-
-    A restart script's ``rlio resume RUN`` is a whole process; building the argparse parser costs
-    about as much as reading the ledger, so the plain forms are read here.
-    """
-    values: dict[str, object] = dict(DEFAULTS)
-    location: str | None = None
-    it = iter(argv)
-    for token in it:
-        if token == "--line":
-            values["line"] = True
-            continue
-        if not token.startswith("-"):
-            if location is not None:
-                return None
-            location = token
-            continue
-        name, eq, value = token.partition("=")
-        if name not in ("--format", "--required-key"):
-            return None
-        if not eq:
-            value = next(it, "-")
-        if value.startswith("-") or (name == "--format" and value not in FORMATS):
-            return None
-        values[name[2:].replace("-", "_")] = value
-    if location is None:
-        return None
-    return SimpleNamespace(command="resume", run=location, handler=run, **values)
-
-
-def run(args: argparse.Namespace | SimpleNamespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Print the resume state of ``args.run``."""
     from rlio.errors import ResumeError, RunNotFoundError
     from rlio.resume import read_resume_state, resume_document
@@ -90,12 +47,9 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     if args.format == "json":
         emit_json(doc)
     elif state is None:
-        sys.stdout.write(
-            f"{printable(args.run)}: no resumable checkpoint; start from iteration 0\n"
-        )
-    else:
-        # one output line per line of the description, each terminal-safe
+        sys.stdout.write(f"{printable(args.run)}: no resumable checkpoint; start from "
+                         "iteration 0\n")
+    else:  # one output line per line of the description, each terminal-safe
         text = state.describe(lines=args.line)
         sys.stdout.write("".join(printable(line) + "\n" for line in text.split("\n")))
     return EXIT_OK
-

@@ -1,12 +1,13 @@
-"""``rlio validate``: check runs (or every run under folders and prefixes) against the format."""
+"""``rlio validate``: check runs (or every run under folders and prefixes) against the format,
+and render the reports as compiler-style text lines, JSON or GitHub annotations."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
-from concurrent.futures import Executor
 from typing import Any
 
 from rlio.cli.common import (
@@ -16,21 +17,12 @@ from rlio.cli.common import (
     add_command,
     emit_json,
     fail,
-)
-from rlio.cli.output import (
-    finding_line,
-    render_fleet_github,
-    render_fleet_text,
-    render_github,
-    verdict_line,
+    printable,
 )
 from rlio.errors import RunNotFoundError
-from rlio.findings import Report, Severity
-from rlio.validate.fleet import Progress, validate_runs
+from rlio.findings import Finding, Report, Severity
+from rlio.validate.fleet import FleetReport, Progress, uri_scheme, validate_runs
 from rlio.validate.watch import Watcher
-
-FORMATS = ("text", "json", "github")
-FAIL_ON = ("error", "warning", "info")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,10 +50,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("paths", metavar="PATH", nargs="+",
                    help="a run, a folder holding runs at any depth, or a URI prefix "
                    "(gs://bucket/sweep/)")
-    p.add_argument("--format", choices=FORMATS, default="text",
+    p.add_argument("--format", choices=("text", "json", "github"), default="text",
                    help="text: one line per finding and a verdict per run; json: one document; "
                    "github: workflow annotations")
-    p.add_argument("--fail-on", choices=FAIL_ON, default="error",
+    p.add_argument("--fail-on", choices=("error", "warning", "info"), default="error",
                    help="lowest severity that makes the exit code 1")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="runs validated at once in a process pool (default: the CPU count)")
@@ -85,10 +77,8 @@ def run(args: argparse.Namespace) -> int:
     if args.watch:
         if len(args.paths) != 1:
             return fail("--watch takes exactly one run")
-        return watch_run(args.paths[0], interval=args.interval, fail_on=fail_on,
-                         out_format=args.format)
+        return watch_run(args.paths[0], args.interval, fail_on, args.format)
     client: Any = None
-    executor: Executor | None = None
     if args.dask is not None:
         try:
             import distributed
@@ -98,60 +88,51 @@ def run(args: argparse.Namespace) -> int:
             client = distributed.Client(args.dask, timeout=30)  # type: ignore[no-untyped-call]
         except (OSError, TimeoutError, ValueError) as exc:
             return fail(f"cannot connect to the Dask scheduler at {args.dask}: {exc}")
-        executor = client.get_executor()
     bar = None if args.quiet or not sys.stderr.isatty() else _Bar()
     try:
-        fleet = validate_runs(args.paths, executor=executor, jobs=args.jobs,
+        fleet = validate_runs(args.paths, jobs=args.jobs,
+                              executor=client.get_executor() if client is not None else None,
                               progress=bar.update if bar is not None else None)
     finally:
-        if bar is not None:
-            bar.close()
+        if bar is not None and bar.bar is not None:
+            bar.bar.close()
         if client is not None:
             client.close()
     for u in fleet.unreadable:
         fail(u.message)
     if args.format == "json":
         emit_json(fleet.to_dict(fail_on=fail_on))
-    elif args.format == "github":
-        sys.stdout.write(render_fleet_github(fleet))
     else:
-        sys.stdout.write(render_fleet_text(fleet, fail_on))
-    code = fleet.exit_code(fail_on)
-    return {0: EXIT_OK, 1: EXIT_FINDINGS}.get(code, EXIT_UNREADABLE)
+        sys.stdout.write(render_fleet_github(fleet) if args.format == "github"
+                         else render_fleet_text(fleet, fail_on))
+    return fleet.exit_code(fail_on)
 
 
 class _Bar:
     """The progress bar on stderr: runs done / total, files, MB/s and the ETA (tqdm)."""
 
-    def __init__(self) -> None:
-        self._bar: Any = None
-        self._start = 0.0
+    bar: Any = None
+    start = 0.0
 
     def update(self, p: Progress) -> None:
-        if self._bar is None:
+        if self.bar is None:
             from tqdm import tqdm  # type: ignore[import-untyped]
 
             try:  # a terminal that reports no size (a fresh pty) still gets a bar: tqdm
-                size = os.get_terminal_size(sys.stderr.fileno())  # hides it in 0 rows
-                width, rows = size.columns, size.lines
+                width, rows = os.get_terminal_size(sys.stderr.fileno())  # hides it in 0 rows
             except OSError:
                 width = rows = 0
-            self._bar = tqdm(total=p.total, unit="run", file=sys.stderr, desc="validate",
-                             ncols=width if width > 0 else 80, nrows=rows if rows > 0 else 24,
-                             leave=False)
-            self._start = time.monotonic()
-        self._bar.n = p.done
-        elapsed = max(time.monotonic() - self._start, 1e-9)
-        self._bar.set_postfix_str(f"{p.files} files, {p.bytes / elapsed / 1e6:.1f} MB/s",
-                                  refresh=False)
-        self._bar.refresh()
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
+            self.bar = tqdm(total=p.total, unit="run", file=sys.stderr, desc="validate",
+                            ncols=width or 80, nrows=rows or 24, leave=False)
+            self.start = time.monotonic()
+        self.bar.n = p.done
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        self.bar.set_postfix_str(f"{p.files} files, {p.bytes / elapsed / 1e6:.1f} MB/s",
+                                 refresh=False)
+        self.bar.refresh()
 
 
-def watch_run(location: str, *, interval: float, fail_on: Severity, out_format: str) -> int:
+def watch_run(location: str, interval: float, fail_on: Severity, out_format: str) -> int:
     """``--watch``: print the new findings every ``interval`` seconds until Ctrl-C (SIGINT),
     then exit with the code the last check gives (text: after a last verdict line)."""
     watcher = Watcher(location)
@@ -181,3 +162,78 @@ def watch_run(location: str, *, interval: float, fail_on: Severity, out_format: 
             sys.stdout.write(verdict_line(report, fail_on) + "\n")
             sys.stdout.flush()
         return EXIT_FINDINGS if report.at_or_above(fail_on) else EXIT_OK
+
+
+# -- rendering: compiler-style text lines or GitHub annotations; every file name and message
+# from a run goes through ``printable`` (control characters escaped) --
+
+def joined(run: str, file: str) -> str:
+    """``file`` of the run at ``run`` as one path (a URI stays a URI)."""
+    if not file:
+        return run
+    return f"{run.rstrip('/')}/{file}" if uri_scheme(run) else os.path.join(run, file)
+
+
+def finding_line(f: Finding, where: str) -> str:
+    """One compiler-style line: ``where:line: pointer: CODE severity: message``."""
+    if f.line is not None:
+        where += f":{f.line}"
+    ptr = f" {printable(f.pointer)}:" if f.pointer else ""
+    return f"{printable(where)}:{ptr} {f.code} {f.severity}: {printable(f.message)}"
+
+
+def verdict_line(report: Report, fail_on: Severity) -> str:
+    """``RUN: ok|FAILED: counts``; FAILED exactly when a finding is at or above ``fail_on``."""
+    c = report.counts
+    verdict = "FAILED" if report.at_or_above(fail_on) else "ok"
+    return (f"{printable(report.run)}: {verdict}: {c['error']} error(s), "
+            f"{c['warning']} warning(s), {c['info']} info")
+
+
+def render_fleet_text(fleet: FleetReport, fail_on: Severity) -> str:
+    """Each run's findings (paths relative to the run) and verdict line; with several runs,
+    paths carry the run's location and a last line sums up the fleet."""
+    several = len(fleet.runs) + len(fleet.unreadable) > 1
+    out = []
+    for r in fleet.runs:
+        out += [finding_line(f, joined(r.run, f.file) if several else (f.file or "."))
+                for f in r.findings]
+        out.append(verdict_line(r, fail_on))
+    if several:
+        failed = sum(1 for r in fleet.runs if r.at_or_above(fail_on))
+        out.append(f"{len(fleet.runs)} run(s): {len(fleet.runs) - failed} ok, {failed} FAILED, "
+                   f"{len(fleet.unreadable)} path(s) without a readable run")
+    return "".join(line + "\n" for line in out)
+
+
+def _github_escape(text: str, *, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if prop:
+        text = text.replace(":", "%3A").replace(",", "%2C")
+    return printable(text)
+
+
+def render_github(report: Report) -> str:
+    """GitHub workflow commands, one annotation per finding (info becomes ``notice``), ``file=``
+    relative to the current directory when local (so a pull request's annotation lands on it)."""
+    lines = []
+    for f in report.findings:
+        file = joined(report.run, f.file)
+        if not uri_scheme(file):
+            with contextlib.suppress(ValueError):  # another drive (Windows)
+                file = os.path.relpath(file)
+        props = f"file={_github_escape(file, prop=True)}"
+        if f.line is not None:
+            props += f",line={f.line}"
+        ptr = f"{f.pointer}: " if f.pointer else ""
+        level = "notice" if f.severity is Severity.INFO else f.severity
+        lines.append(f"::{level} {props},title={f.code}::"
+                     f"{_github_escape(ptr + f.message)}\n")
+    return "".join(lines)
+
+
+def render_fleet_github(fleet: FleetReport) -> str:
+    """The annotations of every run, then one error annotation per path without a run."""
+    out = [render_github(r) for r in fleet.runs]
+    out += [f"::error title=rlio::{_github_escape(u.message)}\n" for u in fleet.unreadable]
+    return "".join(out)

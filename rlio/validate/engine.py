@@ -15,7 +15,7 @@ import gc
 import itertools
 import os
 from collections.abc import Callable, Iterator
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import orjson
 
@@ -25,17 +25,17 @@ from rlio.errors import NotARunError, RunNotFoundError
 from rlio.findings import Finding, Report, finding
 from rlio.storage.base import TEMP_INFIX, Entry, Storage
 from rlio.storage.opener import open_storage
+from rlio.validate.checks.cross_file import CROSS_FILE_CHECKS
 from rlio.validate.checks.registry import (
-    CROSS_FILE_CHECKS,
     KIND_CHECKS,
     NO_CHECKS,
     RUN_ORDER,
     KindChecks,
     RecordChecks,
 )
-from rlio.validate.checks.rollout_lines import duplicate_pairs
+from rlio.validate.checks.rollout_lines import PairOrder, duplicate_pairs
 from rlio.validate.checks.view import RunView
-from rlio.validate.parallel import RangeResult, RangeTask, RemoteScan, scan_range, scan_rollouts
+from rlio.validate.parallel import RangeResult, RangeTask, RemoteScan, scan_range
 from rlio.validate.scan import (
     MAX_DOCUMENT,
     Sink,
@@ -52,7 +52,6 @@ _HTML_SNIFF: Final = 1024
 #: The head start of this process over a helper, which first starts an interpreter (~0.12 s):
 #: half of what one process scans meanwhile (~170 MB/s), so that both finish together.
 _HELPER_START_BYTES: Final = 10 << 20
-_T = TypeVar("_T")
 #: A document at least this large is first given to its kind's ``large_document`` check: parsed
 #: whole, a logtree takes over ten times its size in memory (benchmarks/fleet.py, peak memory).
 LARGE_DOCUMENT: Final = 8 << 20
@@ -105,14 +104,11 @@ def validate_run_sized(
     except (OSError, ValueError, NotImplementedError, ImportError) as exc:
         raise RunNotFoundError(errno.ENOENT, f"run cannot be opened ({exc})", loc) from exc
     entries = require_run(storage, loc)
-    if jobs is None:
-        jobs = 2 if (os.cpu_count() or 1) >= 2 else 1
-    validator = Validator(storage, loc, cap=max_findings_per_code, jobs=max(1, jobs))
-    validator.observe = observe
+    jobs = min(2, os.cpu_count() or 1) if jobs is None else max(1, jobs)
+    validator = Validator(storage, loc, cap=max_findings_per_code, jobs=jobs, observe=observe)
     findings = validator.run(entries)
-    files = sum(1 for e in entries if e.kind == "file")
-    size = sum(e.size for e in entries if e.kind == "file")
-    return Report.build(utf8(loc), findings, layout=validator.layout), files, size
+    report = Report.build(utf8(loc), findings, layout=validator.layout)
+    return report, len(validator.sizes), sum(validator.sizes.values())
 
 
 def require_run(storage: Storage, location: str) -> list[Entry]:
@@ -133,12 +129,9 @@ def require_run(storage: Storage, location: str) -> list[Entry]:
 
 def utf8(text: str) -> str:
     """``text`` as valid UTF-8 (undecodable file-name bytes become ``\\xNN`` escapes)."""
-    try:
-        text.encode("utf-8")
+    if text.isascii():
         return text
-    except UnicodeEncodeError:
-        pass
-    try:
+    try:  # (valid UTF-8 text comes back as it is)
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -156,17 +149,16 @@ def _clean(f: Finding) -> Finding:
 class Validator:
     """One validation of one run: the per-file pass, then the cross-file checks."""
 
-    def __init__(self, storage: Storage, location: str, *, cap: int, jobs: int) -> None:
+    def __init__(self, storage: Storage, location: str, *, cap: int, jobs: int,
+                 observe: Observe | None = None) -> None:
         self.storage = storage
         self.location = location
         self.cap = cap
         self.jobs = jobs
+        self.observe = observe
         self.findings: list[Finding] = []
         self.layout: str | None = None
         self.sizes: dict[str, int] = {}
-        self.observe: Observe | None = None
-
-    # -- listing and classification ---------------------------------------------------------
 
     def run(self, entries: list[Entry]) -> list[Finding]:
         """Validate every entry of the run, then run the cross-file checks."""
@@ -176,7 +168,7 @@ class Validator:
         self.layout = view.layout
         rank = {kind: i for i, kind in enumerate(RUN_ORDER)}
         for rel in sorted(view.files, key=lambda r: (rank.get(view.files[r].kind, len(rank)), r)):
-            facts = self._guard(rel, view, self.file)
+            facts = self._guard(rel, view)
             name = KIND_CHECKS.get(view.files[rel].kind, NO_CHECKS).facts
             if name is not None:
                 setattr(view, name, facts)
@@ -185,6 +177,7 @@ class Validator:
         return [_clean(f) for f in self.findings]
 
     def _classify(self, entries: list[Entry]) -> RunView:
+        """The run's regular files of known kinds; a finding for each other entry."""
         files: dict[str, layout.RunPath] = {}
         present: dict[str, str] = {}
         display: dict[str, str] = {}
@@ -199,69 +192,58 @@ class Validator:
             rp = layout.parse_path(rel)
             name = rel.rsplit("/", 1)[-1]
             if e.kind == "dir":
-                if rp.kind not in ("unknown", "sidecar"):
-                    self._add("RL107", f"{shown} is a directory where a {rp.kind} file belongs",
-                              file=shown)
+                if rp.kind not in _NOT_VALIDATED:
+                    self._add("RL107", shown, f"{shown} is a directory where a {rp.kind} file "
+                                              "belongs")
                     hidden.add(rel)
-                continue
-            if name.startswith(".") and TEMP_INFIX in name:
-                self._add("RL306", "temporary file left by an interrupted atomic write (safe to "
-                                   "delete once no writer runs)", file=shown)
-                continue
-            if e.kind == "symlink":
+            elif name.startswith(".") and TEMP_INFIX in name:
+                self._add("RL306", shown, "temporary file left by an interrupted atomic write "
+                                          "(safe to delete once no writer runs)")
+            elif e.kind == "symlink":
                 where = "inside" if e.target_inside else "out of"
-                self._add("RL303", f"symbolic link pointing {where} the run; never followed",
-                          file=shown)
-                continue
-            if e.kind == "other":
-                if rp.kind in ("unknown", "sidecar"):
-                    self._add("RL301", "not a regular file (fifo, socket or device); not read",
-                              file=shown)
-                else:
-                    self._add("RL107", f"{shown} is not a regular file (fifo, socket or device) "
-                                       f"where a {rp.kind} file belongs; not read", file=shown)
-                continue
-            if rp.kind == "sidecar":
-                self._add("RL305", "the cookbook's copy of metrics.jsonl from before it rewound "
-                                   "on resume; not validated" if ".pre_resume_" in rel else
+                self._add("RL303", shown, f"symbolic link pointing {where} the run; never followed")
+            elif e.kind == "other" and rp.kind in _NOT_VALIDATED:
+                self._add("RL301", shown, "not a regular file (fifo, socket or device); not read")
+            elif e.kind == "other":
+                self._add("RL107", shown, f"{shown} is not a regular file (fifo, socket or device) "
+                                          f"where a {rp.kind} file belongs; not read")
+            elif rp.kind == "sidecar":
+                self._add("RL305", shown, "the cookbook's copy of metrics.jsonl from before it "
+                          "rewound on resume; not validated" if ".pre_resume_" in rel else
                           "sidecar kept by rlio (a torn tail or lines a resume superseded); not "
-                          "validated", file=shown)
+                          "validated")
             elif rp.kind == "unknown":
                 unknown += 1
                 if unknown <= self.cap:
-                    self._add("RL301", "file matches no known pattern; not validated", file=shown)
+                    self._add("RL301", shown, "file matches no known pattern; not validated")
             else:
                 if rp.problem is not None:
-                    self._add("RL302", rp.problem, file=shown)
+                    self._add("RL302", shown, rp.problem)
                 files[rel] = rp
         if unknown > self.cap:
             self.findings.append(capped("RL301", unknown - self.cap, self.cap, file=""))
-        found = layout.layout_of(rp.layout for rp in files.values())
-        return RunView(found, files, present, display)
+        return RunView(layout.layout_of(rp.layout for rp in files.values()), files, present,
+                       display)
 
-    def _add(self, code: str, message: str, *, file: str = "", line: int | None = None,
-             pointer: str = "") -> None:
-        self.findings.append(finding(code, message, file=file, line=line, pointer=pointer))
+    def _add(self, code: str, file: str, message: str) -> None:
+        self.findings.append(finding(code, message, file=file))
 
-    def _guard(self, rel: str, view: RunView, fn: Callable[..., _T], *args: Any) -> _T | None:
-        """Run one file's checks; an I/O error (or a validator bug) becomes RL107, never a raise."""
+    def _guard(self, rel: str, view: RunView) -> Any:
+        """``file``; an I/O error (or a validator bug) becomes RL107, never a raise."""
         shown = view.display[rel]
         try:
-            return fn(rel, view, *args)
+            return self.file(rel, view)
         except OSError as exc:
-            self._add("RL107", f"cannot be read: {exc.strerror or exc}", file=shown)
+            self._add("RL107", shown, f"cannot be read: {exc.strerror or exc}")
         except Exception as exc:  # a validator bug must not crash a CI job: report it instead
-            self._add("RL107", f"could not be validated ({type(exc).__name__}: {exc})"[:300],
-                      file=shown)
+            self._add("RL107", shown, f"could not be validated ({type(exc).__name__}: {exc})"[:300])
         return None
 
-    # -- per-file passes --------------------------------------------------------------------
-
-    def _stream(self, rel: str, kind: layout.FileKind, sink: Sink,
-                checks: RecordChecks | None) -> None:
-        with self.storage.open_read(rel) as stream:
-            scan_jsonl(stream, sink, schema=kind.schema or "", append_only=kind.append_only,
-                       on_record=checks)
+    def record_checks(self, rp: layout.RunPath, sink: Sink, view: RunView) -> RecordChecks | None:
+        """The record checks of one JSONL file (as ``observe`` wraps them)."""
+        factory = KIND_CHECKS.get(rp.kind, NO_CHECKS).records
+        hook = factory(sink, rp, view) if factory is not None else None
+        return self.observe(rp.kind, sink, hook) if self.observe is not None else hook
 
     def file(self, rel: str, view: RunView) -> Any:
         """Read one file as its kind's row says and run its kind's checks; the checks' facts."""
@@ -273,10 +255,10 @@ class Validator:
             if checks.ranged:
                 self._rollouts(rel, rp, sink)
             elif kind.format == "jsonl":
-                hook = checks.records(sink, rp, view) if checks.records is not None else None
-                if self.observe is not None:
-                    hook = self.observe(rp.kind, sink, hook)
-                self._stream(rel, kind, sink, hook)
+                hook = self.record_checks(rp, sink, view)
+                with self.storage.open_read(rel) as stream:
+                    scan_jsonl(stream, sink, schema=kind.schema or "",
+                               append_only=kind.append_only, on_record=hook)
                 return hook.finish() if hook is not None else None
             elif kind.format == "json":
                 self._document(rel, rp, kind, sink, checks)
@@ -322,39 +304,30 @@ class Validator:
             if enabled:
                 gc.enable()
 
-    # -- rollout summaries: streamed, split across processes when very large ------------------
-
     def _rollouts(self, rel: str, rp: layout.RunPath, sink: Sink) -> None:
+        """Stream a rollout-summary file by byte ranges, split across processes when very large."""
         size = self._size(rel)
         if size == 0:
             return
         # helper processes reopen the run by its location: only local runs are worth it (a
         # memory:// run is invisible to another process; object stores are network-bound)
         parts = self.jobs if size >= PARALLEL_MIN_BYTES and self.storage.is_local else 1
-        if parts == 1:  # the usual file: one scan into this file's sink
-            with self.storage.open_read(rel) as stream:
-                _, pairs = scan_rollouts(stream, sink, iteration=rp.iteration, label=rp.label)
-            if not pairs.ordered:
-                duplicate_pairs(self._records(rel), sink)
-            return
-        ranges = self._split(rel, size, parts)
         tasks = [RangeTask(self.location, rel, sink.file, rp.iteration, rp.label, a, b,
-                           b >= size, self.cap) for a, b in ranges]
-        results = self._run_ranges(tasks)
+                           b >= size, self.cap) for a, b in self._split(rel, size, parts)]
         offset = 0
-        order = None
-        for res in results:
+        order = PairOrder()
+        for res in self._run_ranges(tasks):
             sink.merge(res.sink, offset)
-            offset += res.stats.lines
-            order = res.order if order is None else order.then(res.order)
-        if order is not None and not order.ordered:
+            offset += res.lines
+            order = order.then(res.order)
+        if not order.ordered:
             duplicate_pairs(self._records(rel), sink)
 
     def _split(self, rel: str, size: int, parts: int) -> list[tuple[int, int]]:
         """``parts`` byte ranges of the file, each starting on a line boundary."""
         points = [0]
         # this process starts at once; helpers first start an interpreter: give it a head start
-        shift = min(size // (4 * parts), _HELPER_START_BYTES) if parts > 1 else 0
+        shift = min(size // (4 * parts), _HELPER_START_BYTES)
         for k in range(1, parts):
             off = max(size * k // parts + shift, points[-1])
             points.append(next_line_start(self.storage, rel, off, size))
@@ -372,9 +345,8 @@ class Validator:
             results = [scan_range(tasks[0], self.storage)]
             for task, scan in zip(tasks[1:], remote, strict=True):
                 try:
-                    if scan is None:
-                        raise RuntimeError("no helper process")
-                    results.append(scan.result())
+                    results.append(scan.result() if scan is not None else
+                                   scan_range(task, self.storage))
                 except Exception:  # whatever broke the helper, the range is scanned here
                     results.append(scan_range(task, self.storage))
         finally:

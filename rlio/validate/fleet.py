@@ -14,10 +14,11 @@ callback.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor, Future, as_completed
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Executor, as_completed
 from typing import Any
 
 from rlio import layout
@@ -124,7 +125,7 @@ class FleetReport(FrozenRecord):
 # -- discovery ------------------------------------------------------------------------------
 
 
-def _scheme(location: str) -> str | None:
+def uri_scheme(location: str) -> str | None:
     head, sep, _ = location.partition("://")
     return head.lower() if sep and head.isidentifier() else None
 
@@ -151,17 +152,12 @@ def _local_runs(root: str) -> list[str]:
         is_run = layout.is_run_root(e.name for e in entries)
         if is_run:
             found.append(folder)
-        subdirs = []
-        for e in entries:
-            try:
-                if not e.is_dir(follow_symlinks=False):
-                    continue
-            except OSError:
-                continue
-            if is_run and layout.is_iteration_dir(e.name):
-                continue  # a run's own per-iteration folder
-            subdirs.append(e.path)
-        stack.extend(reversed(subdirs))
+        for e in reversed(entries):  # popped in name order
+            # a run's own per-iteration folders hold no run
+            with contextlib.suppress(OSError):
+                if e.is_dir(follow_symlinks=False) and not (
+                        is_run and layout.is_iteration_dir(e.name)):
+                    stack.append(e.path)
     return found
 
 
@@ -194,7 +190,7 @@ def _remote_runs(prefix: str) -> list[str]:
 
 def _runs_at(path: str) -> list[str]:
     """The runs under one PATH; raises ``NotARunError`` when it holds none."""
-    scheme = _scheme(path)
+    scheme = uri_scheme(path)
     if scheme in (None, "file"):
         local = path[len("file://"):] if scheme == "file" else path
         runs = _local_runs((local.rstrip("/") or "/") if local else ".")
@@ -206,17 +202,23 @@ def _runs_at(path: str) -> list[str]:
     return runs
 
 
-def discover(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """The location of every run under ``paths`` (runs, parent folders, URI prefixes).
+def discover(paths: Iterable[str | os.PathLike[str]],
+             unreadable: list[Unreadable] | None = None) -> list[str]:
+    """The location of every run under ``paths`` (runs, parent folders, URI prefixes), once.
 
     Raises:
-        NotARunError: a path holds no run. RunNotFoundError: a path does not exist.
+        NotARunError: a path holds no run. RunNotFoundError: a path does not exist. Unless
+        ``unreadable`` is given: such a path is then added to it.
     """
     found: list[str] = []
     for p in paths:
-        for run in _runs_at(os.fspath(p)):
-            if run not in found:
-                found.append(run)
+        shown = os.fspath(p)
+        try:
+            found.extend(r for r in _runs_at(shown) if r not in found)
+        except (RunNotFoundError, OSError) as exc:
+            if unreadable is None:
+                raise
+            unreadable.append(Unreadable(shown, f"{exc.strerror or exc}"))  # names the path
     return found
 
 
@@ -262,50 +264,38 @@ def validate_runs(
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    runs: list[str] = []
     unreadable: list[Unreadable] = []
-    for p in paths:
-        shown = os.fspath(p)
-        try:
-            runs.extend(r for r in _runs_at(shown) if r not in runs)
-        except (RunNotFoundError, OSError) as exc:
-            unreadable.append(Unreadable(shown, f"{exc.strerror or exc}"))  # names the path
+    runs = discover(paths, unreadable)
     total = len(runs)
     if progress is not None:
         progress(Progress(0, total, 0, 0))
+    cap = max_findings_per_code
     results: dict[str, _Result] = {}
     files = size = 0
-
-    def done(res: _Result) -> None:
-        nonlocal files, size
-        results[res[0]] = res
-        files += res[3]
-        size += res[4]
-        if progress is not None:
-            progress(Progress(len(results), total, files, size, res[0]))
-
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    if executor is None and (workers <= 1 or total <= 1):
-        inner = None if total <= 1 else 1
-        for run in runs:
-            done(check_one(run, max_findings_per_code, inner))
-    else:
-        own = executor is None
-        if executor is None:
-            # imported here: the process pool (multiprocessing) is a third of a one-run
-            # validate's start-up (benchmarks/fleet.py, start-up row)
-            from concurrent.futures import ProcessPoolExecutor
+    own = None
+    if executor is None and workers > 1 and total > 1:
+        # imported here: the process pool (multiprocessing) is a third of a one-run
+        # validate's start-up (benchmarks/fleet.py, start-up row)
+        from concurrent.futures import ProcessPoolExecutor
 
-            executor = ProcessPoolExecutor(max_workers=min(workers, total))
-        try:
-            # one process per run: a within-file split inside each would oversubscribe the pool
-            futures: list[Future[_Result]] = [
-                executor.submit(check_one, run, max_findings_per_code, 1) for run in runs]
-            for fut in as_completed(futures):
-                done(fut.result())
-        finally:
-            if own:
-                executor.shutdown(wait=True, cancel_futures=True)
+        executor = own = ProcessPoolExecutor(max_workers=min(workers, total))
+    try:
+        if executor is None:  # in this process; one run may split its large files
+            outcomes: Iterator[_Result] = (check_one(r, cap, None if total <= 1 else 1)
+                                           for r in runs)
+        else:  # one process per run: a within-file split inside each would oversubscribe it
+            outcomes = (f.result() for f in as_completed(
+                [executor.submit(check_one, r, cap, 1) for r in runs]))
+        for res in outcomes:
+            results[res[0]] = res
+            files += res[3]
+            size += res[4]
+            if progress is not None:
+                progress(Progress(len(results), total, files, size, res[0]))
+    finally:
+        if own is not None:
+            own.shutdown(wait=True, cancel_futures=True)
     reports = []
     for run in runs:
         _, report, message, _, _ = results[run]

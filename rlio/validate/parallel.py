@@ -1,9 +1,9 @@
 """Byte-range scans of large rollout-summary files, in this process or in a helper process.
 
-``python -m rlio.validate.parallel`` reads one pickled ``RangeTask`` on stdin, scans that byte range
-and writes the pickled ``RangeResult`` on stdout. The validator starts such a process directly
-(not through ``multiprocessing``, which would re-import the caller's ``__main__``) to use a second
-core on files of hundreds of megabytes.
+``python -m rlio.validate.parallel TASK`` reads one pickled ``RangeTask`` (in hex) from its
+argument, scans that byte range and writes the pickled ``RangeResult`` on stdout. The validator
+starts such a process directly (not through ``multiprocessing``, which would re-import the
+caller's ``__main__``) to use a second core on files of hundreds of megabytes.
 """
 
 from __future__ import annotations
@@ -12,22 +12,17 @@ import os
 import pickle
 import subprocess
 import sys
-from typing import BinaryIO, Final
+from typing import NamedTuple
 
-from rlio._record import FrozenRecord, Record
+from rlio.layout import KINDS
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
 from rlio.validate.checks.rollout_lines import PairOrder, RolloutChecks
-from rlio.validate.scan import ScanStats, Sink, scan_jsonl
-
-_ROLLOUT_SCHEMA: Final = "rollout-summary-line"
+from rlio.validate.scan import Sink, scan_jsonl
 
 
-class RangeTask(FrozenRecord):
+class RangeTask(NamedTuple):
     """One byte range ``[start, end)`` of a rollout-summary file, starting on a line boundary."""
-
-    __slots__ = _fields = ("location", "rel", "file", "iteration", "label", "start", "end",
-                           "at_eof", "cap")
 
     location: str
     rel: str
@@ -39,21 +34,13 @@ class RangeTask(FrozenRecord):
     at_eof: bool
     cap: int
 
-    def __init__(self, location: str, rel: str, file: str, iteration: int | None,
-                 label: str | None, start: int, end: int, at_eof: bool, cap: int) -> None:
-        self._set(location=location, rel=rel, file=file, iteration=iteration, label=label,
-                  start=start, end=end, at_eof=at_eof, cap=cap)
 
+class RangeResult(NamedTuple):
+    """Findings (line numbers relative to the range), lines read and the pair order of a range."""
 
-class RangeResult(Record):
-    """Findings (line numbers relative to the range), counts and the pair order of a range."""
-
-    _fields = ("sink", "stats", "order")
-
-    def __init__(self, sink: Sink, stats: ScanStats, order: PairOrder) -> None:
-        self.sink = sink
-        self.stats = stats
-        self.order = order
+    sink: Sink
+    lines: int
+    order: PairOrder
 
 
 def scan_range(task: RangeTask, storage: Storage | None = None) -> RangeResult:
@@ -62,24 +49,14 @@ def scan_range(task: RangeTask, storage: Storage | None = None) -> RangeResult:
     if storage is None:
         storage = open_storage(task.location)
     sink = Sink(task.file, task.cap)
+    hook = RolloutChecks(sink, iteration=task.iteration, label=task.label)
     with storage.open_read(task.rel) as stream:
         if task.start:
             stream.seek(task.start)
-        stats, order = scan_rollouts(stream, sink, iteration=task.iteration, label=task.label,
-                                     limit=task.end - task.start, at_eof=task.at_eof)
-    return RangeResult(sink, stats, order)
-
-
-def scan_rollouts(
-    stream: BinaryIO, sink: Sink, *, iteration: int | None, label: str | None,
-    limit: int | None = None, at_eof: bool = True,
-) -> tuple[ScanStats, PairOrder]:
-    """Scan rollout-summary lines from ``stream`` with every per-record check: what the scan
-    saw and how the ``(group_idx, traj_idx)`` pairs ran."""
-    hook = RolloutChecks(sink, iteration=iteration, label=label)
-    stats = scan_jsonl(stream, sink, schema=_ROLLOUT_SCHEMA, append_only=False, on_record=hook,
-                       limit=limit, at_eof=at_eof)
-    return stats, hook.finish()
+        lines, _ = scan_jsonl(stream, sink, schema=KINDS["rollout_summaries"].schema or "",
+                              append_only=False, on_record=hook, limit=task.end - task.start,
+                              at_eof=task.at_eof)
+    return RangeResult(sink, lines, hook.finish())
 
 
 class RemoteScan:
@@ -87,21 +64,16 @@ class RemoteScan:
 
     def __init__(self, task: RangeTask) -> None:
         self.task = task
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        # the helper imports this process's rlio: the folder holding the package goes first
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
                                     else "")
+        # the task (a few names and numbers) travels as a command-line argument
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "rlio.validate.parallel"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+            [sys.executable, "-m", "rlio.validate.parallel", pickle.dumps(task).hex()],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
         )
-        stdin, self._proc.stdin = self._proc.stdin, None  # written here; communicate() skips it
-        assert stdin is not None
-        try:
-            stdin.write(pickle.dumps(task))
-            stdin.close()
-        except OSError:
-            pass  # the process died; result() reports it
 
     def result(self) -> RangeResult:
         """The helper's result; raises RuntimeError when it failed (callers rescan locally)."""
@@ -112,9 +84,7 @@ class RemoteScan:
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"range scan helper gave no result in {timeout:.0f} s") from None
         finally:
-            if self._proc.poll() is None:
-                self._proc.kill()
-                self._proc.wait()
+            self.cancel()
         if self._proc.returncode != 0:
             raise RuntimeError(f"range scan helper exited {self._proc.returncode}: "
                                f"{err.decode(errors='replace')[-300:]}")
@@ -132,10 +102,7 @@ class RemoteScan:
 
 def main() -> int:
     """Entry point of the helper process."""
-    task = pickle.loads(sys.stdin.buffer.read())
-    if not isinstance(task, RangeTask):
-        return 2
-    result = scan_range(task)
+    result = scan_range(pickle.loads(bytes.fromhex(sys.argv[1])))
     sys.stdout.buffer.write(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
     sys.stdout.buffer.flush()
     return 0

@@ -11,21 +11,16 @@ string, JSON nested past every parser's limit) is a finding, never an exception.
 from __future__ import annotations
 
 import codecs
-import functools
+import contextlib
+import sys
 from collections.abc import Callable
-from typing import Any, BinaryIO, Final, TypeAlias
+from typing import Any, BinaryIO, Final, NamedTuple, TypeAlias
 
 import orjson
 
 from rlio._codec.jsonl import DecodeError, decode
 from rlio._codec.lines import MAX_LINE, ForwardLines
-from rlio._record import Record
-from rlio.findings import (
-    CATALOGUE,
-    Finding,
-    Severity,
-    finding,
-)
+from rlio.findings import CATALOGUE, Finding, Severity, finding
 from rlio.schema import Level, explain, fast_check, full_check
 
 #: A JSON document (config, logtree) larger than this is not parsed; RL114.
@@ -37,6 +32,8 @@ _TOO_DEEP_TO_EXPLAIN: Final = "record is nested too deeply to explain"
 
 #: ``on_record(record, line, schema_valid)``: the per-record checks of one file kind.
 RecordHook: TypeAlias = Callable[[Any, int, bool], None]
+
+
 def short(value: Any, limit: int = 60) -> str:
     """``repr`` of ``value`` cut to ``limit`` characters: messages stay one short line."""
     text = repr(value)
@@ -78,11 +75,8 @@ class Sink:
     def merge(self, other: Sink, line_offset: int) -> None:
         """Fold in a later byte range's findings (its line numbers start after ``line_offset``)."""
         for f in other.items:
-            line = None if f.line is None else f.line + line_offset
-            n = self.counts.get(f.code, 0) + 1
-            self.counts[f.code] = n
-            if n <= self.cap:
-                self.items.append(Finding(f.code, f.severity, f.file, line, f.pointer, f.message))
+            self.add(f.code, f.message, line=None if f.line is None else f.line + line_offset,
+                     pointer=f.pointer, severity=f.severity)
         for code, n in other.counts.items():
             self.counts[code] = self.counts.get(code, 0) + max(0, n - other.cap)
         if other.nonfinite_first is not None:
@@ -92,8 +86,6 @@ class Sink:
 
     def finish(self) -> list[Finding]:
         """The findings, plus one RL104 for non-finite tokens and one RL112 per capped code."""
-        if not self.counts and not self.nonfinite_lines:
-            return []
         out = list(self.items)
         if self.nonfinite_lines:
             where = (f"in {self.nonfinite_lines} line(s); the first is here"
@@ -116,12 +108,10 @@ def capped(code: str, extra: int, cap: int, *, file: str) -> Finding:
 
 
 def verdict(check: Callable[[Any], bool], instance: Any) -> bool:
-    """The fast check's verdict; instances too deep for the Python stack go to a deep thread."""
+    """The check's verdict; instances too deep for the Python stack go to a deep thread."""
     try:
         return bool(check(instance))
     except RecursionError:
-        from rlio.validate.deep import call_deep
-
         return bool(call_deep(check, instance))
 
 
@@ -130,9 +120,7 @@ def explain_one(schema: str, instance: Any, *, level: Level = "error") -> tuple[
     try:
         found = explain(schema, instance, level=level)
         if found is not None and found[1] == _TOO_DEEP_TO_EXPLAIN:
-            from rlio.validate.deep import call_deep
-
-            found = call_deep(functools.partial(explain, level=level), schema, instance)
+            found = call_deep(explain, schema, instance, level=level)
     except RecursionError:
         found = ("", _TOO_DEEP_TO_EXPLAIN)
     except Exception as exc:  # an explainer bug must not hide the verdict
@@ -142,91 +130,58 @@ def explain_one(schema: str, instance: Any, *, level: Level = "error") -> tuple[
     return found
 
 
-def judge(
-    sink: Sink, schema: str, check: Callable[[Any], bool], instance: Any, line: int | None,
-) -> bool:
+def judge(sink: Sink, schema: str, instance: Any, line: int | None) -> bool:
     """Schema verdict for one record or document: one RL201 (best error) when it breaks an
-    error-level rule (``check``), else one RL205 when it breaks a warning-level one.
-
-    Returns whether it passes the error-level rules.
-    """
+    error-level rule, else one RL205 when it breaks a warning-level one (an expectation: the
+    writer accepted it). Returns whether it passes the error-level rules."""
+    fast, full = fast_check(schema), full_check(schema)
     try:
-        ok = verdict(check, instance)
-        if ok and check is not full_check(schema) and not verdict(full_check(schema), instance):
-            _expectation(sink, schema, instance, line)
+        ok = verdict(fast, instance)
+        warn = ok and fast is not full and not verdict(full, instance)
     except RecursionError:
         sink.add("RL106", "nested too deeply to validate", line=line)
         return False
-    if not ok:
-        if sink.full("RL201"):
-            sink.add("RL201", "", line=line)
+    if not ok or warn:
+        code = "RL205" if warn else "RL201"
+        if sink.full(code):
+            sink.add(code, "", line=line)
         else:
-            pointer, message = explain_one(schema, instance)
-            sink.add("RL201", message, line=line, pointer=pointer)
+            pointer, message = explain_one(schema, instance, level="full" if warn else "error")
+            if warn:
+                message += " (an expectation, not a rule: readers take the value)"
+            sink.add(code, message, line=line, pointer=pointer)
     return ok
 
 
-def _expectation(sink: Sink, schema: str, instance: Any, line: int | None) -> None:
-    """One RL205: a value outside a warning-level expectation (the writer accepted it)."""
-    if sink.full("RL205"):
-        sink.add("RL205", "", line=line)
-        return
-    pointer, message = explain_one(schema, instance, level="full")
-    sink.add("RL205", f"{message} (an expectation, not a rule: readers take the value)",
-             line=line, pointer=pointer)
+class _Pending(NamedTuple):
+    """A failed line held back until we know whether it is the file's last (torn) line;
+    ``damage``: it looks like a cut append between JSON lines (RL117 if one follows)."""
 
-
-class ScanStats(Record):
-    """What a JSONL pass saw: lines read and bytes consumed."""
-
-    _fields = ("lines", "bytes", "records")
-
-    def __init__(self, lines: int = 0, bytes: int = 0, records: int = 0) -> None:
-        self.lines = lines
-        self.bytes = bytes
-        self.records = records
-
-
-class _Pending(Record):
-    """A failed line held back until we know whether it is the file's last (torn) line."""
-
-    _fields = ("line", "code", "message", "pointer", "damage")
-
-    def __init__(self, line: int, code: str, message: str, pointer: str = "",
-                 damage: bool = False) -> None:
-        self.line = line
-        self.code = code
-        self.message = message
-        self.pointer = pointer
-        self.damage = damage  # looks like a cut append between JSON lines (RL117 if one follows)
+    line: int
+    code: str
+    message: str
+    damage: bool
 
 
 def scan_jsonl(
     stream: BinaryIO, sink: Sink, *, schema: str, append_only: bool,
     on_record: RecordHook | None = None, limit: int | None = None, at_eof: bool = True,
     first_line: int = 1,
-) -> ScanStats:
-    """Judge every line of a JSONL stream from its current position.
+) -> tuple[int, int]:
+    """Judge every line of a JSONL stream from its current position (a line boundary) against
+    ``schema``; returns ``(lines, bytes)`` read.
 
-    Each line is parsed by ``orjson.loads`` and judged by the schema's checker; a line orjson
-    refuses is classified (``rlio._codec.jsonl.decode``: NaN tokens are read, RL104) or held back
-    until the next line shows whether it was a torn tail or crash damage.
-
-    Args:
-        stream: binary stream positioned at the start of a line.
-        sink: where findings go (line numbers are 1-based from the stream's position).
-        schema: the schema name each record must satisfy.
-        append_only: a bad last line is a torn tail (RL103 warning) rather than RL113.
-        on_record: per-record checks, called for every decoded record with its verdict.
-        limit: stop after consuming this many bytes (a byte range ending on a line boundary).
-        at_eof: whether the range ends at the end of the file (only then is a line "last").
-        first_line: the number of the stream's first line (a log read on from an offset).
+    Each line is parsed by ``orjson.loads`` and judged by the schema's checker, then handed to
+    ``on_record`` with its verdict; a line orjson refuses is classified (``rlio._codec.jsonl.
+    decode``: NaN tokens are read, RL104) or held back until the next line shows whether it was
+    a torn tail (RL103 when ``append_only``, else RL113) or crash damage. ``limit`` bytes end a
+    range on a line boundary, ``at_eof`` says whether that is the file's end (only then is a line
+    "last"), ``first_line`` numbers the first line (a log read on from an offset).
     """
     check = full_check(schema)  # every rule: a record it accepts gives no finding
     loads = orjson.loads
     reader = ForwardLines(stream, max_line=MAX_LINE, limit=limit, first=first_line)
     pending: _Pending | None = None
-    records = 0
     lineno = first_line - 1
     for lineno, line, terminated in reader:
         # the line before this one was held back as unparseable (a blank line is no damage)
@@ -243,17 +198,15 @@ def scan_jsonl(
         try:
             record = loads(line)
         except orjson.JSONDecodeError:
-            record, pending = _slow_decode(line, lineno, sink)
+            record, pending = _slow_decode(line, lineno, sink, after_bad)
             if pending is not None:
-                pending.damage = not after_bad and _looks_cut(line)
                 continue
-        records += 1
         try:
             ok = check(record)
         except RecursionError:
             ok = False
         if not ok:  # deep documents, explanation, capping
-            ok = judge(sink, schema, fast_check(schema), record, lineno)
+            ok = judge(sink, schema, record, lineno)
         if on_record is not None:
             on_record(record, lineno, ok)
     if pending is not None:
@@ -261,7 +214,7 @@ def scan_jsonl(
             _torn(sink, pending.line, append_only, pending.message)
         else:
             _flush(sink, pending, False)
-    return ScanStats(lineno - first_line + 1, reader.offset, records)
+    return lineno - first_line + 1, reader.offset
 
 
 def _readable(sink: Sink, lineno: int, line: bytes, at_eof: bool, append_only: bool) -> bool:
@@ -316,35 +269,34 @@ def _flush(sink: Sink, p: _Pending, damage: bool) -> None:
     """
     if damage and p.code == "RL102":
         sink.add("RL117", f"{p.message}: crash damage (a killed append, then more lines); "
-                          "readers skip it", line=p.line, pointer=p.pointer)
+                          "readers skip it", line=p.line)
     else:
-        sink.add(p.code, p.message, line=p.line, pointer=p.pointer)
+        sink.add(p.code, p.message, line=p.line)
 
 
-_KIND_CODE: Final = {"utf8": "RL101", "json": "RL102", "deep": "RL106", "empty": "RL105"}
-
-
-def _slow_decode(line: bytes, lineno: int, sink: Sink) -> tuple[Any, _Pending | None]:
-    """Decode a line orjson refused: NaN tokens are accepted (RL104), anything else is held back."""
-    try:
-        value, had_nonfinite = decode(line)
-    except DecodeError as exc:
-        code = _KIND_CODE.get(exc.kind, "RL102")
-        if code == "RL105":
-            msg = "blank line (readers skip it)"
-        elif code == "RL106":
-            msg = f"line is {exc} (orjson stops at 1,024 levels)"
-        elif code == "RL101":
-            msg = f"line is not valid UTF-8 ({exc})"
-        else:
-            msg = f"line is not valid JSON ({exc})"
-        return None, _Pending(lineno, code, msg)
+def _decode(data: bytes, sink: Sink, line: int | None) -> Any:
+    """``data`` parsed with NaN tokens read as null (noted for RL104); raises DecodeError."""
+    value, had_nonfinite = decode(data)
     if had_nonfinite:
         from rlio._codec.normalize import nonfinite_to_none
 
-        sink.nonfinite(lineno)
+        sink.nonfinite(line)
         value = nonfinite_to_none(value)
-    return value, None
+    return value
+
+
+def _slow_decode(line: bytes, lineno: int, sink: Sink,
+                 after_bad: bool) -> tuple[Any, _Pending | None]:
+    """Decode a line orjson refused: NaN tokens are accepted (RL104), anything else is held back."""
+    try:
+        return _decode(line, sink, lineno), None
+    except DecodeError as exc:
+        code, msg = {
+            "empty": ("RL105", "blank line (readers skip it)"),
+            "deep": ("RL106", f"line is {exc} (orjson stops at 1,024 levels)"),
+            "utf8": ("RL101", f"line is not valid UTF-8 ({exc})"),
+        }.get(exc.kind, ("RL102", f"line is not valid JSON ({exc})"))
+        return None, _Pending(lineno, code, msg, not after_bad and _looks_cut(line))
 
 
 def check_document(
@@ -356,22 +308,15 @@ def check_document(
                  if data else f"empty {kind} document (0 bytes)")
         return False, None
     try:
-        value, had_nonfinite = decode(data)
+        value = _decode(data, sink, None)
     except DecodeError as exc:
-        if exc.kind == "deep":
-            sink.add("RL106", f"document is {exc}: no reader can parse it (orjson stops at "
-                              "1,024 levels, Python's json near its recursion limit)")
-        elif exc.kind == "utf8":
-            sink.add("RL101", f"document is not valid UTF-8 ({exc})")
-        else:
-            sink.add("RL102", f"document is not valid JSON ({exc})")
+        sink.add(*{
+            "deep": ("RL106", f"document is {exc}: no reader can parse it (orjson stops at "
+                              "1,024 levels, Python's json near its recursion limit)"),
+            "utf8": ("RL101", f"document is not valid UTF-8 ({exc})"),
+        }.get(exc.kind, ("RL102", f"document is not valid JSON ({exc})")))
         return False, None
-    if had_nonfinite:
-        from rlio._codec.normalize import nonfinite_to_none
-
-        sink.nonfinite(None)
-        value = nonfinite_to_none(value)
-    judge(sink, schema, fast_check(schema), value, None)
+    judge(sink, schema, value, None)
     return True, value
 
 
@@ -393,7 +338,7 @@ def check_html(head: bytes, tail: bytes, size: int, sink: Sink, *, chart: bool =
         sink.add("RL110", f"HTML report is truncated: it does not end with </html> ({size} bytes)")
 
 
-def check_utf8_text(stream: BinaryIO, sink: Sink, *, code: str = "RL108") -> None:
+def check_utf8_text(stream: BinaryIO, sink: Sink) -> None:
     """Stream a text file through a UTF-8 decoder; report the first invalid byte."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = 0
@@ -405,8 +350,42 @@ def check_utf8_text(stream: BinaryIO, sink: Sink, *, code: str = "RL108") -> Non
             decoder.decode(chunk, final)
         except UnicodeDecodeError as exc:
             at = offset - held + exc.start
-            sink.add(code, f"not valid UTF-8 (first bad byte near offset {max(0, at)})")
+            sink.add("RL108", f"not valid UTF-8 (first bad byte near offset {max(0, at)})")
             return
         if final:
             return
         offset += len(chunk)
+
+
+def call_deep(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` in a thread with a large stack and recursion limit, for documents
+    nested deeper than Python's default limit allows (JSON up to orjson's 1,024 levels).
+    Re-raises RecursionError if even that is not enough."""
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    old_limit = sys.getrecursionlimit()
+    thread = threading.Thread(target=target, name="rlio-deep-validate", daemon=True)
+    old_stack = threading.stack_size()
+    sys.setrecursionlimit(max(old_limit, 200_000))
+    try:
+        # read when the thread starts; a platform refusing a large stack keeps the default
+        with contextlib.suppress(ValueError, RuntimeError):
+            threading.stack_size(512 << 20)
+        try:
+            thread.start()
+        finally:
+            threading.stack_size(old_stack)
+        thread.join()
+    finally:
+        sys.setrecursionlimit(old_limit)
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")

@@ -10,6 +10,7 @@ never prints: ``check()`` returns the findings that are new since the previous c
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 
 from rlio import layout
 from rlio.findings import Finding, Report
-from rlio.storage.base import Entry, Storage
+from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
 from rlio.validate.checks.registry import KIND_CHECKS, NO_CHECKS, RecordChecks
 from rlio.validate.checks.view import RunView
@@ -43,29 +44,36 @@ class _Cached(Validator):
     def __init__(self, watcher: Watcher, storage: Storage, location: str) -> None:
         super().__init__(storage, location, cap=watcher.cap, jobs=1)
         self.w = watcher
-        self.sizes: dict[str, int] = {}
-
-    def run(self, entries: list[Entry]) -> list[Finding]:
-        self.sizes = {e.path: e.size for e in entries}
-        return super().run(entries)
+        # this round's results, for the next
+        self.files: dict[str, tuple[tuple[int, ...], list[Finding], Any]] = {}
+        self.logs: dict[str, _Log] = {}
 
     def file(self, rel: str, view: RunView) -> Any:
-        sig = self.w.signature(rel, self.sizes.get(rel, 0))
+        sig = self._signature(rel)
         rp = view.files[rel]
         kind = layout.KINDS[rp.kind]
         if kind.append_only and kind.format == "jsonl" and not KIND_CHECKS.get(
                 rp.kind, NO_CHECKS).ranged:
-            return self._log(rel, rp, kind, view, sig)
+            return self._log(rel, rp, kind.schema or "", view, sig)
         hit = self.w.files.get(rel)
         if hit is not None and hit[0] == sig:
             self.findings.extend(hit[1])
             return hit[2]
         start = len(self.findings)
         facts = super().file(rel, view)
-        self.w.next_files[rel] = (sig, self.findings[start:], facts)
+        self.files[rel] = (sig, self.findings[start:], facts)
         return facts
 
-    def _log(self, rel: str, rp: layout.RunPath, kind: layout.FileKind, view: RunView,
+    def _signature(self, rel: str) -> tuple[int, ...]:
+        """What identifies a file's content: size, mtime and inode locally, else the size."""
+        if self.storage.is_local:
+            with contextlib.suppress(OSError):
+                st = os.stat(os.path.join(self.storage.root, *rel.split("/")),
+                             follow_symlinks=False)
+                return (st.st_size, st.st_mtime_ns, st.st_ino)
+        return (self.sizes.get(rel, 0),)
+
+    def _log(self, rel: str, rp: layout.RunPath, schema: str, view: RunView,
              sig: tuple[int, ...]) -> Any:
         log = self.w.logs.get(rel)
         size = sig[0]
@@ -74,36 +82,35 @@ class _Cached(Validator):
         # restart point changes how earlier metrics lines are judged
         if (log is None or size < log.offset or (len(sig) > 2 and sig[2] != log.sig[2])
                 or restart != log.restart):
-            checks = KIND_CHECKS.get(rp.kind, NO_CHECKS)
             sink = Sink(view.display[rel], self.cap)
-            hook = checks.records(sink, rp, view) if checks.records is not None else None
-            log = _Log(sig, 0, 0, sink, hook, restart)
+            log = _Log(sig, 0, 0, sink, self.record_checks(rp, sink, view), restart)
         elif log.hook is not None and hasattr(log.hook, "iterations"):
             # new lines are judged against the iteration files present now
             log.hook.iterations = view.iterations
-        self.w.next_logs[rel] = log
+        self.logs[rel] = log
         if size > log.offset:
             end = self._last_line_end(rel, log.offset, size)
             if end > log.offset:
-                with self.storage.open_read(rel) as stream:
-                    stream.seek(log.offset)
-                    stats = scan_jsonl(stream, log.sink, schema=kind.schema or "",
-                                       append_only=True, on_record=log.hook,
-                                       limit=end - log.offset, at_eof=False,
-                                       first_line=log.lines + 1)
-                log.offset += stats.bytes
-                log.lines += stats.lines
+                lines, consumed = self._scan(rel, schema, log, log.sink, log.hook,
+                                             limit=end - log.offset, at_eof=False)
+                log.offset += consumed
+                log.lines += lines
         log.sig = sig
         # a torn tail and the end-of-file checks are judged on copies: the log reads on later
         sink, hook = copy.deepcopy((log.sink, log.hook))
         if size > log.offset:
-            with self.storage.open_read(rel) as stream:
-                stream.seek(log.offset)
-                scan_jsonl(stream, sink, schema=kind.schema or "", append_only=True,
-                           on_record=hook, first_line=log.lines + 1)
+            self._scan(rel, schema, log, sink, hook)
         facts = hook.finish() if hook is not None else None
         self.findings.extend(sink.finish())
         return facts
+
+    def _scan(self, rel: str, schema: str, log: _Log, sink: Sink, hook: RecordChecks | None,
+              **how: Any) -> tuple[int, int]:
+        """Judge the log's lines from where it was read up to (``how``)."""
+        with self.storage.open_read(rel) as stream:
+            stream.seek(log.offset)
+            return scan_jsonl(stream, sink, schema=schema, append_only=True, on_record=hook,
+                              first_line=log.lines + 1, **how)
 
     def _last_line_end(self, rel: str, start: int, size: int) -> int:
         """The offset just past the last newline in ``[start, size)`` (``start`` if none)."""
@@ -126,23 +133,10 @@ class Watcher:
         self.location = os.fspath(location)
         self.cap = max_findings_per_code
         self.files: dict[str, tuple[tuple[int, ...], list[Finding], Any]] = {}
-        self.next_files: dict[str, tuple[tuple[int, ...], list[Finding], Any]] = {}
         self.logs: dict[str, _Log] = {}
-        self.next_logs: dict[str, _Log] = {}
         self.seen: set[Finding] = set()
         self.report: Report | None = None
         self._storage: Storage | None = None
-
-    def signature(self, rel: str, size: int) -> tuple[int, ...]:
-        """What identifies a file's content: size, mtime and inode locally, else the size."""
-        storage = self._storage
-        if storage is not None and storage.is_local:
-            try:
-                st = os.stat(os.path.join(storage.root, *rel.split("/")), follow_symlinks=False)
-            except OSError:
-                return (size,)
-            return (st.st_size, st.st_mtime_ns, st.st_ino)
-        return (size,)
 
     def check(self) -> list[Finding]:
         """Validate what changed; the findings not reported by an earlier ``check()``.
@@ -153,10 +147,9 @@ class Watcher:
         if self._storage is None:
             self._storage = open_storage(self.location)
         entries = require_run(self._storage, self.location)
-        self.next_files, self.next_logs = {}, {}
         validator = _Cached(self, self._storage, self.location)
         findings = validator.run(entries)
-        self.files, self.logs = self.next_files, self.next_logs
+        self.files, self.logs = validator.files, validator.logs
         self.report = Report.build(utf8(self.location), findings, layout=validator.layout)
         new = [f for f in self.report.findings if f not in self.seen]
         self.seen = set(self.report.findings)

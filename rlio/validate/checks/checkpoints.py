@@ -5,14 +5,9 @@ from __future__ import annotations
 from typing import Any, Final
 
 from rlio._schema.loader import load_schema
-from rlio.rules import resume_problem
+from rlio.rules import RESUME_KEY, resume_problem
 from rlio.validate.checks.view import CheckpointFacts
 from rlio.validate.scan import Sink, short
-
-
-def _key_order(schema: str, key: str) -> tuple[str, ...]:
-    """A documented key order, read from the schema that owns it."""
-    return tuple(load_schema(schema)[key])
 
 
 class CheckpointChecks:
@@ -20,11 +15,11 @@ class CheckpointChecks:
 
     _MAX_KEPT: Final = 100_000
 
-    def __init__(self, sink: Sink, *, required_key: str = "state_path") -> None:
+    def __init__(self, sink: Sink) -> None:
         self.sink = sink
-        self.required_key = required_key
         self.facts = CheckpointFacts()
-        self._order: tuple[str, ...] | None = _key_order("checkpoint-line", "properties")
+        # the documented key order, read from the schema that owns it
+        self._order: tuple[str, ...] | None = tuple(load_schema("checkpoint-line")["properties"])
 
     def __call__(self, rec: Any, line: int, ok: bool) -> None:
         if not isinstance(rec, dict):
@@ -34,14 +29,16 @@ class CheckpointChecks:
             documented = [k for k in rec if k in self._order]
             expected = [k for k in self._order if k in rec]
             # the cookbook's SL loop writes epoch before batch: tolerated
-            if documented != expected and _swap(documented, "epoch", "batch") != expected:
+            swapped = ["batch" if k == "epoch" else "epoch" if k == "batch" else k
+                       for k in documented]
+            if documented != expected and swapped != expected:
                 self.sink.add("RL202", f"keys {', '.join(documented)} are out of the documented "
                                        f"order {', '.join(expected)}", line=line)
                 self._order = None
-        if rec.get(self.required_key) is None:
+        if rec.get(RESUME_KEY) is None:
             return
         batch = rec.get("batch")
-        problem = resume_problem(rec, self.required_key)
+        problem = resume_problem(rec)
         if problem is not None:
             self.sink.add("RL501", f"resumable checkpoint {short(rec.get('name'))} {problem}; "
                                    "the cookbook's resume crashes on it", line=line)
@@ -58,7 +55,3 @@ class CheckpointChecks:
     def finish(self) -> CheckpointFacts:
         """The ledger's facts, once every record was seen."""
         return self.facts
-
-
-def _swap(keys: list[str], a: str, b: str) -> list[str]:
-    return [b if k == a else a if k == b else k for k in keys]

@@ -17,12 +17,9 @@ CrossFileCheck = Callable[[RunView], Iterator[Finding]]
 def started(view: RunView) -> bool:
     """Whether the run holds any record: a metrics line, a checkpoint or a per-iteration file
     (a ledger that is there but was not read, say a directory or a link, counts as one)."""
-    if any(rp.iteration is not None for rp in view.files.values()):
-        return True
-    for name, facts in ((layout.METRICS, view.metrics), (layout.CHECKPOINTS, view.checkpoints)):
-        if name in view.present and (facts is None or facts.records > 0):
-            return True
-    return False
+    ledgers = ((layout.METRICS, view.metrics), (layout.CHECKPOINTS, view.checkpoints))
+    return any(rp.iteration is not None for rp in view.files.values()) or any(
+        name in view.present and (facts is None or facts.records > 0) for name, facts in ledgers)
 
 
 def required_files(view: RunView) -> Iterator[Finding]:
@@ -80,10 +77,8 @@ def html_twins(view: RunView) -> Iterator[Finding]:
 
 def checkpoint_beyond_metrics(view: RunView) -> Iterator[Finding]:
     """A resumable checkpoint's batch is at most the last metrics step + 1 (RL409)."""
-    if view.checkpoints is None or view.metrics is None:
-        return
-    last = view.metrics.last_train_step
-    if last is None:
+    last = view.metrics.last_train_step if view.metrics is not None else None
+    if view.checkpoints is None or last is None:
         return
     for line, batch in view.checkpoints.resumable:
         if batch > last + 1:
@@ -93,10 +88,5 @@ def checkpoint_beyond_metrics(view: RunView) -> Iterator[Finding]:
 
 #: Every cross-file check, run in this order after the per-file pass.
 CROSS_FILE_CHECKS: Final[tuple[CrossFileCheck, ...]] = (
-    required_files,
-    mixed_layout,
-    html_twins,
-    twin_write_ids,
-    checkpoint_beyond_metrics,
-)
+    required_files, mixed_layout, html_twins, twin_write_ids, checkpoint_beyond_metrics)
 

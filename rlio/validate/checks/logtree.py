@@ -21,32 +21,30 @@ _TIME = re.compile(r"[T ][0-9]{2}:[0-9]{2}")
 def known_data_types() -> frozenset[str]:
     """The logtree ``data`` types the schema specifies (``if type == X then ...`` clauses)."""
     data = load_schema("logtree").get("$defs", {}).get("data", {})
-    clauses = [data, *data.get("allOf", [])]
-    found = set()
-    for c in clauses:
-        const = c.get("if", {}).get("properties", {}).get("type", {}).get("const")
-        if isinstance(const, str):
-            found.add(const)
-    return frozenset(found)
+    consts = (c.get("if", {}).get("properties", {}).get("type", {}).get("const")
+              for c in [data, *data.get("allOf", [])])
+    return frozenset(c for c in consts if isinstance(c, str))
 
 
 def logtree_checks(doc: Any, sink: Sink, rp: RunPath) -> None:
-    """RL204 (naive started_at), RL410 (path does not name the HTML twin), RL203 (unknown types)."""
+    """RL204 (naive started_at), RL410 (path does not name the HTML twin), RL203 (a ``data``
+    type the schema does not specify, once per type).
+
+    A first walk only asks whether the document holds such a type (most hold none); only then
+    does a second walk, which tracks each node's position, report them with their pointers.
+    """
     if not isinstance(doc, dict):
         return
     head_checks(doc.get("started_at"), doc.get("path"), sink, rp)
-    _data_types(doc, sink)
-
-
-def _naive(started: str) -> bool:
-    """Whether ``started`` has a time of day but no UTC offset."""
-    return bool(_TIME.search(started)) and not _OFFSET.search(started)
+    known = known_data_types()
+    if unknown_type_under(doc.get("root"), known):
+        _report_unknown_types(doc.get("root"), known, sink)
 
 
 def head_checks(started: Any, path: Any, sink: Sink, rp: RunPath) -> None:
-    """RL204 (naive started_at), RL410 (path does not name the HTML twin)."""
+    """RL204 (a time of day but no UTC offset), RL410 (path does not name the HTML twin)."""
     twin = twin_path(rp, "html")
-    if isinstance(started, str) and _naive(started):
+    if isinstance(started, str) and _TIME.search(started) and not _OFFSET.search(started):
         sink.add("RL204", f"started_at {short(started)} has no UTC offset (naive local time)",
                  pointer="/started_at")
     if isinstance(path, str):
@@ -56,17 +54,6 @@ def head_checks(started: Any, path: Any, sink: Sink, rp: RunPath) -> None:
         if not parts or parts[-n:] != want[-n:]:
             sink.add("RL410", f"path {short(path)} does not name the HTML twin {twin!r}",
                      pointer="/path")
-
-
-def _data_types(doc: dict[str, Any], sink: Sink) -> None:
-    """RL203: a ``data`` type the schema does not specify (once per type).
-
-    A first walk only asks whether the document holds such a type (most hold none); only then
-    does a second walk, which tracks each node's position, report them with their pointers.
-    """
-    known = known_data_types()
-    if unknown_type_under(doc.get("root"), known):
-        _report_unknown_types(doc.get("root"), known, sink)
 
 
 def _unknown(node: Any, known: frozenset[str]) -> str | None:

@@ -47,33 +47,21 @@ class PairOrder(Record):
         return PairOrder(ordered, self.first, later.last)
 
 
-def _splits(label: str | None) -> frozenset[str]:
-    """The ``split`` values a file of evaluator ``label`` may carry (raw or sanitized label)."""
-    if label is None:
-        return frozenset({layout.split_name(None)})
-    return frozenset({layout.split_name(label), layout.split_name(layout.sanitize_label(label))})
-
-
 class RolloutChecks:
-    """Per-record checks of one ``*_rollout_summaries.jsonl`` file (a ``scan_jsonl`` hook).
-
-    Args:
-        sink: the file's findings.
-        iteration: the iteration in the file name (None: not judged).
-        label: the evaluator label in the file name (None: training rollouts).
-
-    The key order is judged on the first ``KEY_ORDER_RECORDS`` valid records (of each byte
-    range, when a large file is split).
-    """
+    """Per-record checks of one ``*_rollout_summaries.jsonl`` file (a ``scan_jsonl`` hook),
+    named by its ``iteration`` (None: not judged) and evaluator ``label`` (None: training). The
+    key order is judged on the first ``KEY_ORDER_RECORDS`` valid records (of each byte range,
+    when a large file is split)."""
 
     def __init__(self, sink: Sink, *, iteration: int | None, label: str | None) -> None:
         self.sink = sink
         self.iteration = iteration
         self.split = layout.split_name(label)
-        self.splits = _splits(label)
+        # the split a file of evaluator ``label`` may carry: from the raw or sanitized label
+        self.splits = {self.split} if label is None else {
+            self.split, layout.split_name(layout.sanitize_label(label))}
         self.keys = tuple(load_schema("rollout-summary-line")["required"])
         self.order = PairOrder()
-        self.last: tuple[int, int] = (-1, -1)
         self.key_checks = KEY_ORDER_RECORDS
 
     def __call__(self, rec: Any, line: int, ok: bool) -> None:
@@ -96,12 +84,13 @@ class RolloutChecks:
 
     def _pair(self, g: int, t: int) -> None:
         """Follow the pair order: it stays ordered while pairs strictly increase."""
-        if (g, t) > self.last:
-            if self.last[0] < 0:
-                self.order.first = (g, t)
-            self.last = (g, t)
+        order = self.order
+        if order.last is None or (g, t) > order.last:
+            if order.first is None:
+                order.first = (g, t)
+            order.last = (g, t)
         else:
-            self.order.ordered = False
+            order.ordered = False
 
     def _steps(self, rec: dict[str, Any], line: int) -> None:
         """RL404 (step_idx), RL406 (steps after episode_done), RL405 (total_reward)."""
@@ -134,8 +123,6 @@ class RolloutChecks:
 
     def finish(self) -> PairOrder:
         """How the pairs ran through the file (or range)."""
-        if self.order.first is not None:
-            self.order.last = self.last
         return self.order
 
 
