@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from rlio._record import FrozenRecord
 from rlio._version import __version__
 
 
@@ -106,12 +106,12 @@ CATALOGUE: dict[str, CodeInfo] = {
 }
 
 
-class Finding(FrozenRecord):
+@dataclass(frozen=True, slots=True)
+class Finding:
     """One problem found in a run (frozen; equality, hash and repr by the fields, in order).
 
     Not orderable with ``<``: the fields mix ``None`` and ``int`` lines and an enum, so the one
     report order is the explicit ``sort_key`` (``sorted(findings, key=Finding.sort_key)``).
-    Written by hand rather than as a dataclass: every ``rlio validate`` start imports it.
 
     Attributes:
         code: stable code from ``CATALOGUE`` (e.g. ``"RL201"``).
@@ -122,24 +122,12 @@ class Finding(FrozenRecord):
         message: one line naming the value and what was expected.
     """
 
-    __slots__ = _fields = ("code", "severity", "file", "line", "pointer", "message")
-
     code: str
     severity: Severity
     file: str
     line: int | None
     pointer: str
     message: str
-
-    def __init__(self, code: str, severity: Severity, file: str, line: int | None, pointer: str,
-                 message: str) -> None:
-        put = object.__setattr__
-        put(self, "code", code)
-        put(self, "severity", severity)
-        put(self, "file", file)
-        put(self, "line", line)
-        put(self, "pointer", pointer)
-        put(self, "message", message)
 
     def sort_key(self) -> tuple[str, int, str, str]:
         """Report order (file, line, pointer, code); a None line sorts first; never raises."""
@@ -173,19 +161,14 @@ def pointer_of(path: Iterable[str | int]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
-class Report(FrozenRecord):
+@dataclass(frozen=True, slots=True)
+class Report:
     """The outcome of validating one run: sorted findings and counts per severity (frozen;
     equality, hash and repr by the fields)."""
 
-    __slots__ = _fields = ("run", "findings", "layout")
-
     run: str
-    findings: tuple[Finding, ...]
-    layout: str | None
-
-    def __init__(self, run: str, findings: tuple[Finding, ...] = (),
-                 layout: str | None = None) -> None:
-        self._set(run=run, findings=findings, layout=layout)
+    findings: tuple[Finding, ...] = ()
+    layout: str | None = None
 
     @classmethod
     def build(cls, run: str, findings: Iterable[Finding], *, layout: str | None = None) -> Report:

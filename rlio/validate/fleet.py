@@ -19,10 +19,10 @@ import errno
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, as_completed
+from dataclasses import dataclass
 from typing import Any
 
 from rlio import layout
-from rlio._record import FrozenRecord
 from rlio._version import __version__
 from rlio.errors import NotARunError, RunNotFoundError
 from rlio.findings import Report, Severity
@@ -30,53 +30,39 @@ from rlio.storage.opener import open_storage
 from rlio.validate.engine import validate_run_sized
 
 
-class Unreadable(FrozenRecord):
+@dataclass(frozen=True, slots=True)
+class Unreadable:
     """A PATH that holds no run, or a run that could not be read: exit code 2."""
-
-    __slots__ = _fields = ("path", "message")
 
     path: str
     message: str
-
-    def __init__(self, path: str, message: str) -> None:
-        self._set(path=path, message=message)
 
     def to_dict(self) -> dict[str, str]:
         """``{"path", "message"}``."""
         return {"path": self.path, "message": self.message}
 
 
-class Progress(FrozenRecord):
+@dataclass(frozen=True, slots=True)
+class Progress:
     """One progress event: ``done`` of ``total`` runs validated, ``files`` and ``bytes`` read
     so far. The first event (``done == 0``) comes once discovery knows the total."""
-
-    __slots__ = _fields = ("done", "total", "files", "bytes", "run")
 
     done: int
     total: int
     files: int
     bytes: int
-    run: str | None
-
-    def __init__(self, done: int, total: int, files: int, bytes: int,
-                 run: str | None = None) -> None:
-        self._set(done=done, total=total, files=files, bytes=bytes, run=run)
+    run: str | None = None
 
 
 ProgressCallback = Callable[[Progress], None]
 
 
-class FleetReport(FrozenRecord):
+@dataclass(frozen=True, slots=True)
+class FleetReport:
     """The reports of every run found (in discovery order) and the paths that held none."""
 
-    __slots__ = _fields = ("runs", "unreadable")
-
-    runs: tuple[Report, ...]
-    unreadable: tuple[Unreadable, ...]
-
-    def __init__(self, runs: tuple[Report, ...] = (),
-                 unreadable: tuple[Unreadable, ...] = ()) -> None:
-        self._set(runs=runs, unreadable=unreadable)
+    runs: tuple[Report, ...] = ()
+    unreadable: tuple[Unreadable, ...] = ()
 
     @property
     def ok(self) -> bool:

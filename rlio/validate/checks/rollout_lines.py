@@ -10,10 +10,10 @@ The §9 rules themselves are ``rlio.rules``'; this module only reports what they
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Final
 
 from rlio import layout
-from rlio._record import Record
 from rlio._schema.loader import load_schema
 from rlio.rules import bad_step_index, reward_mismatch, step_after_done
 from rlio.validate.scan import Sink, short
@@ -22,20 +22,17 @@ from rlio.validate.scan import Sink, short
 KEY_ORDER_RECORDS: Final = 100
 
 
-class PairOrder(Record):
+@dataclass
+class PairOrder:
     """How ``(group_idx, traj_idx)`` pairs ran through a byte range: strictly increasing or not.
 
     Strictly increasing pairs cannot repeat, so uniqueness costs no memory on the usual path; a
     range that breaks the order triggers a second, dictionary-based pass (``duplicate_pairs``).
     """
 
-    _fields = ("ordered", "first", "last")
-
-    def __init__(self, ordered: bool = True, first: tuple[int, int] | None = None,
-                 last: tuple[int, int] | None = None) -> None:
-        self.ordered = ordered
-        self.first = first
-        self.last = last
+    ordered: bool = True
+    first: tuple[int, int] | None = None
+    last: tuple[int, int] | None = None
 
     def then(self, later: PairOrder) -> PairOrder:
         """The order of this range followed by ``later``."""

@@ -7,35 +7,32 @@ iteration set), then every other file, then the cross-file checks.
 
 from __future__ import annotations
 
-from rlio._record import Record
+from dataclasses import dataclass, field
+
 from rlio.layout import RunPath
 from rlio.storage.base import Storage
 
 
-class CheckpointFacts(Record):
+@dataclass
+class CheckpointFacts:
     """What the checkpoint ledger says: resumable records and the steps a resume can restart at."""
 
-    _fields = ("resumable", "restart_steps", "records")
-
-    def __init__(self, resumable: list[tuple[int, int]] | None = None,
-                 restart_steps: set[int] | None = None, records: int = 0) -> None:
-        # (line, batch) of each resumable record
-        self.resumable: list[tuple[int, int]] = [] if resumable is None else resumable
-        self.restart_steps: set[int] = set() if restart_steps is None else restart_steps
-        self.records = records
+    #: (line, batch) of each resumable record
+    resumable: list[tuple[int, int]] = field(default_factory=list)
+    restart_steps: set[int] = field(default_factory=set)
+    records: int = 0
 
 
-class MetricsFacts(Record):
+@dataclass
+class MetricsFacts:
     """What metrics.jsonl says: the last training step and how many records it holds."""
 
-    _fields = ("last_train_step", "records")
-
-    def __init__(self, last_train_step: int | None = None, records: int = 0) -> None:
-        self.last_train_step = last_train_step
-        self.records = records
+    last_train_step: int | None = None
+    records: int = 0
 
 
-class RunView(Record):
+@dataclass
+class RunView:
     """Facts the per-file pass gathered, for the checks that come after.
 
     Attributes:
@@ -48,19 +45,13 @@ class RunView(Record):
         storage: the run, for cross-file checks that read a few bytes of a file.
     """
 
-    _fields = ("layout", "files", "present", "display", "metrics", "checkpoints", "storage")
-
-    def __init__(self, layout: str | None, files: dict[str, RunPath], present: dict[str, str],
-                 display: dict[str, str], metrics: MetricsFacts | None = None,
-                 checkpoints: CheckpointFacts | None = None,
-                 storage: Storage | None = None) -> None:
-        self.layout = layout
-        self.files = files
-        self.present = present
-        self.display = display
-        self.metrics = metrics
-        self.checkpoints = checkpoints
-        self.storage = storage
+    layout: str | None
+    files: dict[str, RunPath]
+    present: dict[str, str]
+    display: dict[str, str]
+    metrics: MetricsFacts | None = None
+    checkpoints: CheckpointFacts | None = None
+    storage: Storage | None = None
 
     @property
     def iterations(self) -> frozenset[int]:
