@@ -88,39 +88,31 @@ class LocalLease(Lease):
 
     def __init__(self, path: str) -> None:
         self._path = path
-        self._fd: int | None = None
-        self._fallback: Any = None
         self.since = time.time()
         self.holder = holder_info(self.since)
-        if locking.HAVE_FLOCK:
-            self._take_flock()
-        else:
-            self._take_fallback()
+        self._fallback: Any = None if locking.HAVE_FLOCK else self._take_fallback()
+        self._fd: int | None = (self._take_flock() if locking.HAVE_FLOCK
+                                else os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644))
+        import json
 
-    def _take_flock(self) -> None:
+        with contextlib.suppress(OSError):  # a full disk: the lock holds, its record is missing
+            os.ftruncate(self._fd, 0)
+            os.write(self._fd, json.dumps(self.holder).encode())
+
+    def _take_flock(self) -> int:
         while True:
             fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            if not locking.flock(fd, blocking=False):
+            if not locking.try_flock(fd):
                 os.close(fd)
                 raise in_use(os.path.dirname(self._path), _read_holder(self._path))
             try:
-                same = os.stat(self._path).st_ino == os.fstat(fd).st_ino
+                if os.stat(self._path).st_ino == os.fstat(fd).st_ino:
+                    return fd
             except FileNotFoundError:
-                same = False
-            if same:
-                break
+                pass
             os.close(fd)  # the previous holder removed this file as it released it: again
-        self._fd = fd
-        import json
 
-        data = json.dumps(self.holder).encode()
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, data, 0)
-        except OSError:
-            pass  # a full disk: the lock still holds, only the holder record is missing
-
-    def _take_fallback(self) -> None:
+    def _take_fallback(self) -> Any:
         import filelock
 
         lock = locking.portable_lock(self._path + ".lock", timeout=0)
@@ -128,23 +120,17 @@ class LocalLease(Lease):
             lock.acquire()
         except filelock.Timeout:
             raise in_use(os.path.dirname(self._path), _read_holder(self._path)) from None
-        self._fallback = lock
-        import json
-
-        with contextlib.suppress(OSError), open(self._path, "wb") as f:
-            f.write(json.dumps(self.holder).encode())
+        return lock
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
-        lock, self._fallback = self._fallback, None
-        if fd is None and lock is None:
+        if fd is None:
             return
         with contextlib.suppress(OSError):  # while still held: a waiter that opened it retries
             os.unlink(self._path)
-        if fd is not None:
-            os.close(fd)  # closing releases the flock
-        if lock is not None:
-            lock.release()
+        os.close(fd)  # closing releases the flock
+        if self._fallback is not None:
+            self._fallback.release()
 
 
 def _read_holder(path: str) -> dict[str, Any]:
