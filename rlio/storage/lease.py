@@ -1,15 +1,14 @@
 """The run lease: one writer per run at a time (``RunInUseError`` for a second one).
 
 A ``Lease`` is held for the writer's whole life and released by ``release()`` or by the
-holder's death. Its holder is described by ``{"host", "pid", "since"}`` (``since`` an ISO 8601
-UTC time), stored with the lease so that a refused writer can say who holds the run.
+holder's death. Its holder, ``{"host", "pid", "since"}`` (an ISO 8601 UTC time), is stored with
+the lease so that a refused writer can say who holds the run.
 
 - Local disk (``LocalLease``): an exclusive ``flock`` on ``<run>/.rlio-lease`` (the holder's
   JSON written into it), held on an open descriptor: the OS releases it when the process dies,
   so a SIGKILLed writer never blocks its restart. The file is removed on release. Where
-  ``fcntl`` is missing, the ``filelock`` library locks ``<run>/.rlio-lease.lock`` instead.
-- memory:// and any backend without a lease of its own (``InProcessLease``): a table in this
-  process (memory:// runs live in one process).
+  ``fcntl`` is missing, ``filelock`` locks ``<run>/.rlio-lease.lock`` instead.
+- memory:// (``InProcessLease``): a table in this process, where memory:// runs live.
 - gs:// has its own, renewed lease object (``rlio.storage.gcs.lease``).
 """
 
@@ -31,15 +30,12 @@ LEASE_NAME = ".rlio-lease"
 LEASE_SECONDS = 60.0
 
 
-def holder_info(since: float | None = None) -> dict[str, Any]:
+def holder_info(since: float) -> dict[str, Any]:
     """This process as a lease holder: host, pid and since when (ISO 8601, UTC)."""
-    import datetime  # here: a validator or reader imports this module, never takes a lease
-    import socket
+    import socket  # here: a validator or reader imports this module, never takes a lease
 
-    when = datetime.datetime.fromtimestamp(time.time() if since is None else since,
-                                           datetime.UTC)
     return {"host": socket.gethostname(), "pid": os.getpid(),
-            "since": when.isoformat(timespec="seconds")}
+            "since": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(since))}
 
 
 def parse_holder(data: bytes) -> dict[str, Any]:
@@ -70,8 +66,9 @@ def in_use(where: str, holder: dict[str, Any]) -> RunInUseError:
 class Lease(ABC):
     """A held run lease. ``since`` is when it was taken (``time.time()``)."""
 
-    since: float
-    holder: dict[str, Any]
+    def __init__(self) -> None:
+        self.since = time.time()
+        self.holder = holder_info(self.since)
 
     @property
     def lost(self) -> bool:
@@ -87,9 +84,8 @@ class LocalLease(Lease):
     """An exclusive lock on ``<run>/.rlio-lease``, held on an open descriptor (see module)."""
 
     def __init__(self, path: str) -> None:
+        super().__init__()
         self._path = path
-        self.since = time.time()
-        self.holder = holder_info(self.since)
         self._fallback: Any = None if locking.HAVE_FLOCK else self._take_fallback()
         self._fd: int | None = (self._take_flock() if locking.HAVE_FLOCK
                                 else os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644))
@@ -155,9 +151,8 @@ class InProcessLease(Lease):
     """A lease in a table of this process, for backends whose runs live in one process."""
 
     def __init__(self, where: str) -> None:
+        super().__init__()
         self._where = where
-        self.since = time.time()
-        self.holder = holder_info(self.since)
         with _HELD_LOCK:
             if where in _HELD:
                 raise in_use(where, _HELD[where])

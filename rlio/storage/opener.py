@@ -13,11 +13,7 @@ from types import ModuleType
 from rlio.errors import MissingExtraError, RunNotFoundError, UnsafeStorageError
 from rlio.storage.base import Storage
 from rlio.storage.local import LocalStorage
-
-
-def _scheme(location: str) -> str | None:
-    head, sep, _ = location.partition("://")
-    return head.lower() if sep and head.isidentifier() else None
+from rlio.storage.memory import MemoryStorage
 
 
 def _import_extra(module: str, location: str, install: str) -> ModuleType:
@@ -27,11 +23,10 @@ def _import_extra(module: str, location: str, install: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        scheme = location.partition("://")[0]
         raise MissingExtraError(
-            f"{scheme}:// run directories need {module.partition('.')[0]}, which cannot be "
-            f"imported ({exc}); install it with: {install}"
-        ) from exc
+            f"{location.partition('://')[0]}:// run directories need "
+            f"{module.partition('.')[0]}, which cannot be imported ({exc}); install it with: "
+            f"{install}") from exc
 
 
 def _open_gcs(location: str) -> Storage:
@@ -58,22 +53,6 @@ def _open_gcs(location: str) -> Storage:
     return GcsStorage(fs, bucket, prefix.strip("/"))
 
 
-def _open_remote(location: str, scheme: str) -> Storage:
-    """The fsspec-backed storage of a URI; fsspec (and gcsfs for gs://) is imported here only."""
-    if scheme == "memory":
-        fsspec = _import_extra("fsspec", location, "pip install fsspec")
-        from rlio.storage.memory import MemoryStorage
-
-        return MemoryStorage(location, fsspec.filesystem("memory"))
-    if scheme in ("gs", "gcs"):
-        return _open_gcs(location)
-    raise UnsafeStorageError(
-        errno.EPROTONOSUPPORT,
-        f"{location}: {scheme}:// run directories are not supported; use a local path, "
-        "file://, memory:// or gs://",
-    )
-
-
 def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> Storage:
     """The backend for a local path or URI (``file://``, ``memory://``, ``gs://``).
 
@@ -89,18 +68,25 @@ def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> S
         UnsafeStorageError: a scheme rlio cannot write safely (anything but the above).
     """
     loc = os.fspath(location)
-    scheme = _scheme(loc)
+    head, sep, rest = loc.partition("://")
+    scheme = head.lower() if sep and head.isidentifier() else None
     storage: Storage
     if scheme in (None, "file"):
-        path = loc[len("file://"):] if scheme == "file" else loc
-        storage = LocalStorage(path.rstrip("/") or "/")
-        if create:
-            storage.create()
+        storage = LocalStorage((rest if scheme else loc).rstrip("/") or "/")
+    elif scheme == "memory":
+        fsspec = _import_extra("fsspec", loc, "pip install fsspec")
+        storage = MemoryStorage(loc, fsspec.filesystem("memory"))
+    elif scheme in ("gs", "gcs"):
+        storage = _open_gcs(loc)
     else:
-        storage = _open_remote(loc, scheme)
-        if create:
-            storage.create()
+        raise UnsafeStorageError(
+            errno.EPROTONOSUPPORT,
+            f"{loc}: {scheme}:// run directories are not supported; use a local path, "
+            "file://, memory:// or gs://")
+    if create:
+        storage.create()
+        if not storage.is_local:
             storage.sweep_orphans()  # a writer (re)opens the run: clean up after a crash
-    if not create and not storage.exists():
+    elif not storage.exists():
         raise RunNotFoundError(errno.ENOENT, "run directory not found", loc)
     return storage

@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from rlio.storage.gcs.api import GcsApi, generation
-from rlio.storage.lease import Lease, holder_info, in_use, parse_holder
+from rlio.storage.lease import Lease, in_use, parse_holder
 
 META_EXPIRES = "rlio-lease-expires"
 META_TOKEN = "rlio-lease-token"
@@ -39,8 +39,7 @@ class GcsLease(Lease):
         self._api, self._key, self._where = api, key, where
         self._seconds = float(lease_seconds)
         self._token = secrets.token_hex(8)
-        self.since = time.time()
-        self.holder = holder_info(self.since)
+        super().__init__()
         self._lost = False
         self._gen = self._take()
         self._stop = threading.Event()

@@ -18,7 +18,7 @@ What each operation costs and guarantees:
   changed the log, it is refused and left as it was.
 - ``acquire_lease``: the run's one-writer lease, renewed while held (``rlio.storage.gcs.lease``).
 - ``lock(rel)``: a lease object created with ``ifGenerationMatch=0`` under ``.rlio-locks/``, held
-  for short repairs only; a lease older than ``LEASE_SECONDS`` (a crashed holder) is broken.
+  for short repairs only; a lock older than ``LOCK_SECONDS`` (a crashed holder) is broken.
 """
 
 
@@ -37,20 +37,26 @@ from rlio.errors import RunNotFoundError, UnsafeStorageError
 from rlio.layout import content_type
 from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log
 from rlio.storage.gcs.api import (
-    LEASE_SECONDS,
     LOCKS_DIR,
     META_REWRITE_ID,
     META_REWRITES,
     PARTS_DIR,
-    READ_CHUNK,
     RUN_MARKER,
     GcsApi,
     generation,
 )
 from rlio.storage.gcs.append import GcsAppender
 from rlio.storage.gcs.lease import GcsLease
-from rlio.storage.lease import LEASE_NAME, Lease
-from rlio.storage.lease import LEASE_SECONDS as DEFAULT_LEASE_SECONDS
+from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease
+
+#: A lock not released after this long belongs to a crashed holder and may be broken.
+LOCK_SECONDS = 15.0
+#: Bytes fetched per GET when streaming a file.
+READ_CHUNK = 4 << 20
+
+
+def _missing(storage: GcsStorage, rel: str) -> FileNotFoundError:
+    return FileNotFoundError(errno.ENOENT, "no such object", storage.display(rel))
 
 
 class _RangeReader(io.RawIOBase):
@@ -71,9 +77,6 @@ class _RangeReader(io.RawIOBase):
 
     def seekable(self) -> bool:
         return True
-
-    def tell(self) -> int:
-        return self._pos
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
@@ -110,19 +113,19 @@ class GcsStorage(Storage):
         """The object name of run-relative ``rel``."""
         return f"{self.prefix}/{rel}" if self.prefix else rel
 
-    @property
-    def _dir(self) -> str:
-        return f"{self.prefix}/" if self.prefix else ""
+    def _any(self, prefix: str) -> bool:
+        """True when some object's name starts with ``prefix``."""
+        return any(True for _ in self.api.list(prefix, max_results=1))
 
     def exists(self) -> bool:
         try:
-            return any(True for _ in self.api.list(self._dir, max_results=1))
+            return self._any(self.key(""))
         except FileNotFoundError:  # no such bucket
             return False
 
     def create(self) -> None:
         try:
-            if any(True for _ in self.api.list(self._dir, max_results=1)) or not self.prefix:
+            if self._any(self.key("")) or not self.prefix:
                 return
             self.api.upload(self.key(RUN_MARKER), b"", if_generation_match=0)
         except FileExistsError:
@@ -131,8 +134,8 @@ class GcsStorage(Storage):
             raise RunNotFoundError(errno.ENOENT, "no such bucket", f"gs://{self.bucket}") from None
 
     def walk(self) -> Iterator[Entry]:
-        cut = len(self._dir)
-        for obj in self.api.list(self._dir):
+        cut = len(self.key(""))
+        for obj in self.api.list(self.key("")):
             rel = obj["name"][cut:]
             if rel and not rel.endswith("/") and not rel.startswith(HIDDEN_PREFIXES):
                 yield Entry(rel, "file", int(obj.get("size", 0)))
@@ -141,15 +144,7 @@ class GcsStorage(Storage):
         obj = self.api.get(self.key(rel))
         if obj is not None:
             return Entry(rel, "file", int(obj.get("size", 0)))
-        if any(True for _ in self.api.list(self.key(rel) + "/", max_results=1)):
-            return Entry(rel, "dir")
-        return None
-
-    def size(self, rel: str) -> int:
-        obj = self.api.get(self.key(rel))
-        if obj is None:
-            raise FileNotFoundError(errno.ENOENT, "no such object", self.display(rel))
-        return int(obj.get("size", 0))
+        return Entry(rel, "dir") if self._any(self.key(rel) + "/") else None
 
     def open_read(self, rel: str) -> BinaryIO:
         """Streams the bytes the object had when opened (appends made later are not read).
@@ -162,7 +157,7 @@ class GcsStorage(Storage):
         try:
             first, total, gen = self.api.read_ranged(self.key(rel), 0, READ_CHUNK)
         except FileNotFoundError:
-            raise FileNotFoundError(errno.ENOENT, "no such object", self.display(rel)) from None
+            raise _missing(self, rel) from None
         size = len(first) if total is None else total
         raw = _RangeReader(self.api, self.key(rel), first, size,
                            None if is_log(rel) else gen, self.display(rel))
@@ -172,13 +167,13 @@ class GcsStorage(Storage):
         try:
             return self.api.read(self.key(rel), start, end)
         except FileNotFoundError:
-            raise FileNotFoundError(errno.ENOENT, "no such object", self.display(rel)) from None
+            raise _missing(self, rel) from None
 
     def read_bytes(self, rel: str) -> bytes:
         try:
             return self.api.read_ranged(self.key(rel), 0)[0]  # one GET: never a mix of versions
         except FileNotFoundError:
-            raise FileNotFoundError(errno.ENOENT, "no such object", self.display(rel)) from None
+            raise _missing(self, rel) from None
 
     def replace(self, rel: str, data: bytes) -> None:
         if not is_log(rel):
@@ -205,7 +200,7 @@ class GcsStorage(Storage):
             return 0
         return n
 
-    def acquire_lease(self, *, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> Lease:
+    def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
         """The run lease: a renewed object taken with a generation precondition (``gcs.lease``)."""
         return GcsLease(self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds)
 
@@ -224,7 +219,7 @@ class GcsStorage(Storage):
         seen: tuple[int, float] | None = None
         delay = 0.05
         while True:
-            expires = f"{time.time() + LEASE_SECONDS:.3f}"
+            expires = f"{time.time() + LOCK_SECONDS:.3f}"
             try:
                 res = self.api.upload(key, b"", if_generation_match=0,
                                       metadata={"rlio-lease-expires": expires})
@@ -239,7 +234,7 @@ class GcsStorage(Storage):
                 seen = (gen, now)
             meta = cur.get("metadata") or {}
             stale = float(meta.get("rlio-lease-expires", "inf")) < time.time() - 5.0
-            if stale or now - seen[1] > LEASE_SECONDS:
+            if stale or now - seen[1] > LOCK_SECONDS:
                 with contextlib.suppress(FileNotFoundError, FileExistsError):
                     self.api.delete(key, if_generation_match=gen)
                 continue
@@ -251,7 +246,7 @@ class GcsStorage(Storage):
         while True:
             first = self.api.get(key)
             if first is None:
-                raise FileNotFoundError(errno.ENOENT, "no such object", self.display(rel))
+                raise _missing(self, rel)
             size = int(first["size"])
             if offset >= size:
                 return 0
