@@ -41,6 +41,13 @@ def is_log(rel: str) -> bool:
     return rel in APPEND_ONLY or parse_path(rel).kind == "sidecar"
 
 
+def rewrite_refused(where: str) -> UnsafeStorageError:
+    """The error of ``replace`` over an existing log on an object store (``where``: its URI)."""
+    return UnsafeStorageError(
+        errno.EEXIST, f"refusing to rewrite the append-only log {where} with replace(); logs "
+        "change only through appender() and move_tail()")
+
+
 class Entry(NamedTuple):
     """One entry found when walking a run.
 
@@ -144,13 +151,10 @@ class Storage(ABC):
         """
 
     def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
-        """Take the run's lease for one writer (see ``rlio.storage.lease``).
+        """Take the run's lease for one writer, or raise ``RunInUseError`` naming its holder.
 
-        This default keeps the lease in a table of this process (right for memory://).
-        ``lease_seconds`` is the expiry of a lease that is renewed (object stores).
-
-        Raises:
-            RunInUseError: another writer holds it; names the holder.
+        This default keeps it in a table of this process (memory://). ``lease_seconds`` is the
+        expiry of a lease that is renewed (object stores).
         """
         return InProcessLease(self.root)
 
@@ -193,14 +197,10 @@ class Storage(ABC):
     def open(self, rel: str, mode: str = "rb") -> BinaryIO:
         """Open ``rel`` as a binary file object.
 
-        ``"rb"`` streams (``open_read``); ``"wb"`` buffers and, when the file object is closed
-        without an exception, writes the whole file with ``replace`` (atomic). Append and update
-        modes are refused on every backend but the local one: object stores have no append
-        (gcsfs silently truncates), so appends go through ``appender`` instead.
-
-        Raises:
-            UnsafeStorageError: an append or update mode (``a``, ``+``) on a non-local backend.
-            ValueError: any other mode.
+        ``"rb"`` streams (``open_read``); ``"wb"`` buffers and, when closed without an exception,
+        writes the whole file with ``replace``. Append and update modes raise
+        ``UnsafeStorageError`` on every backend but the local one (object stores have no append:
+        gcsfs silently truncates); any other mode raises ValueError.
         """
         if mode == "rb":
             return self.open_read(rel)

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import _thread  # its lock, without the threading module a reader never needs
 import contextlib
-import errno
 import io
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from rlio.errors import UnsafeStorageError
-from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log
+from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log, rewrite_refused
 
 _MEMORY_MUTEX = _thread.allocate_lock()  # memory:// is process-local: one mutex orders its writes
 _MEMORY_LOCKS: dict[str, _thread.LockType] = {}  # lock(rel) per path, like a process-wide flock
@@ -86,9 +84,7 @@ class MemoryStorage(Storage):
         path = self._abs(rel)
         with _MEMORY_MUTEX:
             if is_log(rel) and self._fs.isfile(path):
-                raise UnsafeStorageError(
-                    errno.EEXIST, f"refusing to rewrite the append-only log {self.display(rel)} "
-                    "with replace(); logs change only through appender() and move_tail()")
+                raise rewrite_refused(self.display(rel))
             self._fs.pipe_file(path, bytes(data))
 
     def appender(self, rel: str) -> Appender:

@@ -1,13 +1,14 @@
 """The run lease on gs://: an object taken with a generation precondition, renewed while held.
 
-``<run>/.rlio-lease`` holds the holder's JSON (host, pid, since) and, in its custom metadata,
-when the lease expires (``rlio-lease-expires``, seconds since the epoch by the holder's clock)
-and a random token of the holder. It is created with ``ifGenerationMatch=0``; a daemon thread
-rewrites it every third of ``lease_seconds`` with ``ifGenerationMatch=<its generation>``, pushing
-the expiry on. A writer that finds a lease past its expiry takes it over with the same
-precondition (so of two takers one wins); one that finds it live gets ``RunInUseError``. A
-holder whose renewal finds another holder's generation has lost the lease (``lost``). A
-request whose answer was lost and whose retry got 412 is recognised by the token.
+``<run>/.rlio-lease`` (and each ``GcsStorage.lock`` object, the same way) holds the holder's
+JSON (host, pid, since) and, in its custom metadata, when the lease expires
+(``rlio-lease-expires``, seconds since the epoch by the holder's clock) and a random token of
+the holder. It is created with ``ifGenerationMatch=0``; a daemon thread rewrites it every third
+of ``lease_seconds`` with ``ifGenerationMatch=<its generation>``, pushing the expiry on. A
+writer that finds a lease past its expiry takes it over with the same precondition (so of two
+takers one wins); one that finds it live gets ``RunInUseError``. A holder whose renewal finds
+another holder's generation has lost the lease (``lost``). A request whose answer was lost and
+whose retry got 412 is recognised by the token.
 
 Clocks: expiry is judged by the taker's clock against the holder's; hosts are assumed to agree
 within a small fraction of ``lease_seconds``.

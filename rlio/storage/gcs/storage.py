@@ -1,26 +1,19 @@
 """gs:// run directories: the ``Storage`` backend for Google Cloud Storage.
 
-Every request goes through the JSON API call of a gcsfs filesystem that ``rlio.storage`` creates
-and hands in (so this module never imports fsspec or gcsfs, and inherits gcsfs's credentials,
-session and retries of 5xx/429 answers). gcsfs's own file API is not used for writes: it has no
-append (append mode truncates) and no conditional writes beyond create-only.
+Every request is a JSON API call of the gcsfs filesystem ``open_storage`` hands in (so this
+module imports neither fsspec nor gcsfs, and inherits gcsfs's credentials, session and retries
+of 5xx/429 answers); gcsfs's file API has no append and no conditional writes, so writes skip it.
 
-What each operation costs and guarantees:
-
-- Whole files (``replace``): one multipart upload, so readers see the old object or the new one.
-  An existing append-only log is never rewritten this way (create-only, else refused).
-- Reads: ranged GETs with explicit offsets (``bytes=A-B``; never suffix ranges), so reading a
-  file's tail costs its tail, not the file.
-- Appends (``appender``, see ``rlio.storage.gcs.append``): batches composed into the one live
-  object, conditional on its generation.
+- ``replace``: one multipart upload (readers see the old object or the new one); an existing
+  append-only log is never rewritten this way (create-only, else refused).
+- Reads: ranged GETs with explicit offsets (never suffix ranges): a file's tail costs its tail.
+- ``appender``: batches composed into the one live object, conditional on its generation
+  (``rlio.storage.gcs.append``); ``acquire_lease``: a renewed lease object (``gcs.lease``).
 - ``move_tail``: the tail reaches the sidecar durably first; the log is then rewritten with
-  ``ifGenerationMatch``. If composes landed in between, the rewrite keeps them; if anything else
-  changed the log, it is refused and left as it was.
-- ``acquire_lease``: the run's one-writer lease, renewed while held (``rlio.storage.gcs.lease``).
-- ``lock(rel)``: a lease object created with ``ifGenerationMatch=0`` under ``.rlio-locks/``, held
-  for short repairs only; a lock older than ``LOCK_SECONDS`` (a crashed holder) is broken.
+  ``ifGenerationMatch``, keeping composes that landed in between and refusing any other change.
+- ``lock(rel)``: a lease object as the run's, under ``.rlio-locks/``, held for short repairs; a
+  crashed holder's is taken over ``LOCK_SECONDS`` after its last renewal.
 """
-
 
 from __future__ import annotations
 
@@ -33,9 +26,9 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 
-from rlio.errors import RunNotFoundError, UnsafeStorageError
+from rlio.errors import RunInUseError, RunNotFoundError, UnsafeStorageError
 from rlio.layout import content_type
-from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log
+from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log, rewrite_refused
 from rlio.storage.gcs.api import (
     LOCKS_DIR,
     META_REWRITE_ID,
@@ -49,7 +42,7 @@ from rlio.storage.gcs.append import GcsAppender
 from rlio.storage.gcs.lease import GcsLease
 from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease
 
-#: A lock not released after this long belongs to a crashed holder and may be broken.
+#: Expiry of a ``lock`` object not renewed (its holder crashed), in seconds.
 LOCK_SECONDS = 15.0
 #: Bytes fetched per GET when streaming a file.
 READ_CHUNK = 4 << 20
@@ -183,9 +176,7 @@ class GcsStorage(Storage):
             self.api.upload(self.key(rel), bytes(data), if_generation_match=0,
                             metadata={META_REWRITES: "0"}, ctype=content_type(rel))
         except FileExistsError:
-            raise UnsafeStorageError(
-                errno.EEXIST, f"refusing to rewrite the append-only log {self.display(rel)} with "
-                "replace(); logs change only through appender() and move_tail()") from None
+            raise rewrite_refused(self.display(rel)) from None
 
     def appender(self, rel: str) -> Appender:
         return GcsAppender(self.api, self.key(rel), f"{self.key(PARTS_DIR)}/{rel}",
@@ -206,40 +197,21 @@ class GcsStorage(Storage):
 
     @contextlib.contextmanager
     def lock(self, rel: str) -> Iterator[None]:
-        """A lease object; waits while another live holder has it, breaks a stale one."""
-        key = f"{self.key(LOCKS_DIR)}/{rel}.lock"
-        held = self._acquire(key)
+        """A lease object of ``rel`` (``GcsLease``: renewed while held, taken over once its
+        holder stopped renewing it); waits while another live holder has it."""
+        delay = 0.05
+        while True:
+            try:
+                held = GcsLease(self.api, f"{self.key(LOCKS_DIR)}/{rel}.lock", self.display(rel),
+                                lease_seconds=LOCK_SECONDS)
+                break
+            except RunInUseError:
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 1.0)
         try:
             yield
         finally:
-            with contextlib.suppress(FileNotFoundError, FileExistsError):
-                self.api.delete(key, if_generation_match=held)
-
-    def _acquire(self, key: str) -> int:
-        seen: tuple[int, float] | None = None
-        delay = 0.05
-        while True:
-            expires = f"{time.time() + LOCK_SECONDS:.3f}"
-            try:
-                res = self.api.upload(key, b"", if_generation_match=0,
-                                      metadata={"rlio-lease-expires": expires})
-                return generation(res)
-            except FileExistsError:
-                pass
-            cur = self.api.get(key)
-            if cur is None:
-                continue
-            gen, now = generation(cur), time.monotonic()
-            if seen is None or seen[0] != gen:
-                seen = (gen, now)
-            meta = cur.get("metadata") or {}
-            stale = float(meta.get("rlio-lease-expires", "inf")) < time.time() - 5.0
-            if stale or now - seen[1] > LOCK_SECONDS:
-                with contextlib.suppress(FileNotFoundError, FileExistsError):
-                    self.api.delete(key, if_generation_match=gen)
-                continue
-            time.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, 1.0)
+            held.release()
 
     def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
         key = self.key(rel)
