@@ -5,28 +5,10 @@ Backends: ``local`` (plain ``os`` calls), ``memory`` (fsspec's memory filesystem
 imported only there, and only when a URI needs them. ``tail`` moves a torn last line aside.
 """
 
-from rlio.storage.base import (
-    HIDDEN_PREFIXES,
-    TEMP_INFIX,
-    Appender,
-    Entry,
-    EntryKind,
-    Storage,
-    is_log,
-)
+from rlio.storage.base import TEMP_INFIX, Appender, Entry, Storage
 from rlio.storage.local import LocalStorage
 from rlio.storage.memory import MemoryStorage
 from rlio.storage.opener import open_storage
 
-__all__ = [
-    "HIDDEN_PREFIXES",
-    "TEMP_INFIX",
-    "Appender",
-    "Entry",
-    "EntryKind",
-    "LocalStorage",
-    "MemoryStorage",
-    "Storage",
-    "is_log",
-    "open_storage",
-]
+__all__ = ["TEMP_INFIX", "Appender", "Entry", "LocalStorage", "MemoryStorage", "Storage",
+           "open_storage"]

@@ -64,16 +64,13 @@ def in_use(where: str, holder: dict[str, Any]) -> RunInUseError:
 
 
 class Lease(ABC):
-    """A held run lease. ``since`` is when it was taken (``time.time()``)."""
+    """A held run lease: ``since`` is when it was taken (``time.time()``), ``lost`` turns true
+    once another writer took it over (only an expiring lease can be lost)."""
 
     def __init__(self) -> None:
         self.since = time.time()
         self.holder = holder_info(self.since)
-
-    @property
-    def lost(self) -> bool:
-        """True once another writer took the lease over (only an expiring lease can be lost)."""
-        return False
+        self.lost = False
 
     @abstractmethod
     def release(self) -> None:

@@ -30,14 +30,11 @@ def _import_extra(module: str, location: str, install: str) -> ModuleType:
 
 
 def _open_gcs(location: str) -> Storage:
-    """A ``gs://bucket/prefix`` run over a gcsfs filesystem (gcsfs is imported here, not before).
+    """A ``gs://bucket/prefix`` run over gcsfs's core filesystem (imported here, not before).
 
-    ``STORAGE_EMULATOR_HOST`` points gcsfs at an emulator; rlio then authenticates anonymously
-    (otherwise gcsfs's default credential chain applies). rlio uses gcsfs's core filesystem class,
-    never its experimental zonal/HNS subclass, whose probing is a gRPC call an emulator never
-    answers (about a minute per bucket); with an emulator the environment variable that enables
-    that subclass is also defaulted to off before gcsfs is imported. Listing caches are off:
-    another process's writes must be seen at once.
+    With ``STORAGE_EMULATOR_HOST`` set, rlio authenticates anonymously and defaults gcsfs's
+    experimental zonal/HNS probing off (a gRPC call an emulator never answers: a minute per
+    bucket). Listing caches are off: another process's writes must be seen at once.
     """
     bucket, _, prefix = location.split("://", 1)[1].partition("/")
     if not bucket:

@@ -127,8 +127,6 @@ class GcsAppender(Appender):
         self._thread: threading.Thread | None = None
         _register(self)
 
-    # -- the Appender interface -------------------------------------------------------------
-
     def append(self, data: bytes) -> None:
         with self._cond:
             self._check()
@@ -179,8 +177,6 @@ class GcsAppender(Appender):
                 self.api.delete(self._part)
             except Exception:  # an orphan part is swept when a writer reopens the run
                 _log.warning("rlio: could not delete batch part %s", self._part, exc_info=True)
-
-    # -- internals -------------------------------------------------------------------------
 
     def _check(self) -> None:
         if self._closed:

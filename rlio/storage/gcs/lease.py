@@ -41,16 +41,11 @@ class GcsLease(Lease):
         self._seconds = float(lease_seconds)
         self._token = secrets.token_hex(8)
         super().__init__()
-        self._lost = False
         self._gen = self._take()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew_loop, name="rlio-lease-renew",
                                         daemon=True)
         self._thread.start()
-
-    @property
-    def lost(self) -> bool:
-        return self._lost
 
     def _meta(self) -> dict[str, str]:
         return {META_EXPIRES: f"{time.time() + self._seconds:.3f}", META_TOKEN: self._token}
@@ -103,7 +98,7 @@ class GcsLease(Lease):
                 if cur is not None and (cur.get("metadata") or {}).get(META_TOKEN) == self._token:
                     self._gen = generation(cur)  # our renewal landed; its answer was lost
                     continue
-                self._lost = True  # another writer took the lease over: stop renewing
+                self.lost = True  # another writer took the lease over: stop renewing
                 return
             except Exception:  # a transient failure gcsfs gave up on: try at the next tick
                 continue
@@ -113,6 +108,6 @@ class GcsLease(Lease):
             return
         self._stop.set()
         self._thread.join(timeout=max(5.0, self._seconds))
-        if not self._lost:
+        if not self.lost:
             with contextlib.suppress(FileNotFoundError, FileExistsError):
                 self._api.delete(self._key, if_generation_match=self._gen)
