@@ -29,10 +29,8 @@ EntryKind: TypeAlias = Literal["file", "dir", "symlink", "other"]
 #: Infix of temporary files written next to their target before an atomic rename.
 TEMP_INFIX = ".rlio-tmp-"
 
-#: Run-relative prefixes backends keep for themselves: batch parts waiting to be composed into a
-#: log, lock objects, the empty marker that makes a new run exist before its first file is
-#: written, the run lease (``rlio.storage.lease``) and the intent record of a tail move in
-#: progress (``rlio.storage.intent``). ``walk`` never yields them.
+#: Run-relative prefixes backends keep for themselves, never yielded by ``walk``: batch parts of
+#: gs:// appends, lock objects, the marker object of a new run, the lease, tail-move intents.
 HIDDEN_PREFIXES = (".rlio-parts/", ".rlio-locks/", ".rlio-run", ".rlio-lease", ".rlio-intent")
 
 

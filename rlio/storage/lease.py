@@ -154,10 +154,8 @@ class InProcessLease(Lease):
             if where in _HELD:
                 raise in_use(where, _HELD[where])
             _HELD[where] = self.holder
-        self._held = True
 
     def release(self) -> None:
         with _HELD_LOCK:
-            if self._held:
-                self._held = False
-                _HELD.pop(self._where, None)
+            if _HELD.get(self._where) is self.holder:
+                del _HELD[self._where]

@@ -22,7 +22,6 @@ from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease, LocalLease
 
 #: Where the ``filelock`` fallback keeps its lock files when ``fcntl`` is missing.
 LOCKS_DIR = ".rlio-locks"
-_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
 
 
 class _Failed(OSError):
@@ -49,11 +48,10 @@ def _write_all(fd: int, data: bytes | memoryview, done: int = 0) -> None:
 class _LocalAppender(Appender):
     """O_APPEND file descriptor: one ``write`` per call is atomic against other appenders."""
 
-    def __init__(self, path: str, lock_path: str) -> None:
+    def __init__(self, fd: int, path: str, lock_path: str) -> None:
         self._path = path
         self._lock_path = lock_path
-        self._fd: int | None = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT
-                                       | os.O_CLOEXEC, 0o644)
+        self._fd: int | None = fd
         # None while closed, or while a failed append's fragment could not be cut off: the
         # next append then takes the locked path, which starts it on a fresh line.
         self._fast: int | None = self._fd
@@ -251,16 +249,20 @@ class LocalStorage(Storage):
         """The ``filelock`` fallback's lock file of ``rel`` (unused where ``flock`` exists)."""
         return os.path.join(self.root, LOCKS_DIR, *rel.split("/")) + ".lock"
 
-    def appender(self, rel: str) -> Appender:
+    def _open_append(self, rel: str, *, read: bool = False) -> int:
+        """An O_APPEND descriptor of ``rel``, created (with its directory) when absent."""
         full = self._abs(rel)
         os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
-        return _LocalAppender(full, self._lock_path(rel))
+        mode = os.O_RDWR if read else os.O_WRONLY
+        return os.open(full, mode | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+    def appender(self, rel: str) -> Appender:
+        fd = self._open_append(rel, read=True)  # read: a locked append looks at the last byte
+        return _LocalAppender(fd, self._abs(rel), self._lock_path(rel))
 
     @contextlib.contextmanager
     def lock(self, rel: str) -> Iterator[None]:
-        full = self._abs(rel)
-        os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
-        fd = os.open(full, _APPEND, 0o644)
+        fd = self._open_append(rel)
         try:
             with locking.exclusive(fd, self._lock_path(rel)):
                 yield
@@ -298,7 +300,7 @@ class LocalStorage(Storage):
         if offset >= size:
             return 0
         moved = self.read_range(rel, offset, size)
-        fd = os.open(self._abs(sidecar), _APPEND, 0o644)
+        fd = self._open_append(sidecar)
         try:
             side_size = os.fstat(fd).st_size
             record = intent.write(self.root, rel=rel, offset=offset, end=size, sidecar=sidecar,
@@ -322,6 +324,4 @@ class LocalStorage(Storage):
     def open(self, rel: str, mode: str = "rb") -> BinaryIO:
         if mode != "ab":
             return super().open(rel, mode)
-        full = self._abs(rel)
-        os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
-        return os.fdopen(os.open(full, _APPEND, 0o644), "ab", buffering=0)  # one write() a call
+        return os.fdopen(self._open_append(rel), "ab", buffering=0)  # one write() a call
