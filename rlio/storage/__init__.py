@@ -1,14 +1,12 @@
 """Where bytes go: one interface (``base``), a backend per kind of location.
 
 Backends: ``local`` (plain ``os`` calls), ``memory`` (fsspec's memory filesystem) and ``gcs/``
-(the JSON API over a gcsfs session). ``opener.open_storage`` picks one; fsspec and gcsfs are
-imported only there, and only when a URI needs them. ``tail`` moves a torn last line aside.
+(the JSON API over a gcsfs session). ``opener.open_storage`` picks one; those two backends,
+fsspec and gcsfs are imported only when a URI needs them. ``tail`` moves a torn last line aside.
 """
 
 from rlio.storage.base import TEMP_INFIX, Appender, Entry, Storage
 from rlio.storage.local import LocalStorage
-from rlio.storage.memory import MemoryStorage
 from rlio.storage.opener import open_storage
 
-__all__ = ["TEMP_INFIX", "Appender", "Entry", "LocalStorage", "MemoryStorage", "Storage",
-           "open_storage"]
+__all__ = ["TEMP_INFIX", "Appender", "Entry", "LocalStorage", "Storage", "open_storage"]

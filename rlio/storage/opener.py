@@ -13,7 +13,6 @@ from types import ModuleType
 from rlio.errors import MissingExtraError, RunNotFoundError, UnsafeStorageError
 from rlio.storage.base import Storage
 from rlio.storage.local import LocalStorage
-from rlio.storage.memory import MemoryStorage
 
 
 def _import_extra(module: str, location: str, install: str) -> ModuleType:
@@ -72,6 +71,8 @@ def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> S
         storage = LocalStorage((rest if scheme else loc).rstrip("/") or "/")
     elif scheme == "memory":
         fsspec = _import_extra("fsspec", loc, "pip install fsspec")
+        from rlio.storage.memory import MemoryStorage
+
         storage = MemoryStorage(loc, fsspec.filesystem("memory"))
     elif scheme in ("gs", "gcs"):
         storage = _open_gcs(loc)
