@@ -100,9 +100,12 @@ def _register(appender: GcsAppender) -> None:
 class GcsAppender(Appender):
     """An open gs:// log: batched appends composed into the one live object."""
 
-    def __init__(self, api: GcsApi, key: str, part_prefix: str, *, ctype: str, display: str,
-                 interval: float = 1.0, max_records: int = 1000, max_bytes: int = 4 << 20,
-                 max_pending: int = 64 << 20, give_up_after: float = 300.0) -> None:
+    #: When the buffer is committed (see the module docstring), and how long a commit may retry.
+    interval, max_records, max_bytes, max_pending = 1.0, 1000, 4 << 20, 64 << 20
+    give_up_after = 300.0
+
+    def __init__(self, api: GcsApi, key: str, part_prefix: str, *, ctype: str,
+                 display: str) -> None:
         self.api, self.key, self.display = api, key, display
         self._ctype = ctype
         #: This appender's random id, recorded with each batch it lands (see ``landed``); from
@@ -110,9 +113,6 @@ class GcsAppender(Appender):
         self.writer = secrets.token_hex(8)
         self._part = f"{part_prefix}.{self.writer}"
         self._part_used = False
-        self.interval = interval
-        self.max_records, self.max_bytes, self.max_pending = max_records, max_bytes, max_pending
-        self._give_up_after = give_up_after
         self._cond = threading.Condition()  # guards the buffer, _closed, _error, _urgent
         self._commit_lock = threading.Lock()  # one commit at a time, batches in append order
         self._buf: list[bytes] = []
@@ -227,7 +227,7 @@ class GcsAppender(Appender):
         """Put batch ``seq`` into the log exactly once (see the module docstring)."""
         part_gen: int | None = None  # generation of our part holding this batch, once uploaded
         known, verify = self._known, False
-        deadline = time.monotonic() + self._give_up_after
+        deadline = time.monotonic() + self.give_up_after
         conflicts = 0
         try:
             while True:
@@ -239,7 +239,7 @@ class GcsAppender(Appender):
                 if time.monotonic() > deadline:
                     raise TimeoutError(
                         f"could not append {len(data)} bytes to {self.display} within "
-                        f"{self._give_up_after:.0f} s ({conflicts} conflicts with other writers)")
+                        f"{self.give_up_after:.0f} s ({conflicts} conflicts with other writers)")
                 try:
                     if known is None:  # a new log: create it empty, then compose as usual
                         self.api.upload(self.key, b"", metadata={META_REWRITES: "0"},
