@@ -62,12 +62,11 @@ class Entry(NamedTuple):
 
 
 class Appender(ABC):
-    """An open append-only file. ``append`` hands complete lines (``data`` ends with ``\\n``)
-    to the backend quickly (local: one ``write`` to the OS before it returns)."""
+    """An open append-only file; ``data`` is always complete lines (it ends with ``\\n``)."""
 
     @abstractmethod
     def append(self, data: bytes) -> None:
-        """Append complete lines."""
+        """Hand lines to the backend quickly (local: one ``write`` to the OS before it returns)."""
 
     @abstractmethod
     def append_durable(self, data: bytes) -> None:

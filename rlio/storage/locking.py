@@ -35,10 +35,8 @@ def try_flock(fd: int) -> bool:
 
 
 def portable_lock(lock_path: str, *, timeout: float = -1) -> Any:
-    """A ``filelock.FileLock`` on ``lock_path`` (its directory created): the fallback lock.
-
-    ``timeout=0`` tries once (``acquire`` raises ``filelock.Timeout`` when it is held).
-    """
+    """The fallback lock: a ``filelock.FileLock`` on ``lock_path`` (its directory created);
+    with ``timeout=0`` its ``acquire`` tries once (``filelock.Timeout`` when it is held)."""
     import filelock
 
     os.makedirs(os.path.dirname(lock_path) or ".", exist_ok=True)

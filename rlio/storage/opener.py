@@ -7,6 +7,7 @@ absent raises ``MissingExtraError`` naming the install line (gs://: ``pip instal
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 from types import ModuleType
 
@@ -17,8 +18,6 @@ from rlio.storage.local import LocalStorage
 
 def _import_extra(module: str, location: str, install: str) -> ModuleType:
     """Import ``module`` for ``location``, or raise MissingExtraError naming ``install``."""
-    import importlib  # here: only a URI's extra needs it
-
     try:
         return importlib.import_module(module)
     except ImportError as exc:
