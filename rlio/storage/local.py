@@ -133,7 +133,8 @@ class LocalStorage(Storage):
     def __init__(self, root: str) -> None:
         self.root = root
         self._real_root = os.path.realpath(root)
-        self._prefix = root if root.endswith("/") else root + "/"
+        text = os.fspath(root)  # (a caller may hand in a path object)
+        self._prefix = text if text.endswith("/") else text + "/"
 
     def _abs(self, rel: str) -> str:
         return self._prefix + rel if rel else self.root
