@@ -47,13 +47,9 @@ def rewrite_refused(where: str) -> UnsafeStorageError:
 
 
 class Entry(NamedTuple):
-    """One entry found when walking a run.
-
-    ``path`` is run-relative POSIX; ``kind`` is ``file``, ``dir`` (a real directory: reported,
-    then walked into), ``symlink`` (reported, never followed) or ``other`` (fifo, socket,
-    device); ``size`` is in bytes for files, else 0; ``target_inside`` says, for a symlink,
-    whether its target resolves inside the run.
-    """
+    """One entry of a run: its run-relative POSIX ``path``; ``kind`` ``file``, ``dir`` (a real
+    directory, walked into), ``symlink`` (never followed) or ``other`` (fifo, socket, device);
+    ``size`` in bytes for files, else 0; for a symlink, whether its target is inside the run."""
 
     path: str
     kind: EntryKind
@@ -156,14 +152,10 @@ class Storage(ABC):
         return InProcessLease(self.root)
 
     def sweep_orphans(self, *, older_than: float | None = None) -> int:
-        """Delete what crashed writers left behind; the number of files deleted.
-
-        Object stores: batch parts (``.rlio-parts/``), swept when a writer opens the run (a
-        writer whose part is swept before it was composed uploads it again). A local disk: the
-        temp files of atomic replaces last modified before ``older_than`` (``time.time()``
-        seconds; the lease holder passes when it took the lease, so a live attached writer's
-        temp file is spared).
-        """
+        """Delete what crashed writers left behind; the number of files deleted: gs:// batch
+        parts (a writer whose part is swept before its compose uploads it again), or on a local
+        disk the temp files of atomic replaces last modified before ``older_than`` (the lease
+        holder passes when it took the lease, sparing a live attached writer's temp file)."""
         return 0
 
     # -- built on the operations above -----------------------------------------------------

@@ -159,11 +159,8 @@ class LocalStorage(Storage):
         return Entry(rel, "dir" if stat.S_ISDIR(st.st_mode) else "other")
 
     def walk(self) -> Iterator[Entry]:
-        """See ``Storage.walk``; rlio's own hidden files are skipped.
-
-        A run directory that cannot be listed (permission, I/O) raises: only a missing one is
-        empty. A subdirectory that cannot be listed is reported and not descended into.
-        """
+        """See ``Storage.walk``. A run directory that cannot be listed (permission, I/O) raises:
+        only a missing one is empty; a subdirectory that cannot be listed is not descended into."""
         stack = [""]
         while stack:
             rel_dir = stack.pop()

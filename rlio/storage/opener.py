@@ -51,16 +51,10 @@ def _open_gcs(location: str) -> Storage:
 def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> Storage:
     """The backend for a local path or URI (``file://``, ``memory://``, ``gs://``).
 
-    Args:
-        location: a local directory or an fsspec URI.
-        create: create the run directory when it is absent (writers); readers leave it. On an
-            object store this also sweeps batch parts a crashed writer left (``sweep_orphans``).
-
-    Raises:
-        RunNotFoundError: ``create`` is false and the run does not exist.
-        MissingExtraError: the URI's scheme needs a library that is not installed (gs://:
-            ``pip install 'rlio[gcs]'``).
-        UnsafeStorageError: a scheme rlio cannot write safely (anything but the above).
+    ``create`` (writers) makes the run when it is absent and, on an object store, sweeps the batch
+    parts a crashed writer left; without it a missing run raises ``RunNotFoundError``. A scheme
+    whose library is missing raises ``MissingExtraError``; any other scheme
+    ``UnsafeStorageError`` (rlio cannot write it safely).
     """
     loc = os.fspath(location)
     head, sep, rest = loc.partition("://")

@@ -3,11 +3,10 @@
 GCS has no append; rewriting the object per record sends the whole file each time and loses
 records to concurrent writers, and staging on local disk loses them on a crash. Instead:
 
-1. ``append`` buffers lines. A daemon thread commits the buffer when its oldest line is
-   ``interval`` seconds old (GCS accepts about one update per second per object), or at once at
-   ``max_records`` lines or ``max_bytes`` bytes; past ``max_pending`` bytes ``append`` commits
-   itself (back-pressure). ``append_durable``, ``flush`` and ``close`` commit in the caller's
-   thread. So the training thread never waits on the network in ``append``.
+1. ``append`` buffers lines; a daemon thread commits them once the oldest is ``interval`` old
+   (GCS takes about one update per second per object) or past ``max_records``/``max_bytes``, so
+   ``append`` never waits on the network (past ``max_pending`` bytes it commits: back-pressure);
+   ``append_durable``, ``flush`` and ``close`` commit in the caller's thread.
 2. A commit uploads the batch as this writer's part object (``.rlio-parts/<file>.<writer>``, one
    reused name per appender: emulators slow down with every object ever deleted), then composes
    ``[log@G, part@P]`` into the log with ``ifGenerationMatch=G``. A 412 means another writer
@@ -19,9 +18,8 @@ records to concurrent writers, and staging on local disk loses them on a crash. 
    again. A new log is first created empty (``ifGenerationMatch=0``), so no batch ever travels
    in a create that could race another writer's.
 
-Crashes: a batch whose commit had not returned is lost (it was not acknowledged); its part
-object is swept when a writer reopens the run, and a writer whose part was swept before its
-compose sees 404 and uploads it again.
+Crashes: a batch whose commit had not returned is lost (never acknowledged); its part object
+is swept when a writer reopens the run (a writer whose part was swept uploads it again).
 """
 
 from __future__ import annotations
