@@ -1,10 +1,9 @@
 """The storage interface every backend implements: ``Storage``, ``Appender`` and ``Entry``.
 
-The interface owns rlio's write semantics (DESIGN principle 5): atomic whole-file replace,
-appends handed to the OS (or batched and composed on object stores), durable appends under an
-inter-process lock, reads of a whole file or a range, listing and stat, the run's lease, and
-moving a file's tail aside into a sidecar. A backend provides those; the few defaults here
-(``replace_all``, ``read_bytes``, ``size``, ``open``) are written in terms of them.
+A backend provides appends (plain and durable), atomic whole-file replace, reads of a whole file
+or a range, listing and stat, the run's lease, a per-file lock and moving a file's tail aside
+into a sidecar; what is built on those (``replace_all``, ``replace_derived``, ``read_bytes``,
+``size``, ``open``) is written here once.
 
 What object stores refuse (``UnsafeStorageError``): opening a file in an append or update mode
 (gcsfs turns append into an overwrite), and rewriting an existing append-only log with
@@ -19,9 +18,8 @@ import io
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from types import TracebackType
-from typing import BinaryIO, Literal, TypeAlias
+from typing import BinaryIO, Literal, NamedTuple, TypeAlias
 
-from rlio._record import FrozenRecord
 from rlio.errors import UnsafeStorageError
 from rlio.layout import APPEND_ONLY, parse_path
 from rlio.storage.lease import LEASE_SECONDS, InProcessLease, Lease
@@ -31,10 +29,8 @@ EntryKind: TypeAlias = Literal["file", "dir", "symlink", "other"]
 #: Infix of temporary files written next to their target before an atomic rename.
 TEMP_INFIX = ".rlio-tmp-"
 
-#: Run-relative prefixes backends keep for themselves: batch parts waiting to be composed into a
-#: log, lock objects, the empty marker that makes a new run exist before its first file is
-#: written, the run lease (``rlio.storage.lease``) and the intent record of a tail move in
-#: progress (``rlio.storage.intent``). ``walk`` never yields them.
+#: Run-relative prefixes backends keep for themselves, never yielded by ``walk``: batch parts of
+#: gs:// appends, lock objects, the marker object of a new run, the lease, tail-move intents.
 HIDDEN_PREFIXES = (".rlio-parts/", ".rlio-locks/", ".rlio-run", ".rlio-lease", ".rlio-intent")
 
 
@@ -43,47 +39,35 @@ def is_log(rel: str) -> bool:
     return rel in APPEND_ONLY or parse_path(rel).kind == "sidecar"
 
 
-class Entry(FrozenRecord):
-    """One entry found when walking a run.
+def rewrite_refused(where: str) -> UnsafeStorageError:
+    """The error of ``replace`` over an existing log on an object store (``where``: its URI)."""
+    return UnsafeStorageError(
+        errno.EEXIST, f"refusing to rewrite the append-only log {where} with replace(); logs "
+        "change only through appender() and move_tail()")
 
-    Attributes:
-        path: run-relative POSIX path.
-        kind: ``file``, ``dir`` (a real directory: reported, then walked into), ``symlink``
-            (reported, never followed) or ``other`` (fifo, socket, device).
-        size: size in bytes for files, else 0.
-        target_inside: for symlinks, whether the target resolves inside the run.
-    """
 
-    __slots__ = _fields = ("path", "kind", "size", "target_inside")
+class Entry(NamedTuple):
+    """One entry of a run: its run-relative POSIX ``path``; ``kind`` ``file``, ``dir`` (a real
+    directory, walked into), ``symlink`` (never followed) or ``other`` (fifo, socket, device);
+    ``size`` in bytes for files, else 0; for a symlink, whether its target is inside the run."""
+
     path: str
     kind: EntryKind
-    size: int
-    target_inside: bool | None
-
-    def __init__(self, path: str, kind: EntryKind, size: int = 0,
-                 target_inside: bool | None = None) -> None:
-        setattr = object.__setattr__  # one is built per entry walked
-        setattr(self, "path", path)
-        setattr(self, "kind", kind)
-        setattr(self, "size", size)
-        setattr(self, "target_inside", target_inside)
+    size: int = 0
+    target_inside: bool | None = None
 
 
 class Appender(ABC):
-    """An open append-only file.
-
-    ``append`` hands complete lines to the backend quickly (local: one ``write`` to the OS before it
-    returns); ``append_durable`` returns only once the bytes are durable and is safe against
-    concurrent writers in other processes.
-    """
+    """An open append-only file; ``data`` is always complete lines (it ends with ``\\n``)."""
 
     @abstractmethod
     def append(self, data: bytes) -> None:
-        """Append complete lines (``data`` ends with ``\\n``)."""
+        """Hand lines to the backend quickly (local: one ``write`` to the OS before it returns)."""
 
     @abstractmethod
     def append_durable(self, data: bytes) -> None:
-        """Append complete lines durably, under the file's inter-process lock."""
+        """Append complete lines durably (returns once they are), safe against concurrent
+        writers in other processes."""
 
     @abstractmethod
     def flush(self) -> None:
@@ -99,7 +83,7 @@ class Storage(ABC):
 
     #: The run's location as given by the user (normalized).
     root: str
-    #: True for the local fast path.
+    #: True for a local folder (its files can be opened by path).
     is_local: bool = False
 
     def display(self, rel: str) -> str:
@@ -109,6 +93,14 @@ class Storage(ABC):
     @abstractmethod
     def exists(self) -> bool:
         """True when the run directory itself exists (an object store: has any object)."""
+
+    @abstractmethod
+    def create(self) -> None:
+        """Make the run exist (``exists()`` is then true) before anything is written in it.
+
+        Object stores have no directories: a new run gets an empty hidden marker object, so
+        that a reader opening it right after a writer did finds an empty run, as on disk.
+        """
 
     @abstractmethod
     def walk(self) -> Iterator[Entry]:
@@ -130,42 +122,9 @@ class Storage(ABC):
     def read_range(self, rel: str, start: int, end: int) -> bytes:
         """Bytes ``[start, end)`` of the file (shorter at the end of the file)."""
 
-    def read_bytes(self, rel: str) -> bytes:
-        """The whole file."""
-        with self.open_read(rel) as f:
-            return f.read()
-
-    def size(self, rel: str) -> int:
-        """Size of the file in bytes; FileNotFoundError when absent."""
-        e = self.stat(rel)
-        if e is None:
-            raise FileNotFoundError(errno.ENOENT, "no such file", self.display(rel))
-        return e.size
-
     @abstractmethod
     def replace(self, rel: str, data: bytes) -> None:
         """Write a whole file atomically: readers see the old or the new bytes, never a mix."""
-
-    def replace_all(self, files: list[tuple[str, bytes]]) -> None:
-        """``replace`` each ``(rel, data)`` in order: a file is replaced only after the ones
-        before it (a crash leaves a prefix of them new). ``LocalStorage`` syncs the directory
-        once for them all."""
-        for rel, data in files:
-            self.replace(rel, data)
-
-    def replace_derived(self, rel: str, data: bytes) -> None:
-        """``replace`` for a file that can be made again at any time (the run report's pages):
-        as atomic (never a torn file), but not made durable (no sync). A log is never derived:
-        it is replaced as ``replace`` does."""
-        if is_log(rel):
-            self.replace(rel, data)
-        else:
-            self._replace_unsynced(rel, data)
-
-    def _replace_unsynced(self, rel: str, data: bytes) -> None:
-        """An atomic replace without a sync; this default is ``replace`` (object stores: one
-        upload is both)."""
-        self.replace(rel, data)
 
     @abstractmethod
     def appender(self, rel: str) -> Appender:
@@ -184,17 +143,53 @@ class Storage(ABC):
         hold ``lock(rel)``.
         """
 
+    def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
+        """Take the run's lease for one writer, or raise ``RunInUseError`` naming its holder.
+
+        This default keeps it in a table of this process (memory://). ``lease_seconds`` is the
+        expiry of a lease that is renewed (object stores).
+        """
+        return InProcessLease(self.root)
+
+    def sweep_orphans(self, *, older_than: float | None = None) -> int:
+        """Delete what crashed writers left behind; the number of files deleted: gs:// batch
+        parts (a writer whose part is swept before its compose uploads it again), or on a local
+        disk the temp files of atomic replaces last modified before ``older_than`` (the lease
+        holder passes when it took the lease, sparing a live attached writer's temp file)."""
+        return 0
+
+    # -- built on the operations above -----------------------------------------------------
+
+    def read_bytes(self, rel: str) -> bytes:
+        """The whole file."""
+        with self.open_read(rel) as f:
+            return f.read()
+
+    def size(self, rel: str) -> int:
+        """Size of the file in bytes; FileNotFoundError when absent."""
+        e = self.stat(rel)
+        if e is None:
+            raise FileNotFoundError(errno.ENOENT, "no such file", self.display(rel))
+        return e.size
+
+    def replace_all(self, files: list[tuple[str, bytes]]) -> None:
+        """``replace`` each ``(rel, data)`` in order: a crash leaves a prefix of them new.
+        ``LocalStorage`` syncs the directory once for them all."""
+        for rel, data in files:
+            self.replace(rel, data)
+
+    def replace_derived(self, rel: str, data: bytes) -> None:
+        """``replace`` for a file that can be made again at any time (the run report's pages):
+        as atomic, but a local disk does not sync it. A log is never derived."""
+        self.replace(rel, data)
+
     def open(self, rel: str, mode: str = "rb") -> BinaryIO:
         """Open ``rel`` as a binary file object.
 
-        ``"rb"`` streams (``open_read``); ``"wb"`` buffers and, when the file object is closed
-        without an exception, writes the whole file with ``replace`` (atomic). Append and update
-        modes are refused on every backend but the local one: object stores have no append
-        (gcsfs silently truncates), so appends go through ``appender`` instead.
-
-        Raises:
-            UnsafeStorageError: an append or update mode (``a``, ``+``) on a non-local backend.
-            ValueError: any other mode.
+        ``"rb"`` streams (``open_read``); ``"wb"`` buffers and, when closed without an exception,
+        writes the whole file with ``replace``. Append and update modes raise
+        ``UnsafeStorageError`` on every backend but the local one (object stores have no append:
+        gcsfs silently truncates); any other mode raises ValueError.
         """
         if mode == "rb":
             return self.open_read(rel)
@@ -209,48 +204,13 @@ class Storage(ABC):
             return _ReplaceOnClose(self, rel)
         raise ValueError(f"mode must be 'rb', 'wb' or (local only) 'ab', got {mode!r}")
 
-    @abstractmethod
-    def create(self) -> None:
-        """Make the run exist (``exists()`` is then true) before anything is written in it.
-
-        ``open_storage(..., create=True)`` calls this. Object stores have no directories: a new
-        run gets an empty hidden marker object instead, so that a reader opening it right after
-        a writer did (``read_resume_state`` on a fresh run) finds an empty run, as on disk.
-        """
-
-    def sweep_orphans(self, *, older_than: float | None = None) -> int:
-        """Delete what crashed writers left behind; the number of files deleted.
-
-        Object stores: batch parts (``.rlio-parts/``); ``open_storage(..., create=True)`` calls
-        this, so a writer that reopens a run cleans up after a crash. Safe while other writers
-        append: a writer whose part is swept before it was composed uploads it again. A local
-        disk: the temp files of atomic replaces (``.*.rlio-tmp-*``) last modified before
-        ``older_than`` (``time.time()`` seconds; the lease holder passes when it took the
-        lease, so a live attached writer's temp file is spared).
-        """
-        return 0
-
-    def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
-        """Take the run's lease for one writer (see ``rlio.storage.lease``).
-
-        This default keeps the lease in a table of this process (right for memory://).
-        ``lease_seconds`` is the expiry of a lease that is renewed (object stores); a lock the
-        OS drops when its holder dies needs none.
-
-        Raises:
-            RunInUseError: another writer holds it; names the holder.
-        """
-        return InProcessLease(self.root)
-
 
 class _ReplaceOnClose(io.BytesIO):
     """The file object of ``Storage.open(rel, "wb")``: a buffer replaced into place on close."""
 
     def __init__(self, storage: Storage, rel: str) -> None:
         super().__init__()
-        self._storage = storage
-        self._rel = rel
-        self._discard = False
+        self._storage, self._rel, self._discard = storage, rel, False
 
     def close(self) -> None:
         if not self.closed and not self._discard:

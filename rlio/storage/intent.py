@@ -14,6 +14,8 @@ import contextlib
 import os
 from typing import Any
 
+from rlio.storage.locking import fsync_path
+
 #: Prefix of intent record names (hidden from ``walk`` through ``HIDDEN_PREFIXES``).
 INTENT_PREFIX = ".rlio-intent-"
 _CHUNK = 1 << 20
@@ -21,14 +23,6 @@ _CHUNK = 1 << 20
 
 def _name(rel: str) -> str:
     return INTENT_PREFIX + rel.replace("/", "%2F") + ".json"
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write(root: str, *, rel: str, offset: int, end: int, sidecar: str, sidecar_size: int) -> str:
@@ -46,7 +40,7 @@ def write(root: str, *, rel: str, offset: int, end: int, sidecar: str, sidecar_s
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    _fsync_dir(root)
+    fsync_path(root, directory=True)
     return path
 
 
@@ -55,7 +49,7 @@ def clear(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
     with contextlib.suppress(OSError):
-        _fsync_dir(os.path.dirname(path))
+        fsync_path(os.path.dirname(path), directory=True)
 
 
 def _same(a: str, a_start: int, b: str, b_start: int, n: int) -> bool:
@@ -106,11 +100,7 @@ def recover(root: str) -> int:
         n = min(copied, end - offset)
         if copied > 0 and _size(full) >= offset + n and _same(full, offset, side, before, n):
             os.truncate(side, before)  # the file still has the bytes: undo the copy
-            fd = os.open(side, os.O_WRONLY | os.O_CLOEXEC)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_path(side)
             undone += 1
         clear(path)
     return undone

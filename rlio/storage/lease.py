@@ -1,15 +1,14 @@
 """The run lease: one writer per run at a time (``RunInUseError`` for a second one).
 
 A ``Lease`` is held for the writer's whole life and released by ``release()`` or by the
-holder's death. Its holder is described by ``{"host", "pid", "since"}`` (``since`` an ISO 8601
-UTC time), stored with the lease so that a refused writer can say who holds the run.
+holder's death. Its holder, ``{"host", "pid", "since"}`` (an ISO 8601 UTC time), is stored with
+the lease so that a refused writer can say who holds the run.
 
 - Local disk (``LocalLease``): an exclusive ``flock`` on ``<run>/.rlio-lease`` (the holder's
   JSON written into it), held on an open descriptor: the OS releases it when the process dies,
   so a SIGKILLed writer never blocks its restart. The file is removed on release. Where
-  ``fcntl`` is missing, the ``filelock`` library locks ``<run>/.rlio-lease.lock`` instead.
-- memory:// and any backend without a lease of its own (``InProcessLease``): a table in this
-  process (memory:// runs live in one process).
+  ``fcntl`` is missing, ``filelock`` locks ``<run>/.rlio-lease.lock`` instead.
+- memory:// (``InProcessLease``): a table in this process, where memory:// runs live.
 - gs:// has its own, renewed lease object (``rlio.storage.gcs.lease``).
 """
 
@@ -31,15 +30,12 @@ LEASE_NAME = ".rlio-lease"
 LEASE_SECONDS = 60.0
 
 
-def holder_info(since: float | None = None) -> dict[str, Any]:
+def holder_info(since: float) -> dict[str, Any]:
     """This process as a lease holder: host, pid and since when (ISO 8601, UTC)."""
-    import datetime  # here: a validator or reader imports this module, never takes a lease
-    import socket
+    import socket  # here: a validator or reader imports this module, never takes a lease
 
-    when = datetime.datetime.fromtimestamp(time.time() if since is None else since,
-                                           datetime.UTC)
     return {"host": socket.gethostname(), "pid": os.getpid(),
-            "since": when.isoformat(timespec="seconds")}
+            "since": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(since))}
 
 
 def parse_holder(data: bytes) -> dict[str, Any]:
@@ -68,15 +64,13 @@ def in_use(where: str, holder: dict[str, Any]) -> RunInUseError:
 
 
 class Lease(ABC):
-    """A held run lease. ``since`` is when it was taken (``time.time()``)."""
+    """A held run lease: ``since`` is when it was taken (``time.time()``), ``lost`` turns true
+    once another writer took it over (only an expiring lease can be lost)."""
 
-    since: float
-    holder: dict[str, Any]
-
-    @property
-    def lost(self) -> bool:
-        """True once another writer took the lease over (only an expiring lease can be lost)."""
-        return False
+    def __init__(self) -> None:
+        self.since = time.time()
+        self.holder = holder_info(self.since)
+        self.lost = False
 
     @abstractmethod
     def release(self) -> None:
@@ -87,40 +81,31 @@ class LocalLease(Lease):
     """An exclusive lock on ``<run>/.rlio-lease``, held on an open descriptor (see module)."""
 
     def __init__(self, path: str) -> None:
+        super().__init__()
         self._path = path
-        self._fd: int | None = None
-        self._fallback: Any = None
-        self.since = time.time()
-        self.holder = holder_info(self.since)
-        if locking.HAVE_FLOCK:
-            self._take_flock()
-        else:
-            self._take_fallback()
+        self._fallback: Any = None if locking.HAVE_FLOCK else self._take_fallback()
+        self._fd: int | None = (self._take_flock() if locking.HAVE_FLOCK
+                                else os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644))
+        import json
 
-    def _take_flock(self) -> None:
+        with contextlib.suppress(OSError):  # a full disk: the lock holds, its record is missing
+            os.ftruncate(self._fd, 0)
+            os.write(self._fd, json.dumps(self.holder).encode())
+
+    def _take_flock(self) -> int:
         while True:
             fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            if not locking.flock(fd, blocking=False):
+            if not locking.try_flock(fd):
                 os.close(fd)
                 raise in_use(os.path.dirname(self._path), _read_holder(self._path))
             try:
-                same = os.stat(self._path).st_ino == os.fstat(fd).st_ino
+                if os.stat(self._path).st_ino == os.fstat(fd).st_ino:
+                    return fd
             except FileNotFoundError:
-                same = False
-            if same:
-                break
+                pass
             os.close(fd)  # the previous holder removed this file as it released it: again
-        self._fd = fd
-        import json
 
-        data = json.dumps(self.holder).encode()
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, data, 0)
-        except OSError:
-            pass  # a full disk: the lock still holds, only the holder record is missing
-
-    def _take_fallback(self) -> None:
+    def _take_fallback(self) -> Any:
         import filelock
 
         lock = locking.portable_lock(self._path + ".lock", timeout=0)
@@ -128,23 +113,17 @@ class LocalLease(Lease):
             lock.acquire()
         except filelock.Timeout:
             raise in_use(os.path.dirname(self._path), _read_holder(self._path)) from None
-        self._fallback = lock
-        import json
-
-        with contextlib.suppress(OSError), open(self._path, "wb") as f:
-            f.write(json.dumps(self.holder).encode())
+        return lock
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
-        lock, self._fallback = self._fallback, None
-        if fd is None and lock is None:
+        if fd is None:
             return
         with contextlib.suppress(OSError):  # while still held: a waiter that opened it retries
             os.unlink(self._path)
-        if fd is not None:
-            os.close(fd)  # closing releases the flock
-        if lock is not None:
-            lock.release()
+        os.close(fd)  # closing releases the flock
+        if self._fallback is not None:
+            self._fallback.release()
 
 
 def _read_holder(path: str) -> dict[str, Any]:
@@ -169,17 +148,14 @@ class InProcessLease(Lease):
     """A lease in a table of this process, for backends whose runs live in one process."""
 
     def __init__(self, where: str) -> None:
+        super().__init__()
         self._where = where
-        self.since = time.time()
-        self.holder = holder_info(self.since)
         with _HELD_LOCK:
             if where in _HELD:
                 raise in_use(where, _HELD[where])
             _HELD[where] = self.holder
-        self._held = True
 
     def release(self) -> None:
         with _HELD_LOCK:
-            if self._held:
-                self._held = False
-                _HELD.pop(self._where, None)
+            if _HELD.get(self._where) is self.holder:
+                del _HELD[self._where]

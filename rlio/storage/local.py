@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import operator
 import os
 import stat
 import time
@@ -18,41 +17,23 @@ from typing import BinaryIO
 
 from rlio.errors import AppendError
 from rlio.storage import intent, locking
-from rlio.storage.base import HIDDEN_PREFIXES, TEMP_INFIX, Appender, Entry, Storage
+from rlio.storage.base import HIDDEN_PREFIXES, TEMP_INFIX, Appender, Entry, Storage, is_log
 from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease, LocalLease
 
 #: Where the ``filelock`` fallback keeps its lock files when ``fcntl`` is missing.
 LOCKS_DIR = ".rlio-locks"
-_NAME = operator.attrgetter("name")
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path or ".", os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
-    n = os.write(fd, data)
-    if n != len(data):  # a short write (a full disk, a signal): write the rest
-        view = memoryview(data)[n:]
-        while view:
-            view = view[os.write(fd, view):]
-
-
-class _Failed(Exception):
-    """An append that failed after ``written`` of its bytes reached the file."""
+class _Failed(OSError):
+    """A write that failed after ``written`` of its bytes reached the file."""
 
     def __init__(self, written: int, cause: OSError) -> None:
-        super().__init__(written, cause)
+        super().__init__(cause.errno, cause.strerror)
         self.written = written
-        self.cause = cause
 
 
-def _write_counted(fd: int, data: bytes | memoryview, done: int = 0) -> None:
-    """Write ``data[done:]`` to the end; ``_Failed`` says how much of ``data`` got written."""
+def _write_all(fd: int, data: bytes | memoryview, done: int = 0) -> None:
+    """Write ``data[done:]``, completing short writes (a full disk, a signal)."""
     view = memoryview(data)
     while done < len(view):
         try:
@@ -64,126 +45,82 @@ def _write_counted(fd: int, data: bytes | memoryview, done: int = 0) -> None:
         done += n
 
 
-@contextlib.contextmanager
-def _exclusive(fd: int, lock_path: str) -> Iterator[None]:
-    """The file's inter-process lock: ``flock`` on ``fd``, else the ``filelock`` fallback."""
-    if locking.HAVE_FLOCK:
-        locking.flock(fd)
-        try:
-            yield
-        finally:
-            locking.funlock(fd)
-    else:
-        with locking.fallback_lock(lock_path):
-            yield
-
-
 class _LocalAppender(Appender):
     """O_APPEND file descriptor: one ``write`` per call is atomic against other appenders."""
 
-    def __init__(self, path: str, lock_path: str) -> None:
+    def __init__(self, fd: int, path: str, lock_path: str) -> None:
         self._path = path
         self._lock_path = lock_path
-        self._real: int | None = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT
-                                         | os.O_CLOEXEC, 0o644)
+        self._fd: int | None = fd
         # None while closed, or while a failed append's fragment could not be cut off: the
-        # next append then starts on a fresh line (``_append_slow``).
-        self._fd: int | None = self._real
-
-    def _require_fd(self) -> int:
-        if self._real is None:
-            raise ValueError(f"append to closed file {self._path}")
-        return self._real
+        # next append then takes the locked path, which starts it on a fresh line.
+        self._fast: int | None = self._fd
 
     def append(self, data: bytes) -> None:
-        fd = self._fd  # one os.write; a loop only after a short write
+        fd = self._fast
         if fd is None:
-            self._append_slow(data)
+            self._append_locked(data, durable=False)
             return
         try:
-            n = os.write(fd, data)
+            n = os.write(fd, data)  # one os.write; a loop only after a short write
         except OSError as exc:
             raise self._error(exc) from None  # nothing was written
-        if n != len(data):  # a short write (a signal, a full disk): write the rest
+        if n != len(data):
             try:
-                _write_counted(fd, data, n)
+                _write_all(fd, data, n)
             except _Failed as failed:
-                raise self._cut_back(fd, failed) from None
+                raise self._cut_back(fd, failed, locked=False) from None
 
-    def _append_slow(self, data: bytes) -> None:
-        """Append after a fragment that could not be cut off: on a new line (or refuse)."""
-        fd = self._require_fd()
-        with _exclusive(fd, self._lock_path):
+    def append_durable(self, data: bytes) -> None:
+        self._append_locked(data, durable=True)
+
+    def _append_locked(self, data: bytes, *, durable: bool) -> None:
+        """Under the file's lock: on a new line, written whole, fsync'd when ``durable``."""
+        fd = self._fd
+        if fd is None:
+            raise ValueError(f"append to closed file {self._path}")
+        with locking.exclusive(fd, self._lock_path):
             size = os.fstat(fd).st_size
-            lead = b"" if size == 0 or os.pread(fd, 1, size - 1) == b"\n" else b"\n"
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
             try:
-                _write_counted(fd, lead + data)
+                _write_all(fd, data)
+                if durable:
+                    os.fsync(fd)
             except _Failed as failed:
                 raise self._cut_back(fd, failed, locked=True) from None
-        self._fd = fd  # the file ends on a complete line again
+            except OSError as exc:  # the fsync: the bytes may not be durable; take them back
+                try:
+                    os.ftruncate(fd, size)
+                    os.fsync(fd)
+                except OSError:
+                    self._fast = None
+                raise self._error(exc) from None
+        self._fast = fd  # the file ends on a complete line again
 
     def _error(self, exc: OSError) -> AppendError:
         return AppendError(exc.errno or errno.EIO,
                            f"append failed ({exc.strerror or exc}); the file was left at its last "
                            "complete line", self._path)
 
-    def _cut_back(self, fd: int, failed: _Failed, *, locked: bool = False) -> AppendError:
+    def _cut_back(self, fd: int, failed: _Failed, *, locked: bool) -> AppendError:
         """Cut a failed append's bytes off the file again (under its lock); the error to raise."""
         if failed.written:
             end = os.lseek(fd, 0, os.SEEK_CUR)  # O_APPEND: just past the bytes this call wrote
-            ctx = contextlib.nullcontext() if locked else _exclusive(fd, self._lock_path)
-            cut = False
+            ctx = contextlib.nullcontext() if locked else locking.exclusive(fd, self._lock_path)
             with ctx, contextlib.suppress(OSError):
                 if os.fstat(fd).st_size == end:  # nobody appended after them: cut them off
                     os.ftruncate(fd, end - failed.written)
-                    cut = True
-            if not cut:
-                self._fd = None  # the next append starts on a new line
-        return self._error(failed.cause)
-
-    def append_durable(self, data: bytes) -> None:
-        fd = self._require_fd()
-        if not locking.HAVE_FLOCK:
-            with locking.fallback_lock(self._lock_path):
-                self._durable(fd, data)
-            return
-        locking.flock(fd)  # (a with block of _exclusive costs more than the rest of the call)
-        try:
-            self._durable(fd, data)
-        finally:
-            locking.funlock(fd)
-
-    def _durable(self, fd: int, data: bytes) -> None:
-        """``append_durable``'s work, under the file's lock: on a new line, then fsync."""
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            data = b"\n" + data
-        try:
-            n = os.write(fd, data)
-        except OSError as exc:
-            raise self._error(exc) from None  # nothing was written
-        try:
-            if n != len(data):
-                _write_counted(fd, data, n)
-            os.fsync(fd)
-        except _Failed as failed:
-            raise self._cut_back(fd, failed, locked=True) from None
-        except OSError as exc:  # the fsync: the bytes may not be durable; take them back
-            try:
-                os.ftruncate(fd, size)
-                os.fsync(fd)
-            except OSError:
-                self._fd = None
-            raise self._error(exc) from None
-        if self._fd is None:
-            self._fd = fd
+                    return self._error(failed)
+            self._fast = None  # they stay: the next append starts on a new line
+        return self._error(failed)
 
     def flush(self) -> None:
-        if self._real is not None:
-            os.fsync(self._real)
+        if self._fd is not None:
+            os.fsync(self._fd)
 
     def close(self) -> None:
-        fd, self._real, self._fd = self._real, None, None
+        fd, self._fd, self._fast = self._fd, None, None
         if fd is not None:
             os.close(fd)
 
@@ -196,17 +133,11 @@ class LocalStorage(Storage):
     def __init__(self, root: str) -> None:
         self.root = root
         self._real_root = os.path.realpath(root)
-        # on POSIX a run-relative path is joined by one concatenation (a validator opens
-        # thousands of small files); elsewhere its parts are joined with the local separator
-        text = os.fspath(root)
-        self._prefix = (text if text.endswith("/") else text + "/") if os.sep == "/" else None
+        text = os.fspath(root)  # (a caller may hand in a path object)
+        self._prefix = text if text.endswith("/") else text + "/"
 
     def _abs(self, rel: str) -> str:
-        if not rel:
-            return self.root
-        if self._prefix is not None:
-            return self._prefix + rel
-        return os.path.join(self.root, *rel.split("/"))
+        return self._prefix + rel if rel else self.root
 
     def exists(self) -> bool:
         """True when the run directory exists; permission and I/O errors raise (never "absent")."""
@@ -219,24 +150,17 @@ class LocalStorage(Storage):
         os.makedirs(self.root, exist_ok=True)
 
     def _entry(self, rel: str, st: os.stat_result, full: str) -> Entry:
+        if stat.S_ISREG(st.st_mode):
+            return Entry(rel, "file", st.st_size)
         if stat.S_ISLNK(st.st_mode):
             target = os.path.realpath(full)
             inside = target == self._real_root or target.startswith(self._real_root + os.sep)
             return Entry(rel, "symlink", 0, inside)
-        if stat.S_ISREG(st.st_mode):
-            return Entry(rel, "file", st.st_size)
-        if stat.S_ISDIR(st.st_mode):
-            return Entry(rel, "dir")
-        return Entry(rel, "other")
+        return Entry(rel, "dir" if stat.S_ISDIR(st.st_mode) else "other")
 
     def walk(self) -> Iterator[Entry]:
-        """See ``Storage.walk``; rlio's own hidden files are skipped.
-
-        A run directory that cannot be listed (permission, I/O) raises: only a missing one is
-        empty. A subdirectory that cannot be listed is reported and not descended into.
-        """
-        # a validator lists thousands of small files: one stat each (the size), nothing more
-        is_reg, is_dir = stat.S_ISREG, stat.S_ISDIR
+        """See ``Storage.walk``. A run directory that cannot be listed (permission, I/O) raises:
+        only a missing one is empty; a subdirectory that cannot be listed is not descended into."""
         stack = [""]
         while stack:
             rel_dir = stack.pop()
@@ -249,25 +173,18 @@ class LocalStorage(Storage):
                     raise
                 continue
             with it:
-                listing = sorted(it, key=_NAME)
+                listing = sorted(it, key=lambda de: de.name)
             prefix = f"{rel_dir}/" if rel_dir else ""
             for de in listing:
-                name = de.name
-                # every hidden prefix starts with a dot: other names skip the prefix test
-                if not rel_dir and name[:1] == "." and (name + "/").startswith(HIDDEN_PREFIXES):
+                if not rel_dir and (de.name + "/").startswith(HIDDEN_PREFIXES):
                     continue
                 try:
-                    st = de.stat(follow_symlinks=False)
+                    entry = self._entry(prefix + de.name, de.stat(follow_symlinks=False), de.path)
                 except OSError:
                     continue
-                mode = st.st_mode
-                if is_reg(mode):
-                    yield Entry(prefix + name, "file", st.st_size)
-                    continue
-                rel = prefix + name
-                if is_dir(mode):
-                    stack.append(rel)
-                yield self._entry(rel, st, de.path)
+                if entry.kind == "dir":
+                    stack.append(entry.path)
+                yield entry
 
     def stat(self, rel: str) -> Entry | None:
         full = self._abs(rel)
@@ -292,42 +209,27 @@ class LocalStorage(Storage):
         """Temp file in the same directory, fsync, rename, directory fsync."""
         self.replace_all([(rel, data)])
 
-    def _replace_unsynced(self, rel: str, data: bytes) -> None:
-        """Temp file in the same directory, then rename: never a torn file, but no fsync."""
-        full = self._abs(rel)
-        parent = os.path.dirname(full)
-        os.makedirs(parent or ".", exist_ok=True)
-        tmp = os.path.join(parent, f".{os.path.basename(full)}{TEMP_INFIX}{os.urandom(4).hex()}")
-        f = open(tmp, "xb")  # noqa: SIM115 (closed below; the name is unlinked on failure)
-        try:
-            with f:
-                f.write(data)
-            os.replace(tmp, full)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+    def replace_derived(self, rel: str, data: bytes) -> None:
+        """Temp file in the same directory, then rename: never torn, but no fsync (a log: as
+        ``replace``)."""
+        self.replace_all([(rel, data)], sync=is_log(rel))
 
-    def _lock_path(self, rel: str) -> str:
-        """The ``filelock`` fallback's lock file of ``rel`` (unused where ``flock`` exists)."""
-        return os.path.join(self.root, LOCKS_DIR, *rel.split("/")) + ".lock"
-
-    def replace_all(self, files: list[tuple[str, bytes]]) -> None:
+    def replace_all(self, files: list[tuple[str, bytes]], *, sync: bool = True) -> None:
         """Every temp file written and fsync'd, then renamed in order, then one fsync of each
         directory: n + 1 syncs for n files in one directory, not 2n."""
         temps: list[tuple[str, str]] = []
         try:
             for rel, data in files:
                 full = self._abs(rel)
-                parent = os.path.dirname(full)
+                parent, name = os.path.split(full)
                 os.makedirs(parent or ".", exist_ok=True)
-                tmp = os.path.join(parent,
-                                   f".{os.path.basename(full)}{TEMP_INFIX}{os.urandom(4).hex()}")
+                tmp = os.path.join(parent, f".{name}{TEMP_INFIX}{os.urandom(4).hex()}")
                 temps.append((tmp, full))
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
                 try:
                     _write_all(fd, data)
-                    os.fsync(fd)
+                    if sync:
+                        os.fsync(fd)
                 finally:
                     os.close(fd)
             while temps:  # in order: a file is renamed only after the ones before it
@@ -337,28 +239,33 @@ class LocalStorage(Storage):
             for tmp, _ in temps:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
-        for parent in dict.fromkeys(os.path.dirname(self._abs(rel)) for rel, _ in files):
-            _fsync_dir(parent)
+        if sync:
+            for parent in dict.fromkeys(os.path.dirname(self._abs(rel)) for rel, _ in files):
+                locking.fsync_path(parent, directory=True)
 
-    def appender(self, rel: str) -> Appender:
+    def _lock_path(self, rel: str) -> str:
+        """The ``filelock`` fallback's lock file of ``rel`` (unused where ``flock`` exists)."""
+        return os.path.join(self.root, LOCKS_DIR, *rel.split("/")) + ".lock"
+
+    def _open_append(self, rel: str, *, read: bool = False) -> int:
+        """An O_APPEND descriptor of ``rel``, created (with its directory) when absent."""
         full = self._abs(rel)
         os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
-        return _LocalAppender(full, self._lock_path(rel))
+        mode = os.O_RDWR if read else os.O_WRONLY
+        return os.open(full, mode | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+    def appender(self, rel: str) -> Appender:
+        fd = self._open_append(rel, read=True)  # read: a locked append looks at the last byte
+        return _LocalAppender(fd, self._abs(rel), self._lock_path(rel))
 
     @contextlib.contextmanager
     def lock(self, rel: str) -> Iterator[None]:
-        full = self._abs(rel)
-        os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
-        if not locking.HAVE_FLOCK:
-            with locking.fallback_lock(self._lock_path(rel)):
-                yield
-            return
-        fd = os.open(full, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = self._open_append(rel)
         try:
-            locking.flock(fd)
-            yield
+            with locking.exclusive(fd, self._lock_path(rel)):
+                yield
         finally:
-            os.close(fd)  # closing releases the flock
+            os.close(fd)
 
     def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
         """An exclusive lock on ``<run>/.rlio-lease`` the OS drops when the holder dies."""
@@ -371,14 +278,12 @@ class LocalStorage(Storage):
         cutoff = time.time() if older_than is None else older_than
         n = 0
         for entry in self.walk():
-            name = entry.path.rsplit("/", 1)[-1]
-            if entry.kind != "file" or not name.startswith(".") or TEMP_INFIX not in name:
-                continue
-            full = self._abs(entry.path)
-            with contextlib.suppress(FileNotFoundError):
-                if os.lstat(full).st_mtime <= cutoff:
-                    os.unlink(full)
-                    n += 1
+            name = entry.path.rpartition("/")[2]
+            if entry.kind == "file" and name.startswith(".") and TEMP_INFIX in name:
+                with contextlib.suppress(FileNotFoundError):
+                    if os.lstat(self._abs(entry.path)).st_mtime <= cutoff:
+                        os.unlink(self._abs(entry.path))
+                        n += 1
         return n
 
     def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
@@ -393,8 +298,7 @@ class LocalStorage(Storage):
         if offset >= size:
             return 0
         moved = self.read_range(rel, offset, size)
-        side = self._abs(sidecar)
-        fd = os.open(side, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = self._open_append(sidecar)
         try:
             side_size = os.fstat(fd).st_size
             record = intent.write(self.root, rel=rel, offset=offset, end=size, sidecar=sidecar,
@@ -411,18 +315,11 @@ class LocalStorage(Storage):
         finally:
             os.close(fd)
         os.truncate(full, offset)
-        fd = os.open(full, os.O_WRONLY | os.O_CLOEXEC)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        locking.fsync_path(full)
         intent.clear(record)
         return len(moved)
 
     def open(self, rel: str, mode: str = "rb") -> BinaryIO:
         if mode != "ab":
             return super().open(rel, mode)
-        full = self._abs(rel)
-        os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
-        fd = os.open(full, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        return os.fdopen(fd, "ab", buffering=0)  # one write() per call
+        return os.fdopen(self._open_append(rel), "ab", buffering=0)  # one write() a call

@@ -1,10 +1,9 @@
-"""Inter-process locks on local files: ``fcntl.flock`` where it exists, ``filelock`` elsewhere.
+"""Local-file primitives of the local backend, its lease and its intent records: locks, syncs.
 
 ``flock`` locks belong to an open file description and the OS drops them when the process dies,
 so a SIGKILLed holder never blocks anyone. Where ``fcntl`` is missing (Windows, a stripped-down
-interpreter) the portable ``filelock`` library locks a separate lock file instead (its own
-files are never the data file: ``filelock`` may truncate what it locks). ``filelock`` is imported
-only on that path, so ``import rlio`` stays light.
+interpreter) the ``filelock`` library locks a separate lock file instead (never the data file:
+``filelock`` may truncate what it locks); it is imported only there, so ``import rlio`` stays light.
 """
 
 from __future__ import annotations
@@ -25,12 +24,9 @@ except ImportError:  # no fcntl here: the filelock fallback below
 HAVE_FLOCK = fcntl is not None
 
 
-def flock(fd: int, *, blocking: bool = True) -> bool:
-    """Lock ``fd`` exclusively with ``flock``; False when ``blocking`` is off and it is held."""
+def try_flock(fd: int) -> bool:
+    """Lock ``fd`` exclusively with ``flock`` if nobody holds it; False when someone does."""
     assert fcntl is not None
-    if blocking:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -38,17 +34,9 @@ def flock(fd: int, *, blocking: bool = True) -> bool:
     return True
 
 
-def funlock(fd: int) -> None:
-    """Release the ``flock`` on ``fd``."""
-    assert fcntl is not None
-    fcntl.flock(fd, fcntl.LOCK_UN)
-
-
 def portable_lock(lock_path: str, *, timeout: float = -1) -> Any:
-    """A ``filelock.FileLock`` on ``lock_path`` (its directory created): the fallback lock.
-
-    ``timeout=0`` tries once (``acquire`` raises ``filelock.Timeout`` when it is held).
-    """
+    """The fallback lock: a ``filelock.FileLock`` on ``lock_path`` (its directory created);
+    with ``timeout=0`` its ``acquire`` tries once (``filelock.Timeout`` when it is held)."""
     import filelock
 
     os.makedirs(os.path.dirname(lock_path) or ".", exist_ok=True)
@@ -56,7 +44,24 @@ def portable_lock(lock_path: str, *, timeout: float = -1) -> Any:
 
 
 @contextlib.contextmanager
-def fallback_lock(lock_path: str) -> Iterator[None]:
-    """Hold the ``filelock`` fallback lock on ``lock_path`` for the block."""
-    with portable_lock(lock_path):
+def exclusive(fd: int, lock_path: str) -> Iterator[None]:
+    """Hold the inter-process lock of the file open on ``fd``: its ``flock``, else the
+    ``filelock`` fallback on ``lock_path``."""
+    if fcntl is None:
+        with portable_lock(lock_path):
+            yield
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
         yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def fsync_path(path: str, *, directory: bool = False) -> None:
+    """fsync a file (or a directory: its entries) by name."""
+    fd = os.open(path or ".", os.O_RDONLY | os.O_DIRECTORY if directory else os.O_WRONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import _thread  # its lock, without the threading module a reader never needs
 import contextlib
-import errno
 import io
-import threading
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from rlio.errors import UnsafeStorageError
-from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log
+from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log, rewrite_refused
 
-_MEMORY_MUTEX = threading.Lock()  # memory:// is process-local: one mutex orders all its writes
-_MEMORY_LOCKS: dict[str, threading.Lock] = {}  # lock(rel) per path, like a process-wide flock
+_MEMORY_MUTEX = _thread.allocate_lock()  # memory:// is process-local: one mutex orders its writes
+_MEMORY_LOCKS: dict[str, _thread.LockType] = {}  # lock(rel) per path, like a process-wide flock
+
+
+def _append_to(fs: Any, path: str, data: bytes) -> None:
+    """Rewrite ``path`` with ``data`` added at its end. Holds ``_MEMORY_MUTEX``."""
+    fs.pipe_file(path, (fs.cat_file(path) if fs.isfile(path) else b"") + data)
 
 
 class _MemoryAppender(Appender):
-    """Appends to a ``memory://`` file: each call rewrites the file under the process mutex."""
+    """Appends to a ``memory://`` file, visible to every reader in the process at once."""
 
     def __init__(self, fs: Any, path: str) -> None:
         self._fs = fs
@@ -27,11 +30,9 @@ class _MemoryAppender(Appender):
         if self._path is None:
             raise ValueError("append to a closed memory:// appender")
         with _MEMORY_MUTEX:
-            old = self._fs.cat_file(self._path) if self._fs.isfile(self._path) else b""
-            self._fs.pipe_file(self._path, old + data)
+            _append_to(self._fs, self._path, data)
 
-    def append_durable(self, data: bytes) -> None:
-        self.append(data)  # visible to every reader in the process at once
+    append_durable = append
 
     def flush(self) -> None:
         pass
@@ -70,25 +71,20 @@ class MemoryStorage(Storage):
             info = self._fs.info(self._abs(rel))
         except FileNotFoundError:
             return None
-        if info["type"] == "file":
-            return Entry(rel, "file", int(info["size"]))
-        return Entry(rel, "dir")
+        is_file = info["type"] == "file"
+        return Entry(rel, "file", int(info["size"])) if is_file else Entry(rel, "dir")
 
     def open_read(self, rel: str) -> BinaryIO:
         return io.BytesIO(self._fs.cat_file(self._abs(rel)))
 
     def read_range(self, rel: str, start: int, end: int) -> bytes:
-        if end <= start:
-            return b""
-        return bytes(self._fs.cat_file(self._abs(rel), start, end))
+        return bytes(self._fs.cat_file(self._abs(rel), start, end)) if end > start else b""
 
     def replace(self, rel: str, data: bytes) -> None:
         path = self._abs(rel)
         with _MEMORY_MUTEX:
             if is_log(rel) and self._fs.isfile(path):
-                raise UnsafeStorageError(
-                    errno.EEXIST, f"refusing to rewrite the append-only log {self.display(rel)} "
-                    "with replace(); logs change only through appender() and move_tail()")
+                raise rewrite_refused(self.display(rel))
             self._fs.pipe_file(path, bytes(data))
 
     def appender(self, rel: str) -> Appender:
@@ -97,18 +93,17 @@ class MemoryStorage(Storage):
     @contextlib.contextmanager
     def lock(self, rel: str) -> Iterator[None]:
         with _MEMORY_MUTEX:
-            lk = _MEMORY_LOCKS.setdefault(self._abs(rel), threading.Lock())
+            lk = _MEMORY_LOCKS.setdefault(self._abs(rel), _thread.allocate_lock())
         with lk:
             yield
 
     def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
-        path, side = self._abs(rel), self._abs(sidecar)
+        path = self._abs(rel)
         with _MEMORY_MUTEX:
             data = bytes(self._fs.cat_file(path))
             moved = data[offset:]
-            if not moved:
-                return 0
-            old = self._fs.cat_file(side) if self._fs.isfile(side) else b""
-            self._fs.pipe_file(side, old + (moved if moved.endswith(b"\n") else moved + b"\n"))
-            self._fs.pipe_file(path, data[:offset])
+            if moved:
+                _append_to(self._fs, self._abs(sidecar), moved if moved.endswith(b"\n")
+                           else moved + b"\n")
+                self._fs.pipe_file(path, data[:offset])
         return len(moved)

@@ -35,14 +35,9 @@ def _torn_offset(storage: Storage, rel: str, size: int, check_json: bool) -> int
 
 
 def repair_torn_tail(storage: Storage, rel: str) -> int:
-    """Move a torn last line of the append-only file ``rel`` to ``rel + ".torn"``.
-
-    The bytes are appended to the sidecar (never deleted) before ``rel`` is cut, under the file's
-    inter-process lock. A missing or empty file is left alone (and not created).
-
-    Returns:
-        The number of bytes moved aside (0 when the file ends cleanly).
-    """
+    """Move a torn last line of the append-only file ``rel`` to ``rel + ".torn"``, under the
+    file's lock (``move_tail``: never deleted); the bytes moved. A missing or empty file is left
+    alone (and not created)."""
     entry = storage.stat(rel)
     if entry is None or entry.kind != "file" or entry.size == 0:
         return 0

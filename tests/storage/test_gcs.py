@@ -288,8 +288,8 @@ def test_append_commits_itself_when_too_much_is_pending(gs_uri: str) -> None:
 
     st = _gs(gs_uri)
     app = GcsAppender(st.api, st.key("logs.log"), f"{st.key(PARTS_DIR)}/logs.log",
-                      ctype="text/plain", display=st.display("logs.log"), interval=3600,
-                      max_pending=100)
+                      ctype="text/plain", display=st.display("logs.log"))
+    app.interval, app.max_pending = 3600, 100
     app.append(b"a" * 60 + b"\n")
     app.append(b"b" * 60 + b"\n")  # 122 bytes pending: committed before append returns
     assert st.read_bytes("logs.log") == b"a" * 60 + b"\n" + b"b" * 60 + b"\n"

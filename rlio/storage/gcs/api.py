@@ -21,15 +21,6 @@ META_APPENDS = "rlio-appends"
 META_REWRITES = "rlio-rewrites"
 #: A random id of the last rewrite, so that a rewrite whose answer was lost can recognise itself.
 META_REWRITE_ID = "rlio-rewrite-id"
-#: A lease not released after this long belongs to a crashed holder and may be broken.
-LEASE_SECONDS = 15.0
-#: Bytes fetched per GET when streaming a file.
-READ_CHUNK = 4 << 20
-
-def http_status(exc: BaseException) -> int | None:
-    """The HTTP status a gcsfs error carries, if any."""
-    code = getattr(exc, "code", None)
-    return code if isinstance(code, int) else None
 
 
 def generation(resource: Mapping[str, Any]) -> int:
@@ -93,7 +84,7 @@ class GcsApi:
             got, data = self.fs.call("GET", "b/{}/o/{}", self.bucket, key, alt="media",
                                      generation=gen, headers=headers)
         except Exception as exc:
-            if http_status(exc) == 416:  # start is at or past the end of the object
+            if getattr(exc, "code", None) == 416:  # start is at or past the end of the object
                 return b"", None, gen
             raise
         data = bytes(data)

@@ -1,35 +1,25 @@
 """Appends to one live GCS object: batched, composed conditionally, exactly once.
 
-GCS has no append. Rewriting the object per record sends the whole file each time and loses
-records to concurrent writers; staging on local disk loses them on a crash. Instead:
+GCS has no append; rewriting the object per record sends the whole file each time and loses
+records to concurrent writers, and staging on local disk loses them on a crash. Instead:
 
-1. ``append`` buffers lines in memory. A daemon thread commits the buffer when its oldest line is
-   ``interval`` seconds old (default 1 s: GCS accepts about one update per second per object), or
-   at once when it holds ``max_records`` lines or ``max_bytes`` bytes. ``append_durable``,
-   ``flush`` and ``close`` commit in the caller's thread and return once the bytes are in the
-   object. So a training loop that logs once a minute waits about a second, not a minute, for its
-   line to reach GCS, and never blocks on the network in ``append`` (unless ``max_pending`` bytes
-   are waiting: then ``append`` commits itself, as back-pressure).
-2. A commit uploads the batch as this writer's part object (``.rlio-parts/<file>.<writer>``,
-   one name per open appender, overwritten by each commit), then composes ``[log@G, part@P]``
-   into the log with ``ifGenerationMatch=G`` (``P``: the generation just uploaded, so exactly
-   those bytes are composed). A 412 means another writer appended first (or ours landed and its
-   answer was lost): read the log's metadata and try again with the new generation. The log stays
-   one object of pure JSONL that any reader can read. Two requests per commit; the part is
-   deleted when the appender closes. (One reused name instead of a new object per batch: no
-   object is created and deleted per append, which keeps emulators, whose cost grows with every
-   object they have ever deleted, fast.)
-3. Exactly once: every writer has a random id and numbers its batches. Each compose (and the create
-   of a new log) records ``writer:seq`` in the log's custom metadata (the last 64 writers), built on
-   the metadata of the generation it replaces. After any failure the writer reads that metadata
-   first: if its ``seq`` is there, the batch landed (a commit whose answer was lost, then a 412 on
-   gcsfs's retry) and is not composed again. Bytes sent per commit are the batch plus about 1.5 KB,
-   whatever the log's size. A new log is first created empty (``ifGenerationMatch=0``), so no
-   batch ever travels in a create that could race another writer's.
+1. ``append`` buffers lines; a daemon thread commits them once the oldest is ``interval`` old
+   (GCS takes about one update per second per object) or past ``max_records``/``max_bytes``, so
+   ``append`` never waits on the network (past ``max_pending`` bytes it commits: back-pressure);
+   ``append_durable``, ``flush`` and ``close`` commit in the caller's thread.
+2. A commit uploads the batch as this writer's part object (``.rlio-parts/<file>.<writer>``, one
+   reused name per appender: emulators slow down with every object ever deleted), then composes
+   ``[log@G, part@P]`` into the log with ``ifGenerationMatch=G``. A 412 means another writer
+   appended first (or ours landed and its answer was lost): read the log's metadata, try again.
+   The log stays one object of pure JSONL; the part is deleted when the appender closes.
+3. Exactly once: every writer has a random id and numbers its batches; each compose records
+   ``writer:seq`` in the log's custom metadata (the last ``KEEP_WRITERS`` writers). After any
+   failure the writer reads that metadata first, and a batch already there is not composed
+   again. A new log is first created empty (``ifGenerationMatch=0``), so no batch ever travels
+   in a create that could race another writer's.
 
-Crashes: a batch whose commit had not returned is lost (it was not acknowledged); the writer's
-part object may remain and is swept when a writer reopens the run (``GcsStorage.sweep_orphans``).
-A writer whose part is swept before its compose sees 404 and uploads it again.
+Crashes: a batch whose commit had not returned is lost (never acknowledged); its part object
+is swept when a writer reopens the run (a writer whose part was swept uploads it again).
 """
 
 from __future__ import annotations
@@ -51,7 +41,7 @@ from rlio.storage.gcs.api import META_APPENDS, META_REWRITES, GcsApi, generation
 #: custom metadata; 64 entries take about 1.7 KB).
 KEEP_WRITERS = 64
 _log = logging.getLogger("rlio")
-_LIVE: weakref.WeakSet[GcsAppender] = weakref.WeakSet()
+_LIVE: weakref.WeakSet[GcsAppender] = weakref.WeakSet()  # committed at interpreter exit
 _ATEXIT = threading.Lock()
 _atexit_registered = False
 
@@ -91,12 +81,29 @@ def _close_all_at_exit() -> None:
             _log.exception("rlio: could not flush %s at exit", appender.display)
 
 
+def _register(appender: GcsAppender) -> None:
+    """Track open appenders so that buffered lines are committed at interpreter exit.
+
+    Registered with the first appender, after gcsfs opened its session (and its own exit
+    hook): exit hooks run last-registered first, so ours commits while the session is open.
+    """
+    global _atexit_registered
+    with _ATEXIT:
+        _LIVE.add(appender)
+        if not _atexit_registered:
+            atexit.register(_close_all_at_exit)
+            _atexit_registered = True
+
+
 class GcsAppender(Appender):
     """An open gs:// log: batched appends composed into the one live object."""
 
-    def __init__(self, api: GcsApi, key: str, part_prefix: str, *, ctype: str, display: str,
-                 interval: float = 1.0, max_records: int = 1000, max_bytes: int = 4 << 20,
-                 max_pending: int = 64 << 20, give_up_after: float = 300.0) -> None:
+    #: When the buffer is committed (see the module docstring), and how long a commit may retry.
+    interval, max_records, max_bytes, max_pending = 1.0, 1000, 4 << 20, 64 << 20
+    give_up_after = 300.0
+
+    def __init__(self, api: GcsApi, key: str, part_prefix: str, *, ctype: str,
+                 display: str) -> None:
         self.api, self.key, self.display = api, key, display
         self._ctype = ctype
         #: This appender's random id, recorded with each batch it lands (see ``landed``); from
@@ -104,9 +111,6 @@ class GcsAppender(Appender):
         self.writer = secrets.token_hex(8)
         self._part = f"{part_prefix}.{self.writer}"
         self._part_used = False
-        self.interval = interval
-        self.max_records, self.max_bytes, self.max_pending = max_records, max_bytes, max_pending
-        self._give_up_after = give_up_after
         self._cond = threading.Condition()  # guards the buffer, _closed, _error, _urgent
         self._commit_lock = threading.Lock()  # one commit at a time, batches in append order
         self._buf: list[bytes] = []
@@ -120,8 +124,6 @@ class GcsAppender(Appender):
         self._known: dict[str, Any] | None = None  # the log's resource after our last write
         self._thread: threading.Thread | None = None
         _register(self)
-
-    # -- the Appender interface -------------------------------------------------------------
 
     def append(self, data: bytes) -> None:
         with self._cond:
@@ -174,8 +176,6 @@ class GcsAppender(Appender):
             except Exception:  # an orphan part is swept when a writer reopens the run
                 _log.warning("rlio: could not delete batch part %s", self._part, exc_info=True)
 
-    # -- internals -------------------------------------------------------------------------
-
     def _check(self) -> None:
         if self._closed:
             raise ValueError(f"append to closed log {self.display}")
@@ -225,7 +225,7 @@ class GcsAppender(Appender):
         """Put batch ``seq`` into the log exactly once (see the module docstring)."""
         part_gen: int | None = None  # generation of our part holding this batch, once uploaded
         known, verify = self._known, False
-        deadline = time.monotonic() + self._give_up_after
+        deadline = time.monotonic() + self.give_up_after
         conflicts = 0
         try:
             while True:
@@ -237,7 +237,7 @@ class GcsAppender(Appender):
                 if time.monotonic() > deadline:
                     raise TimeoutError(
                         f"could not append {len(data)} bytes to {self.display} within "
-                        f"{self._give_up_after:.0f} s ({conflicts} conflicts with other writers)")
+                        f"{self.give_up_after:.0f} s ({conflicts} conflicts with other writers)")
                 try:
                     if known is None:  # a new log: create it empty, then compose as usual
                         self.api.upload(self.key, b"", metadata={META_REWRITES: "0"},
@@ -265,12 +265,3 @@ class GcsAppender(Appender):
             raise
         self._known = known
 
-
-def _register(appender: GcsAppender) -> None:
-    """Track open appenders so that buffered lines are committed at interpreter exit."""
-    global _atexit_registered
-    with _ATEXIT:
-        _LIVE.add(appender)
-        if not _atexit_registered:
-            atexit.register(_close_all_at_exit)
-            _atexit_registered = True

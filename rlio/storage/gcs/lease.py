@@ -1,13 +1,14 @@
 """The run lease on gs://: an object taken with a generation precondition, renewed while held.
 
-``<run>/.rlio-lease`` holds the holder's JSON (host, pid, since) and, in its custom metadata,
-when the lease expires (``rlio-lease-expires``, seconds since the epoch by the holder's clock)
-and a random token of the holder. It is created with ``ifGenerationMatch=0``; a daemon thread
-rewrites it every third of ``lease_seconds`` with ``ifGenerationMatch=<its generation>``, pushing
-the expiry on. A writer that finds a lease past its expiry takes it over with the same
-precondition (so of two takers one wins); one that finds it live gets ``RunInUseError``. A
-holder whose renewal finds another holder's generation has lost the lease (``lost``). A
-request whose answer was lost and whose retry got 412 is recognised by the token.
+``<run>/.rlio-lease`` (and each ``GcsStorage.lock`` object, the same way) holds the holder's
+JSON (host, pid, since) and, in its custom metadata, when the lease expires
+(``rlio-lease-expires``, seconds since the epoch by the holder's clock) and a random token of
+the holder. It is created with ``ifGenerationMatch=0``; a daemon thread rewrites it every third
+of ``lease_seconds`` with ``ifGenerationMatch=<its generation>``, pushing the expiry on. A
+writer that finds a lease past its expiry takes it over with the same precondition (so of two
+takers one wins); one that finds it live gets ``RunInUseError``. A holder whose renewal finds
+another holder's generation has lost the lease (``lost``). A request whose answer was lost and
+whose retry got 412 is recognised by the token.
 
 Clocks: expiry is judged by the taker's clock against the holder's; hosts are assumed to agree
 within a small fraction of ``lease_seconds``.
@@ -23,7 +24,7 @@ import time
 from typing import Any
 
 from rlio.storage.gcs.api import GcsApi, generation
-from rlio.storage.lease import Lease, holder_info, in_use, parse_holder
+from rlio.storage.lease import Lease, in_use, parse_holder
 
 META_EXPIRES = "rlio-lease-expires"
 META_TOKEN = "rlio-lease-token"
@@ -39,18 +40,12 @@ class GcsLease(Lease):
         self._api, self._key, self._where = api, key, where
         self._seconds = float(lease_seconds)
         self._token = secrets.token_hex(8)
-        self.since = time.time()
-        self.holder = holder_info(self.since)
-        self._lost = False
+        super().__init__()
         self._gen = self._take()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew_loop, name="rlio-lease-renew",
                                         daemon=True)
         self._thread.start()
-
-    @property
-    def lost(self) -> bool:
-        return self._lost
 
     def _meta(self) -> dict[str, str]:
         return {META_EXPIRES: f"{time.time() + self._seconds:.3f}", META_TOKEN: self._token}
@@ -103,7 +98,7 @@ class GcsLease(Lease):
                 if cur is not None and (cur.get("metadata") or {}).get(META_TOKEN) == self._token:
                     self._gen = generation(cur)  # our renewal landed; its answer was lost
                     continue
-                self._lost = True  # another writer took the lease over: stop renewing
+                self.lost = True  # another writer took the lease over: stop renewing
                 return
             except Exception:  # a transient failure gcsfs gave up on: try at the next tick
                 continue
@@ -113,6 +108,6 @@ class GcsLease(Lease):
             return
         self._stop.set()
         self._thread.join(timeout=max(5.0, self._seconds))
-        if not self._lost:
+        if not self.lost:
             with contextlib.suppress(FileNotFoundError, FileExistsError):
                 self._api.delete(self._key, if_generation_match=self._gen)

@@ -1,26 +1,19 @@
 """gs:// run directories: the ``Storage`` backend for Google Cloud Storage.
 
-Every request goes through the JSON API call of a gcsfs filesystem that ``rlio.storage`` creates
-and hands in (so this module never imports fsspec or gcsfs, and inherits gcsfs's credentials,
-session and retries of 5xx/429 answers). gcsfs's own file API is not used for writes: it has no
-append (append mode truncates) and no conditional writes beyond create-only.
+Every request is a JSON API call of the gcsfs filesystem ``open_storage`` hands in (so this
+module imports neither fsspec nor gcsfs, and inherits gcsfs's credentials, session and retries
+of 5xx/429 answers); gcsfs's file API has no append and no conditional writes, so writes skip it.
 
-What each operation costs and guarantees:
-
-- Whole files (``replace``): one multipart upload, so readers see the old object or the new one.
-  An existing append-only log is never rewritten this way (create-only, else refused).
-- Reads: ranged GETs with explicit offsets (``bytes=A-B``; never suffix ranges), so reading a
-  file's tail costs its tail, not the file.
-- Appends (``appender``, see ``rlio.storage.gcs.append``): batches composed into the one live
-  object, conditional on its generation.
+- ``replace``: one multipart upload (readers see the old object or the new one); an existing
+  append-only log is never rewritten this way (create-only, else refused).
+- Reads: ranged GETs with explicit offsets (never suffix ranges): a file's tail costs its tail.
+- ``appender``: batches composed into the one live object, conditional on its generation
+  (``rlio.storage.gcs.append``); ``acquire_lease``: a renewed lease object (``gcs.lease``).
 - ``move_tail``: the tail reaches the sidecar durably first; the log is then rewritten with
-  ``ifGenerationMatch``. If composes landed in between, the rewrite keeps them; if anything else
-  changed the log, it is refused and left as it was.
-- ``acquire_lease``: the run's one-writer lease, renewed while held (``rlio.storage.gcs.lease``).
-- ``lock(rel)``: a lease object created with ``ifGenerationMatch=0`` under ``.rlio-locks/``, held
-  for short repairs only; a lease older than ``LEASE_SECONDS`` (a crashed holder) is broken.
+  ``ifGenerationMatch``, keeping composes that landed in between and refusing any other change.
+- ``lock(rel)``: a lease object as the run's, under ``.rlio-locks/``, held for short repairs; a
+  crashed holder's is taken over ``LOCK_SECONDS`` after its last renewal.
 """
-
 
 from __future__ import annotations
 
@@ -33,24 +26,30 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 
-from rlio.errors import RunNotFoundError, UnsafeStorageError
+from rlio.errors import RunInUseError, RunNotFoundError, UnsafeStorageError
 from rlio.layout import content_type
-from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log
+from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log, rewrite_refused
 from rlio.storage.gcs.api import (
-    LEASE_SECONDS,
     LOCKS_DIR,
     META_REWRITE_ID,
     META_REWRITES,
     PARTS_DIR,
-    READ_CHUNK,
     RUN_MARKER,
     GcsApi,
     generation,
 )
 from rlio.storage.gcs.append import GcsAppender
 from rlio.storage.gcs.lease import GcsLease
-from rlio.storage.lease import LEASE_NAME, Lease
-from rlio.storage.lease import LEASE_SECONDS as DEFAULT_LEASE_SECONDS
+from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease
+
+#: Expiry of a ``lock`` object not renewed (its holder crashed), in seconds.
+LOCK_SECONDS = 15.0
+#: Bytes fetched per GET when streaming a file.
+READ_CHUNK = 4 << 20
+
+
+def _missing(storage: GcsStorage, rel: str) -> FileNotFoundError:
+    return FileNotFoundError(errno.ENOENT, "no such object", storage.display(rel))
 
 
 class _RangeReader(io.RawIOBase):
@@ -71,9 +70,6 @@ class _RangeReader(io.RawIOBase):
 
     def seekable(self) -> bool:
         return True
-
-    def tell(self) -> int:
-        return self._pos
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
@@ -110,19 +106,19 @@ class GcsStorage(Storage):
         """The object name of run-relative ``rel``."""
         return f"{self.prefix}/{rel}" if self.prefix else rel
 
-    @property
-    def _dir(self) -> str:
-        return f"{self.prefix}/" if self.prefix else ""
+    def _any(self, prefix: str) -> bool:
+        """True when some object's name starts with ``prefix``."""
+        return any(True for _ in self.api.list(prefix, max_results=1))
 
     def exists(self) -> bool:
         try:
-            return any(True for _ in self.api.list(self._dir, max_results=1))
+            return self._any(self.key(""))
         except FileNotFoundError:  # no such bucket
             return False
 
     def create(self) -> None:
         try:
-            if any(True for _ in self.api.list(self._dir, max_results=1)) or not self.prefix:
+            if self._any(self.key("")) or not self.prefix:
                 return
             self.api.upload(self.key(RUN_MARKER), b"", if_generation_match=0)
         except FileExistsError:
@@ -131,8 +127,8 @@ class GcsStorage(Storage):
             raise RunNotFoundError(errno.ENOENT, "no such bucket", f"gs://{self.bucket}") from None
 
     def walk(self) -> Iterator[Entry]:
-        cut = len(self._dir)
-        for obj in self.api.list(self._dir):
+        cut = len(self.key(""))
+        for obj in self.api.list(self.key("")):
             rel = obj["name"][cut:]
             if rel and not rel.endswith("/") and not rel.startswith(HIDDEN_PREFIXES):
                 yield Entry(rel, "file", int(obj.get("size", 0)))
@@ -141,15 +137,7 @@ class GcsStorage(Storage):
         obj = self.api.get(self.key(rel))
         if obj is not None:
             return Entry(rel, "file", int(obj.get("size", 0)))
-        if any(True for _ in self.api.list(self.key(rel) + "/", max_results=1)):
-            return Entry(rel, "dir")
-        return None
-
-    def size(self, rel: str) -> int:
-        obj = self.api.get(self.key(rel))
-        if obj is None:
-            raise FileNotFoundError(errno.ENOENT, "no such object", self.display(rel))
-        return int(obj.get("size", 0))
+        return Entry(rel, "dir") if self._any(self.key(rel) + "/") else None
 
     def open_read(self, rel: str) -> BinaryIO:
         """Streams the bytes the object had when opened (appends made later are not read).
@@ -162,7 +150,7 @@ class GcsStorage(Storage):
         try:
             first, total, gen = self.api.read_ranged(self.key(rel), 0, READ_CHUNK)
         except FileNotFoundError:
-            raise FileNotFoundError(errno.ENOENT, "no such object", self.display(rel)) from None
+            raise _missing(self, rel) from None
         size = len(first) if total is None else total
         raw = _RangeReader(self.api, self.key(rel), first, size,
                            None if is_log(rel) else gen, self.display(rel))
@@ -172,13 +160,13 @@ class GcsStorage(Storage):
         try:
             return self.api.read(self.key(rel), start, end)
         except FileNotFoundError:
-            raise FileNotFoundError(errno.ENOENT, "no such object", self.display(rel)) from None
+            raise _missing(self, rel) from None
 
     def read_bytes(self, rel: str) -> bytes:
         try:
             return self.api.read_ranged(self.key(rel), 0)[0]  # one GET: never a mix of versions
         except FileNotFoundError:
-            raise FileNotFoundError(errno.ENOENT, "no such object", self.display(rel)) from None
+            raise _missing(self, rel) from None
 
     def replace(self, rel: str, data: bytes) -> None:
         if not is_log(rel):
@@ -188,9 +176,7 @@ class GcsStorage(Storage):
             self.api.upload(self.key(rel), bytes(data), if_generation_match=0,
                             metadata={META_REWRITES: "0"}, ctype=content_type(rel))
         except FileExistsError:
-            raise UnsafeStorageError(
-                errno.EEXIST, f"refusing to rewrite the append-only log {self.display(rel)} with "
-                "replace(); logs change only through appender() and move_tail()") from None
+            raise rewrite_refused(self.display(rel)) from None
 
     def appender(self, rel: str) -> Appender:
         return GcsAppender(self.api, self.key(rel), f"{self.key(PARTS_DIR)}/{rel}",
@@ -205,53 +191,34 @@ class GcsStorage(Storage):
             return 0
         return n
 
-    def acquire_lease(self, *, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> Lease:
+    def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
         """The run lease: a renewed object taken with a generation precondition (``gcs.lease``)."""
         return GcsLease(self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds)
 
     @contextlib.contextmanager
     def lock(self, rel: str) -> Iterator[None]:
-        """A lease object; waits while another live holder has it, breaks a stale one."""
-        key = f"{self.key(LOCKS_DIR)}/{rel}.lock"
-        held = self._acquire(key)
+        """A lease object of ``rel`` (``GcsLease``: renewed while held, taken over once its
+        holder stopped renewing it); waits while another live holder has it."""
+        delay = 0.05
+        while True:
+            try:
+                held = GcsLease(self.api, f"{self.key(LOCKS_DIR)}/{rel}.lock", self.display(rel),
+                                lease_seconds=LOCK_SECONDS)
+                break
+            except RunInUseError:
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 1.0)
         try:
             yield
         finally:
-            with contextlib.suppress(FileNotFoundError, FileExistsError):
-                self.api.delete(key, if_generation_match=held)
-
-    def _acquire(self, key: str) -> int:
-        seen: tuple[int, float] | None = None
-        delay = 0.05
-        while True:
-            expires = f"{time.time() + LEASE_SECONDS:.3f}"
-            try:
-                res = self.api.upload(key, b"", if_generation_match=0,
-                                      metadata={"rlio-lease-expires": expires})
-                return generation(res)
-            except FileExistsError:
-                pass
-            cur = self.api.get(key)
-            if cur is None:
-                continue
-            gen, now = generation(cur), time.monotonic()
-            if seen is None or seen[0] != gen:
-                seen = (gen, now)
-            meta = cur.get("metadata") or {}
-            stale = float(meta.get("rlio-lease-expires", "inf")) < time.time() - 5.0
-            if stale or now - seen[1] > LEASE_SECONDS:
-                with contextlib.suppress(FileNotFoundError, FileExistsError):
-                    self.api.delete(key, if_generation_match=gen)
-                continue
-            time.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, 1.0)
+            held.release()
 
     def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
         key = self.key(rel)
         while True:
             first = self.api.get(key)
             if first is None:
-                raise FileNotFoundError(errno.ENOENT, "no such object", self.display(rel))
+                raise _missing(self, rel)
             size = int(first["size"])
             if offset >= size:
                 return 0
