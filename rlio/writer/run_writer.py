@@ -5,18 +5,15 @@ persistent handle, handed to the OS before it returns; ``record_*`` appends dura
 an inter-process lock; ``write_*`` and logtree outputs replace a whole file atomically (temp file in
 the same directory, fsync, rename). All I/O goes through ``rlio.storage``.
 
-Every record takes one path: built in documented key order, judged by its schema's one checker
-(``rlio.schema.fast_check``: the error-level rules, what the validator reports as an error) and
-the cross-record rules of ``rlio.rules``, encoded by orjson, then handed to storage under the
+Every record takes one path: built in documented key order, encoded by orjson, judged by its
+schema's one checker (``rlio.schema.fast_check``: the error-level rules, what the validator reports
+as an error) and the cross-record rules of ``rlio.rules``, then handed to storage under the
 file's lock. A refused record raises ``RecordError`` (explained by ``rlio.schema.explain``) and
 leaves the file unchanged.
 
-The checker judges a record as given. A record it refuses as given (a numpy integer, a tuple, a
-mapping that is not a dict) is judged again as written: its encoded line decoded, as the validator
-will read it (numpy scalars as their values, NaN as null). A record accepted as given is accepted
-as written: numpy scalars keep their value, and the shipped schemas accept null wherever they
-accept a number and bound integers only (``tests/unit/writer/test_writer_rules_agree.py`` pins
-it), so a NaN they accept is also accepted as its null.
+The checker judges a record as written: its encoded line decoded, exactly what the validator
+will read (numpy scalars as their values, NaN as null), so the writer refuses what the validator
+calls an error by construction, whatever Python types the record held.
 """
 
 from __future__ import annotations
@@ -251,27 +248,20 @@ class RunWriter:
         return encode_line(plain, nonfinite=self._nonfinite, index=index)
 
     def _line(self, schema: str, record: Any, what: str, index: int) -> tuple[Any, bytes]:
-        """The line of ``record``, and the record as judged (see the module docstring): as
-        given when schema ``schema`` accepts it so, else as written (its line decoded, NaN as
-        null), which the schema must accept. Without ``check``: ``record`` and its line.
+        """The line of ``record``, and the record as the validator will read it: the line
+        decoded (NaN tokens as the null they stand for), judged by schema ``schema``'s checker.
+        Without ``check``: ``record`` and its line.
 
         Raises:
             RecordError: naming ``what``, the index and the JSON pointer of the problem.
         """
-        check = self._checks[schema]
-        if self._check:
-            try:
-                if check(record):
-                    return record, self._encode(record, what, index)
-            except Exception:  # a user type the checker trips on: judged as written below
-                pass
         line = self._encode(record, what, index)
         if not self._check:
             return record, line
         image, nonfinite = decode(line)
-        if nonfinite:  # NaN tokens: judged as the null they stand for
+        if nonfinite:
             image = nonfinite_to_none(image)
-        if check(image):
+        if self._checks[schema](image):
             return image, line
         pointer, reason = explain(schema, image) or ("", f"does not match schema {schema}")
         raise RecordError(f"{what} {index} at {pointer or '/'}: {reason}", index=index,

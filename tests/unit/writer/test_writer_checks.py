@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 import orjson
 import pytest
-from factories import ordered_record, strict_json
+from factories import ordered_record, strict_json, writer_agrees_with_validator
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -136,3 +136,20 @@ def test_large_batch_is_written_whole_and_exact(tmp_path: pathlib.Path) -> None:
     data = (tmp_path / "train_iteration_000004_rollout_summaries.jsonl").read_bytes()
     assert len(data) > 1 << 20
     assert data == b"".join(orjson.dumps(r) + b"\n" for r in recs)
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("schema_version", "bool_"),  # == 1 as a Python value, but written as true
+    ("iteration", "float64"),  # an integral float: written 4.0, an integer to the schema
+    ("group_idx", "int64"),
+])
+def test_numpy_values_are_judged_as_written(key: str, value: str) -> None:
+    """A numpy value is judged as the JSON it is written as, so the writer refuses exactly what
+    the validator calls an error (numpy's True equals 1, but ``true`` is not the const 1)."""
+    import numpy as np
+
+    made = {"bool_": np.True_, "float64": np.float64(4.0), "int64": np.int64(2)}[value]
+    record = ordered_record(0, 0, **{key: made})
+    assert writer_agrees_with_validator(
+        lambda run: run.write_rollout_summaries(4, [record]),
+        ("train_iteration_000004_rollout_summaries.jsonl",)) is (key != "schema_version")
