@@ -44,8 +44,6 @@ _RULES: Final = frozenset({
 })
 #: Distinct key names remembered per object schema (a bound, so hostile input cannot grow it).
 _KEY_MEMO: Final = 4096
-#: Distinct non-JSON value types (numpy scalars, subclasses) whose verdict a type test keeps.
-_TYPE_MEMO: Final = 64
 _NONE: Final[frozenset[type]] = frozenset()
 
 
@@ -150,21 +148,9 @@ class _Compiler:
         tests = [_TYPE_TESTS[name] for name in names]
         # JSON's own types outside ``exact`` fail at once (but an integral float may be an integer)
         refused = _JSON_TYPES - exact - ({float} if "integer" in names else set())
-        # other types (numpy scalars, subclasses) pass or fail by their type alone, so their
-        # verdict is kept; except a float type under "integer", which depends on the value
-        by_type: dict[type, bool] = {}
 
-        def check_type(value: Any) -> bool:
-            t = type(value)
-            known = by_type.get(t)
-            if known is not None:
-                return known
-            if t in refused:
-                return False
-            verdict = any(test(value) for test in tests)
-            if len(by_type) < _TYPE_MEMO and not ("integer" in names and isinstance(value, float)):
-                by_type[t] = verdict
-            return verdict
+        def check_type(value: Any) -> bool:  # the rest: a subclass, or an integral float
+            return type(value) not in refused and any(test(value) for test in tests)
 
         return exact, check_type
 
