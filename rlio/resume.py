@@ -76,17 +76,13 @@ def _backward(storage: Storage, rel: str, size: int) -> Iterator[BackwardLine]:
     return backward_lines(storage, rel, size, max_line=MAX_TAIL_LINE + 1)
 
 
+@dataclass(frozen=True, slots=True)
 class _Skip:
-    """A skipped ledger line as found: lines after the resumable record, kind, reason.
+    """A skipped ledger line as found: lines after the resumable record, kind, reason."""
 
-    The records here are plain classes (``FrozenRecord`` for the public ones): ``@dataclass``
-    costs about a millisecond a class at import, which ``rlio resume`` (a process) pays.
-    """
-
-    __slots__ = ("after", "kind", "reason")
-
-    def __init__(self, after: int, kind: SkipKind, reason: str) -> None:
-        self.after, self.kind, self.reason = after, kind, reason
+    after: int
+    kind: SkipKind
+    reason: str
 
 
 class _LedgerScan:
