@@ -28,17 +28,11 @@ def known_data_types() -> frozenset[str]:
 
 def logtree_checks(doc: Any, sink: Sink, rp: RunPath) -> None:
     """RL204 (naive started_at), RL410 (path does not name the HTML twin), RL203 (a ``data``
-    type the schema does not specify, once per type).
-
-    A first walk only asks whether the document holds such a type (most hold none); only then
-    does a second walk, which tracks each node's position, report them with their pointers.
-    """
+    type the schema does not specify, once per type)."""
     if not isinstance(doc, dict):
         return
     head_checks(doc.get("started_at"), doc.get("path"), sink, rp)
-    known = known_data_types()
-    if unknown_type_under(doc.get("root"), known):
-        _report_unknown_types(doc.get("root"), known, sink)
+    _report_unknown_types(doc.get("root"), known_data_types(), sink)
 
 
 def head_checks(started: Any, path: Any, sink: Sink, rp: RunPath) -> None:
