@@ -1,11 +1,12 @@
-"""Unit tests of the logtree document checks: RL204, RL410, RL203."""
+"""Unit tests of the logtree document checks: RL204, RL410, RL203; twins' write ids: RL414."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rlio import layout
-from rlio.validate.checks.logtree import known_data_types, logtree_checks
+from rlio.validate.checks.logtree import known_data_types, logtree_checks, twin_write_ids
+from rlio.validate.checks.view import RunView
 from rlio.validate.scan import Sink
 
 FLAT = layout.parse_path("train_iteration_000001_logtree.json")
@@ -73,3 +74,67 @@ def test_flat_path_is_judged_by_its_file_name_only() -> None:
     assert check(doc(path="gs://bucket/exp1/train_iteration_000001.html")) == []
     assert check(doc(path="/runs/exp1/train_iteration_000002.html")) == [("RL410", "/path")]
     assert check(doc(path="/")) == [("RL410", "/path")]  # names no file at all
+
+
+HTML = "train_iteration_000001.html"
+JSON = "train_iteration_000001_logtree.json"
+
+
+class _Bytes:
+    """A run's files as bytes, read by range (a missing file is unreadable)."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = files
+
+    def read_range(self, rel: str, start: int, end: int) -> bytes:
+        if rel not in self.files:
+            raise OSError(rel)
+        return self.files[rel][start:end]
+
+
+def twin_findings(files: dict[str, bytes], *, storage: bool = True) -> list[tuple[str, str]]:
+    paths = {p: layout.parse_path(p) for p in files}
+    v = RunView("flat", paths, dict.fromkeys(paths, "file"), {p: f"shown/{p}" for p in paths},
+                storage=_Bytes(files) if storage else None)  # type: ignore[arg-type]
+    return [(f.code, f.message) for f in twin_write_ids(v)]
+
+
+def page(write_id: str, pad: int = 0) -> bytes:
+    return b" " * pad + b'<meta name="rlio-write-id" content="%s">' % write_id.encode()
+
+
+def tree(write_id: str, pad: int = 0) -> bytes:
+    return b" " * pad + b'{"write_id":"%s","title":"t"}' % write_id.encode()
+
+
+def test_twins_with_one_write_id_agree() -> None:
+    """Twins carrying the same write id (at the files' first byte) give nothing."""
+    assert twin_findings({HTML: page("abc"), JSON: tree("abc")}) == []
+
+
+def test_twins_with_different_write_ids_are_rl414() -> None:
+    """Different ids, or an id on one twin only, are RL414 on the HTML naming both ids."""
+    [(code, message)] = twin_findings({HTML: page("abc"), JSON: tree("xyz")})
+    assert code == "RL414" and message.startswith(
+        f"shown/{JSON} has write id xyz but its HTML twin has abc")
+    [(_, message)] = twin_findings({HTML: page("abc"), JSON: b"{}"})
+    assert "has write id none but its HTML twin has abc" in message
+    [(_, message)] = twin_findings({HTML: b"<html>", JSON: tree("xyz")})
+    assert "has write id xyz but its HTML twin has none" in message
+
+
+def test_twins_are_judged_only_with_storage_and_a_twin() -> None:
+    """A view without storage, or an HTML without its JSON twin, yields nothing."""
+    assert twin_findings({HTML: page("abc"), JSON: tree("xyz")}, storage=False) == []
+    assert twin_findings({HTML: page("abc")}) == []
+
+
+def test_write_ids_are_read_from_the_files_first_bytes() -> None:
+    """The JSON's id must end within its first 256 bytes and the HTML's within 4096."""
+    json_id, html_id = len(tree("abc")) - len(',"title":"t"}'), len(page("abc")) - 1
+    assert twin_findings({HTML: page("abc"), JSON: tree("abc", 256 - json_id)}) == []
+    [(_, message)] = twin_findings({HTML: page("abc"), JSON: tree("abc", 257 - json_id)})
+    assert "has write id none but its HTML twin has abc" in message
+    assert twin_findings({HTML: page("abc", 4096 - html_id), JSON: tree("abc")}) == []
+    [(_, message)] = twin_findings({HTML: page("abc", 4097 - html_id), JSON: tree("abc")})
+    assert "has write id abc but its HTML twin has none" in message

@@ -185,3 +185,15 @@ def test_empty_file_with_findings_is_not_rl116() -> None:
     checks = MetricsChecks(s, view(ALL))
     checks.finish()
     assert [f.code for f in s.items] == ["RL102"]
+
+
+def test_repeated_step_without_training_keys_is_rl407() -> None:
+    """In a file without any training key, a repeated step is RL407 (one line per evaluator);
+    a drop back is still RL408."""
+    s = Sink("metrics.jsonl", 100)
+    checks = MetricsChecks(s, view(ALL))
+    for line, rec in enumerate([{"step": 0}, {"step": 1}, {"step": 1}, {"step": 0}], 1):
+        checks(rec, line, True)
+    checks.finish()
+    assert [(f.code, f.line) for f in s.items] == [("RL407", 3), ("RL408", 4)]
+    assert "step 1 repeats: several lines for one step" in s.items[0].message

@@ -208,3 +208,15 @@ def test_pair_order_then() -> None:
     empty_last = PairOrder(True, None, None)
     later = PairOrder(True, (1, 0), (2, 0))
     assert empty_last.then(later) is later
+
+
+def test_key_order_message_shows_at_most_120_characters_of_keys() -> None:
+    """RL202 names the record's keys cut to 120 characters, then the documented order."""
+    bad = dict(reversed(list(rec().items())))
+    s = Sink("r.jsonl", 100)
+    RolloutChecks(s, iteration=3, label=None)(bad, 1, True)
+    [f] = s.items
+    shown = f.message.removeprefix("keys are ").split("; documented order is ")[0]
+    assert len(repr(list(bad))) > 120
+    assert shown == repr(list(bad))[:117] + "..." and len(shown) == 120
+    assert f.message.endswith("; documented order is " + ", ".join(KEYS))
