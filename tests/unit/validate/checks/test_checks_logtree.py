@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from rlio import layout
-from rlio.validate.checks.logtree import known_data_types, logtree_checks, twin_write_ids
+from rlio.validate.checks.logtree import (
+    known_data_types,
+    logtree_checks,
+    twin_write_ids,
+    unknown_type_under,
+)
 from rlio.validate.checks.view import RunView
 from rlio.validate.scan import Sink
 
@@ -138,3 +143,14 @@ def test_write_ids_are_read_from_the_files_first_bytes() -> None:
     assert twin_findings({HTML: page("abc", 4096 - html_id), JSON: tree("abc")}) == []
     [(_, message)] = twin_findings({HTML: page("abc", 4097 - html_id), JSON: tree("abc")})
     assert "has write id abc but its HTML twin has none" in message
+
+
+def test_unknown_type_under_walks_list_children_only() -> None:
+    """An unknown type is found at any depth of list children; other children are not walked."""
+    known = known_data_types()
+    deep = {"tag": "a", "children": ["t", {"tag": "b", "children": [
+        {"tag": "c", "data": {"type": "chart"}}]}]}
+    assert unknown_type_under(deep, known)
+    assert not unknown_type_under({"tag": "a", "data": {"type": "conversation"}}, known)
+    for odd in (None, "text", 5, {"x": {"tag": "c", "data": {"type": "chart"}}}):
+        assert not unknown_type_under({"tag": "a", "children": odd}, known), odd
