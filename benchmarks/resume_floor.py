@@ -36,7 +36,7 @@ from harness import Row, interleaved, timed
 
 SIZES = (1_000, 100_000, 1_000_000, 10_000_000)
 QUICK_SIZES = (1_000, 1_000_000)
-GOAL = 1.5
+GOAL = 2.0  # rlio resume within twice a bare tail-read process
 _CK_BATCH = 10  # checkpoints per sample: one fsync alone varies too much to pair
 
 _TAIL = """
