@@ -6,11 +6,14 @@ that failed. The verdicts follow python-jsonschema's ``is_valid`` (draft 2020-12
 the shipped schemas use; a schema holding any other validation keyword is refused at compile time,
 so a new rule cannot be silently ignored.
 
-Two things keep it fast without a second engine (``benchmarks/writer_floor.py`` and
-``benchmarks/fleet.py`` time them):
+A few compiled shapes keep it fast without a second engine (``benchmarks/writer_floor.py``,
+``benchmarks/fleet.py`` and ``benchmarks/report_floor.py`` time them):
 
 - a subschema that is only a ``type`` is known by its exact Python types, so a container tests a
   member's ``type(value)`` against that set in place instead of calling a function per value;
+- ``type: object`` with its required keys and members is one function, and a ``type`` with
+  numeric bounds one test (``allOf`` members holding only bounds, such as a warning-level range,
+  fold into their parent first);
 - an object's per-key checks (``properties``, ``patternProperties``, ``additionalProperties``)
   are resolved once per key name and kept (at most ``_KEY_MEMO`` names per object schema), since
   a metrics line repeats its keys every step and its ``^time/``-style regexes would otherwise run
