@@ -19,6 +19,7 @@ _EXPORTS: dict[str, str] = {
     "Finding": "rlio.findings",
     "IterationInfo": "rlio.reader",
     "LabelCollisionError": "rlio.errors",
+    "LeaseLostError": "rlio.errors",
     "LogTree": "rlio.logtree",
     "LogtreeDocument": "rlio.reader",
     "LogtreeNode": "rlio.reader",
@@ -50,6 +51,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from rlio.errors import (
         LabelCollisionError,
+        LeaseLostError,
         MissingExtraError,
         NotARunError,
         RecordError,

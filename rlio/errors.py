@@ -62,6 +62,15 @@ class RunInUseError(RlioError):
         self.since = since
 
 
+class LeaseLostError(RunInUseError):
+    """This writer lost the run's lease, or may have (past its expiry, a deleted or replaced
+    lease file, a forked child): it acknowledges nothing more; says why.
+
+    Every verb of the writer raises it and writes nothing. A ``RunInUseError``, so code that
+    catches a refused start also catches a lost lease.
+    """
+
+
 class AppendError(RlioError, OSError):
     """An append failed (full disk, I/O error, quota, short write); keeps ``errno``, ``filename``.
 

@@ -1,8 +1,12 @@
 """Local run directories: plain ``os`` calls, O_APPEND appends, fsync and ``os.replace``.
 
-A failed append (ENOSPC, EIO, EDQUOT, a short write) leaves nothing behind: the bytes it wrote
-are cut off again under the file's lock before ``AppendError`` is raised, or, where another
-writer appended after them, the next append starts on a new line (never glued onto them).
+One lock discipline (DESIGN §8): every append to a log, plain or durable, and every tail move
+(``move_tail``: torn-tail repair, resume rewind) holds the file's ``flock`` across processes, so
+no append lands between a tail move's copy and its cut. Under the lock an append looks at the
+file's last byte and starts on a new line after a fragment (a crashed writer's cut-off line),
+never glued onto it. A failed append (ENOSPC, EIO, EDQUOT, a short write) leaves nothing
+behind: under the lock nobody appended after its bytes, so they are cut off again before
+``AppendError`` is raised (where even that fails, the next append starts on a new line).
 """
 
 from __future__ import annotations
@@ -46,30 +50,15 @@ def _write_all(fd: int, data: bytes | memoryview, done: int = 0) -> None:
 
 
 class _LocalAppender(Appender):
-    """O_APPEND file descriptor: one ``write`` per call is atomic against other appenders."""
+    """An O_APPEND descriptor; every append is written whole under the file's lock."""
 
     def __init__(self, fd: int, path: str, lock_path: str) -> None:
         self._path = path
         self._lock_path = lock_path
         self._fd: int | None = fd
-        # None while closed, or while a failed append's fragment could not be cut off: the
-        # next append then takes the locked path, which starts it on a fresh line.
-        self._fast: int | None = self._fd
 
     def append(self, data: bytes) -> None:
-        fd = self._fast
-        if fd is None:
-            self._append_locked(data, durable=False)
-            return
-        try:
-            n = os.write(fd, data)  # one os.write; a loop only after a short write
-        except OSError as exc:
-            raise self._error(exc) from None  # nothing was written
-        if n != len(data):
-            try:
-                _write_all(fd, data, n)
-            except _Failed as failed:
-                raise self._cut_back(fd, failed, locked=False) from None
+        self._append_locked(data, durable=False)
 
     def append_durable(self, data: bytes) -> None:
         self._append_locked(data, durable=True)
@@ -82,45 +71,29 @@ class _LocalAppender(Appender):
         with locking.exclusive(fd, self._lock_path):
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
-                data = b"\n" + data
+                data = b"\n" + data  # after a fragment: it stays a line of its own (torn)
             try:
                 _write_all(fd, data)
                 if durable:
                     os.fsync(fd)
-            except _Failed as failed:
-                raise self._cut_back(fd, failed, locked=True) from None
-            except OSError as exc:  # the fsync: the bytes may not be durable; take them back
-                try:
+            except OSError as exc:  # nobody appended since (we hold the lock): cut ours off
+                with contextlib.suppress(OSError):  # else the next append starts a new line
                     os.ftruncate(fd, size)
-                    os.fsync(fd)
-                except OSError:
-                    self._fast = None
+                    if durable:
+                        os.fsync(fd)
                 raise self._error(exc) from None
-        self._fast = fd  # the file ends on a complete line again
 
     def _error(self, exc: OSError) -> AppendError:
         return AppendError(exc.errno or errno.EIO,
                            f"append failed ({exc.strerror or exc}); the file was left at its last "
                            "complete line", self._path)
 
-    def _cut_back(self, fd: int, failed: _Failed, *, locked: bool) -> AppendError:
-        """Cut a failed append's bytes off the file again (under its lock); the error to raise."""
-        if failed.written:
-            end = os.lseek(fd, 0, os.SEEK_CUR)  # O_APPEND: just past the bytes this call wrote
-            ctx = contextlib.nullcontext() if locked else locking.exclusive(fd, self._lock_path)
-            with ctx, contextlib.suppress(OSError):
-                if os.fstat(fd).st_size == end:  # nobody appended after them: cut them off
-                    os.ftruncate(fd, end - failed.written)
-                    return self._error(failed)
-            self._fast = None  # they stay: the next append starts on a new line
-        return self._error(failed)
-
     def flush(self) -> None:
         if self._fd is not None:
             os.fsync(self._fd)
 
     def close(self) -> None:
-        fd, self._fd, self._fast = self._fd, None, None
+        fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from rlio import layout as L
@@ -23,13 +23,14 @@ if TYPE_CHECKING:
 
 
 @contextlib.contextmanager
-def logtree_block(storage: Storage, title: str, *, html_rel: str,
-                  json_rel: str) -> Iterator[LogTree]:
+def logtree_block(storage: Storage, title: str, *, html_rel: str, json_rel: str,
+                  before_write: Callable[[], None] = lambda: None) -> Iterator[LogTree]:
     """A ``LogTree`` whose JSON and HTML replace ``json_rel`` and ``html_rel`` when the block exits.
 
     When the block raises, the exception is recorded into the tree, both files are written and
     the exception is re-raised (with a note when the files could not be written). A generator
-    closed inside the block (``GeneratorExit``) writes nothing.
+    closed inside the block (``GeneratorExit``) writes nothing. ``before_write`` runs first and
+    may refuse the write by raising (the writer's lease check).
     """
     from rlio.logtree.builder import LogTree  # the logtree builder is imported on first use
 
@@ -41,11 +42,13 @@ def logtree_block(storage: Storage, title: str, *, html_rel: str,
             with contextlib.suppress(Exception):
                 tree.exception(exc)
             try:
+                before_write()
                 _write_logtree(storage, tree, html_rel=html_rel, json_rel=json_rel)
             except Exception as write_exc:
                 exc.add_note(f"rlio: the logtree {json_rel!r} could not be written: "
                              f"{write_exc!r}")
         raise
+    before_write()
     _write_logtree(storage, tree, html_rel=html_rel, json_rel=json_rel)
 
 

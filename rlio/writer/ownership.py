@@ -9,6 +9,9 @@ on resume and replaces ``config.json`` / ``code.diff``.
 An attached writer (``RunWriter(path, attach=True)``: an async checkpoint saver, an eval worker,
 the other ranks of a job) takes no lease and changes nothing but by appending and by writing
 its own per-iteration files; it needs the run to exist.
+
+Fenced: a lease holder checks its lease before every verb (``require_lease``); one that lost it
+raises ``LeaseLostError`` and writes nothing (``close`` closes its handles without a flush).
 """
 
 from __future__ import annotations
@@ -17,12 +20,12 @@ import contextlib
 from collections.abc import Callable
 
 from rlio import layout as L
-from rlio.errors import RlioError, RunInUseError, UnsafeStorageError
-from rlio.storage.base import Storage
+from rlio.errors import LeaseLostError, RlioError, UnsafeStorageError
+from rlio.storage.base import Appender, Storage
 from rlio.storage.lease import LEASE_SECONDS, Lease
 
-__all__ = ["LEASE_SECONDS", "join_run", "open_metrics", "refuse_attached", "release",
-           "require_lease"]
+__all__ = ["LEASE_SECONDS", "close_appender", "join_run", "lease_lost", "open_metrics",
+           "refuse_attached", "release", "require_lease"]
 
 
 def join_run(storage: Storage, *, attach: bool, resume: bool,
@@ -76,8 +79,35 @@ def refuse_attached(attach: bool, what: str, where: str) -> None:
                         "and writes its own per-iteration files; the lease holder writes it")
 
 
-def require_lease(lease: Lease | None, where: str) -> None:
-    """Raise when this writer's lease was taken over by another writer (it expired)."""
-    if lease is not None and lease.lost:
-        raise RunInUseError(f"run {where}: this writer's lease expired and another writer took "
-                            "it over; stop writing (a renewal could not reach the store in time)")
+def require_lease(lease: Lease | None, *, durable: bool = False) -> None:
+    """Raise ``LeaseLostError`` when this writer lost its lease or may have (None: attached, no
+    lease). ``durable``: the full check of a durable verb (``Lease.verify``: a local lease file's
+    identity too); else the cheap one (``Lease.check``)."""
+    if lease is not None:
+        if durable:
+            lease.verify()
+        else:
+            lease.check()
+
+
+def lease_lost(lease: Lease | None) -> LeaseLostError | None:
+    """The error of a lost lease (see ``require_lease``), or None while it is held."""
+    try:
+        require_lease(lease, durable=True)
+    except LeaseLostError as exc:
+        return exc
+    return None
+
+
+def close_appender(app: Appender, *, flush: bool) -> None:
+    """Close ``app``; first make its lines durable when ``flush``. Without ``flush`` (a lost
+    lease) nothing more is written: a gs:// batch still pending is refused and dropped."""
+    try:
+        if flush:
+            app.flush()
+    finally:
+        if flush:
+            app.close()
+        else:
+            with contextlib.suppress(LeaseLostError):
+                app.close()

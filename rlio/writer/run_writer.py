@@ -23,6 +23,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from time import monotonic
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ import orjson
 from rlio import layout as L
 from rlio._codec.jsonl import _LINE_OPTS, NonFinite, decode, encode_line, normalize_value
 from rlio._codec.normalize import OnUnserializable, config_bytes, nonfinite_to_none, to_json_value
-from rlio.errors import LabelCollisionError, RecordError
+from rlio.errors import LabelCollisionError, LeaseLostError, RecordError
 from rlio.resume import ResumeState, prepare_resume
 from rlio.schema import explain, fast_check
 from rlio.storage.base import Appender, Storage
@@ -81,6 +82,11 @@ class RunWriter:
 
     Raises:
         RunInUseError: another live writer holds the run's lease.
+
+    Fenced (DESIGN §8): once the lease holder lost its lease, or may have (see
+    ``rlio.storage.lease``), every verb raises ``LeaseLostError`` and writes nothing.
+    Ordered (DESIGN §9): ``record_checkpoint`` returns only once every line this writer logged
+    before it is as durable as the checkpoint.
 
     Thread-safe: threads sharing a writer never interleave lines. Use as a context manager, or
     call ``close()``.
@@ -161,43 +167,55 @@ class RunWriter:
         self, exc_type: type[BaseException] | None, exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        try:
+            self.close()
+        except LeaseLostError:
+            if exc_type is None:  # else the block's own exception goes on (this one is its cause)
+                raise
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"RunWriter({self.log_path!r}, layout={self._layout!r}) [{state}]"
 
     def flush(self) -> None:
-        """Make every line appended so far durable (fsync)."""
-        for rel, app in list(self._appenders.items()):
-            with self._file_locks[rel]:
-                app.flush()
+        """Make every line appended so far durable (fsync; gs://: the pending batches
+        committed)."""
+        ownership.require_lease(self._lease, durable=True)
+        self._sync(_APPENDED)
+
+    def _sync(self, rels: Iterable[str]) -> None:
+        """Make the lines appended so far to each of ``rels`` durable."""
+        for rel in rels:
+            app = self._appenders.get(rel)
+            if app is not None:
+                with self._file_locks[rel]:
+                    app.flush()
 
     def close(self) -> None:
         """Make the appended lines durable and close the handles.
 
-        Idempotent; every verb raises ``ValueError`` afterwards.
+        Idempotent; every verb raises ``ValueError`` afterwards. A writer that lost its lease
+        closes its handles without writing anything more, then raises ``LeaseLostError``.
         """
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             appenders, self._appenders = self._appenders, {}
+        lost = ownership.lease_lost(self._lease)
         try:
             for rel, app in appenders.items():
                 with self._file_locks[rel]:
-                    try:
-                        app.flush()
-                    finally:
-                        app.close()
+                    ownership.close_appender(app, flush=lost is None)
         finally:
             ownership.release(self._lease)
+        if lost is not None:
+            raise lost
 
-    def _require_open(self) -> None:
+    def _require_open(self, *, durable: bool = False) -> None:
         if self._closed:
             raise ValueError(f"RunWriter for {self.log_path!r} is closed")
-        if self._lease is not None:
-            ownership.require_lease(self._lease, self.log_path)
+        ownership.require_lease(self._lease, durable=durable)
 
     # -- names and paths ---------------------------------------------------------------------
 
@@ -282,9 +300,10 @@ class RunWriter:
 
     def _append(self, rel: str, line: bytes, *, durable: bool) -> None:
         app = self._appenders.get(rel) or self._appender(rel)
+        lease = self._lease
         with self._file_locks[rel]:
-            if self._closed or (self._lease is not None and self._lease.lost):
-                self._require_open()  # raises why
+            if self._closed or (lease is not None and lease.valid_until <= monotonic()):
+                self._require_open()  # a lease check past valid_until: renews, or raises why
             if durable:
                 app.append_durable(line)
             else:
@@ -384,6 +403,8 @@ class RunWriter:
         judged, line = self._line("checkpoint-line", record, "checkpoint record", index)
         if self._check:
             refuse_unresumable(judged, index)
+        self._require_open(durable=True)
+        self._sync((L.METRICS, L.TIMING_SPANS))  # ordered: what came before is durable first
         self._append(L.CHECKPOINTS, line, durable=True)
 
     # -- whole files -------------------------------------------------------------------------
@@ -399,7 +420,7 @@ class RunWriter:
                 non-string key, a reference cycle); names its key path. With
                 ``on_unserializable="repr"`` such values are written as their ``repr()``.
         """
-        self._require_open()
+        self._require_open(durable=True)
         ownership.refuse_attached(self._attach, f"write_config: {L.CONFIG}", self.log_path)
         data = config_bytes(obj, on_unserializable=on_unserializable, nonfinite=self._nonfinite)
         self._storage.replace(L.CONFIG, data)
@@ -412,7 +433,7 @@ class RunWriter:
                 directory plus the names of untracked files (see ``git_diff``); empty outside
                 a git repository.
         """
-        self._require_open()
+        self._require_open(durable=True)
         ownership.refuse_attached(self._attach, f"write_code_diff: {L.CODE_DIFF}", self.log_path)
         if text is None:
             data = git_diff()
@@ -439,7 +460,7 @@ class RunWriter:
         Raises:
             RecordError: naming the record index and the JSON pointer; the file is unchanged.
         """
-        self._require_open()
+        self._require_open(durable=True)
         it = L.iteration_number(iteration)
         rel = self._target(it, "rollout_summaries", evaluator)
         split = L.split_name(L.parse_path(rel).label)
@@ -464,8 +485,9 @@ class RunWriter:
         Both files are written also when the block raises: the exception is recorded into the
         tree first, then re-raised. The JSON's ``path`` is the HTML twin's full path or URI.
         """
-        self._require_open()
+        self._require_open(durable=True)
         it = L.iteration_number(iteration)
         with logtree_block(self._storage, title, html_rel=self._target(it, "html", evaluator),
-                           json_rel=self._target(it, "logtree", evaluator)) as tree:
+                           json_rel=self._target(it, "logtree", evaluator),
+                           before_write=lambda: self._require_open(durable=True)) as tree:
             yield tree

@@ -12,6 +12,7 @@ PUBLIC = [
     "FleetReport",
     "IterationInfo",
     "LabelCollisionError",
+    "LeaseLostError",
     "LogTree",
     "LogtreeDocument",
     "LogtreeNode",

@@ -19,6 +19,9 @@ RUN_MARKER = ".rlio-run"
 #: (``"<writer>:<seq> ..."``, most recent last), and how many times rlio rewrote the log.
 META_APPENDS = "rlio-appends"
 META_REWRITES = "rlio-rewrites"
+#: The epoch of the newest lease holder that wrote or fenced the log (``rlio.storage.lease``): a
+#: holder with a smaller epoch has lost the run and refuses to compose into it.
+META_EPOCH = "rlio-epoch"
 #: A random id of the last rewrite, so that a rewrite whose answer was lost can recognise itself.
 META_REWRITE_ID = "rlio-rewrite-id"
 
@@ -123,14 +126,26 @@ class GcsApi:
 
     def compose(self, key: str, sources: Sequence[tuple[str, int | None]], *,
                 metadata: Mapping[str, str], if_generation_match: int,
+                if_metageneration_match: int | None = None,
                 ctype: str = TEXT_TYPE) -> dict[str, Any]:
         """Concatenate ``sources`` (name, generation or None) into ``key``, conditionally."""
         src = [{"name": n} if g is None else {"name": n, "generation": str(g)} for n, g in sources]
         out: dict[str, Any] = self.fs.call(
             "POST", "b/{}/o/{}/compose", self.bucket, key,
-            ifGenerationMatch=if_generation_match, json_out=True,
+            ifGenerationMatch=if_generation_match,
+            ifMetagenerationMatch=if_metageneration_match, json_out=True,
             json={"kind": "storage#composeRequest", "sourceObjects": src,
                   "destination": {"contentType": ctype, "metadata": dict(metadata)}},
+        )
+        return out
+
+    def patch_metadata(self, key: str, metadata: Mapping[str, str], *, if_generation_match: int,
+                       if_metageneration_match: int) -> dict[str, Any]:
+        """Replace the custom metadata of ``key`` (bumping its metageneration), conditionally."""
+        out: dict[str, Any] = self.fs.call(
+            "PATCH", "b/{}/o/{}", self.bucket, key, ifGenerationMatch=if_generation_match,
+            ifMetagenerationMatch=if_metageneration_match, json_out=True,
+            json={"metadata": dict(metadata)},
         )
         return out
 

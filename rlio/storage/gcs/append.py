@@ -18,6 +18,14 @@ records to concurrent writers, and staging on local disk loses them on a crash. 
    again. A new log is first created empty (``ifGenerationMatch=0``), so no batch ever travels
    in a create that could race another writer's.
 
+4. Fenced: a lease holder's appender (``fence``: its lease) checks the lease before every
+   compose and refuses a log whose ``rlio-epoch`` metadata names a newer holder; every compose
+   carries ``ifMetagenerationMatch``, so the metadata patch a new holder makes when it takes the
+   run over (``GcsStorage.acquire_lease``) makes the store itself refuse the old holder's next
+   compose, and its retry then reads the newer epoch (``LeaseLostError``).
+5. Never glued onto a fragment: when the log's last byte (read unless our own compose made
+   that generation) is not a newline, the batch starts with one.
+
 Crashes: a batch whose commit had not returned is lost (never acknowledged); its part object
 is swept when a writer reopens the run (a writer whose part was swept uploads it again).
 """
@@ -35,7 +43,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlio.storage.base import Appender
-from rlio.storage.gcs.api import META_APPENDS, META_REWRITES, GcsApi, generation
+from rlio.storage.gcs.api import META_APPENDS, META_EPOCH, META_REWRITES, GcsApi, generation
+from rlio.storage.lease import Lease
 
 #: How many recent writers' ``writer:seq`` entries a log's metadata keeps (GCS allows 8 KiB of
 #: custom metadata; 64 entries take about 1.7 KB).
@@ -62,8 +71,22 @@ def landed(resource: Mapping[str, Any] | None, writer: str, seq: int) -> bool:
     return _entries(resource).get(writer, 0) >= seq
 
 
-def _metadata_after(resource: Mapping[str, Any] | None, writer: str, seq: int) -> dict[str, str]:
+def epoch_of(resource: Mapping[str, Any] | None) -> int:
+    """The ``rlio-epoch`` a log's metadata records (0 when none)."""
+    value = str(((resource or {}).get("metadata") or {}).get(META_EPOCH, "0"))
+    return int(value) if value.isascii() and value.isdigit() else 0
+
+
+def _metageneration(resource: Mapping[str, Any]) -> int | None:
+    value = resource.get("metageneration")
+    return None if value is None else int(value)
+
+
+def _metadata_after(resource: Mapping[str, Any] | None, writer: str, seq: int,
+                    fence: Lease | None) -> dict[str, str]:
     meta = {k: str(v) for k, v in ((resource or {}).get("metadata") or {}).items()}
+    if fence is not None:
+        meta[META_EPOCH] = str(max(fence.epoch, epoch_of(resource)))
     entries = _entries(resource)
     entries.pop(writer, None)
     entries[writer] = seq
@@ -103,9 +126,11 @@ class GcsAppender(Appender):
     give_up_after = 300.0
 
     def __init__(self, api: GcsApi, key: str, part_prefix: str, *, ctype: str,
-                 display: str) -> None:
+                 display: str, fence: Lease | None = None) -> None:
         self.api, self.key, self.display = api, key, display
         self._ctype = ctype
+        self._fence = fence
+        self._clean_gen: int | None = None  # a generation our compose made: it ends with "\n"
         #: This appender's random id, recorded with each batch it lands (see ``landed``); from
         #: os.urandom, so processes forked from one parent never share one.
         self.writer = secrets.token_hex(8)
@@ -223,7 +248,7 @@ class GcsAppender(Appender):
 
     def _commit(self, seq: int, data: bytes) -> None:
         """Put batch ``seq`` into the log exactly once (see the module docstring)."""
-        part_gen: int | None = None  # generation of our part holding this batch, once uploaded
+        part: tuple[int, bytes] | None = None  # (generation, bytes) of our part holding it
         known, verify = self._known, False
         deadline = time.monotonic() + self.give_up_after
         conflicts = 0
@@ -234,34 +259,62 @@ class GcsAppender(Appender):
                     if landed(known, self.writer, seq):
                         break
                 verify = True  # from here on, any failure is checked against the log first
+                self._check_fence(known)
                 if time.monotonic() > deadline:
                     raise TimeoutError(
                         f"could not append {len(data)} bytes to {self.display} within "
                         f"{self.give_up_after:.0f} s ({conflicts} conflicts with other writers)")
                 try:
                     if known is None:  # a new log: create it empty, then compose as usual
-                        self.api.upload(self.key, b"", metadata={META_REWRITES: "0"},
-                                        if_generation_match=0, ctype=self._ctype)
+                        meta = {META_REWRITES: "0"}
+                        if self._fence is not None:
+                            meta[META_EPOCH] = str(self._fence.epoch)
+                        self.api.upload(self.key, b"", metadata=meta, if_generation_match=0,
+                                        ctype=self._ctype)
                         continue
-                    if part_gen is None:
-                        self._part_used = True
-                        part_gen = generation(self.api.upload(self._part, data))
                     gen = generation(known)
+                    body = b"\n" + data if self._ends_torn(known) else data
+                    if part is None or part[1] != body:
+                        self._part_used = True
+                        part = (generation(self.api.upload(self._part, body)), body)
                     try:
                         # ifGenerationMatch pins the first source too: it is the destination
                         known = self.api.compose(
-                            self.key, [(self.key, None), (self._part, part_gen)],
-                            metadata=_metadata_after(known, self.writer, seq),
-                            if_generation_match=gen, ctype=self._ctype)
+                            self.key, [(self.key, None), (self._part, part[0])],
+                            metadata=_metadata_after(known, self.writer, seq, self._fence),
+                            if_generation_match=gen,
+                            if_metageneration_match=_metageneration(known), ctype=self._ctype)
                     except FileNotFoundError:  # our part was swept, or the log was deleted
-                        part_gen = None
+                        part = None
                         continue
                     break
                 except FileExistsError:  # 412: another writer's commit came first (or ours)
                     conflicts += 1
                     time.sleep(random.uniform(0, min(0.005 * 2 ** min(conflicts, 8), 0.5)))
+                except FileNotFoundError:  # the generation we read the last byte of is gone
+                    continue
         except BaseException:
             self._known = None
             raise
         self._known = known
+        self._clean_gen = None if known is None else generation(known)
 
+    def _check_fence(self, known: Mapping[str, Any] | None) -> None:
+        """A lease holder's appender: raise ``LeaseLostError`` once its lease is lost (or may
+        be), or the log names a newer holder's epoch."""
+        fence = self._fence
+        if fence is None:
+            return
+        fence.check()
+        theirs = epoch_of(known)
+        if theirs > fence.epoch:
+            fence.lose(f"a newer holder (epoch {theirs}) took the run over and fenced "
+                       f"{self.display}")
+            raise fence.error()
+
+    def _ends_torn(self, known: Mapping[str, Any]) -> bool:
+        """True when the log ends in a fragment (not a newline): a crash's cut-off line."""
+        size = int(known.get("size", 0))
+        if size == 0 or generation(known) == self._clean_gen:
+            return False
+        return self.api.read(self.key, size - 1, size, gen=generation(known)) != b"\n"

@@ -7,8 +7,15 @@ the holder. It is created with ``ifGenerationMatch=0``; a daemon thread rewrites
 of ``lease_seconds`` with ``ifGenerationMatch=<its generation>``, pushing the expiry on. A
 writer that finds a lease past its expiry takes it over with the same precondition (so of two
 takers one wins); one that finds it live gets ``RunInUseError``. A holder whose renewal finds
-another holder's generation has lost the lease (``lost``). A request whose answer was lost and
-whose retry got 412 is recognised by the token.
+another holder's generation has lost the lease (``lost``); one whose renewal finds no object
+reports that the lease object vanished (deleted, or the store was reset), not a takeover. A
+request whose answer was lost and whose retry got 412 is recognised by the token.
+
+Fencing: the lease's ``epoch`` is the generation it was created or taken over with (GCS
+generations only grow, so a later holder's is larger). The holder trusts its lease only until
+``EXPIRY_MARGIN`` of ``lease_seconds`` before the expiry its last landed renewal wrote, by its
+own monotonic clock counted from when that renewal was sent (``valid_until``): a paused holder
+that wakes up past it acknowledges nothing, whether or not another writer took over meanwhile.
 
 Clocks: expiry is judged by the taker's clock against the holder's; hosts are assumed to agree
 within a small fraction of ``lease_seconds``.
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import secrets
 import threading
 import time
@@ -28,6 +36,8 @@ from rlio.storage.lease import Lease, in_use, parse_holder
 
 META_EXPIRES = "rlio-lease-expires"
 META_TOKEN = "rlio-lease-token"
+#: The fraction of ``lease_seconds`` before its expiry at which a holder stops trusting its lease.
+EXPIRY_MARGIN = 0.2
 _JSON = "application/json"
 
 
@@ -37,11 +47,14 @@ class GcsLease(Lease):
     def __init__(self, api: GcsApi, key: str, where: str, *, lease_seconds: float) -> None:
         if not lease_seconds > 0:
             raise ValueError(f"lease_seconds must be > 0, got {lease_seconds!r}")
-        self._api, self._key, self._where = api, key, where
+        self._api, self._key = api, key
         self._seconds = float(lease_seconds)
         self._token = secrets.token_hex(8)
-        super().__init__()
-        self._gen = self._take()
+        super().__init__(where)
+        sent = time.monotonic()
+        self._gen = self.epoch = self._take()
+        self.holder["epoch"] = self.epoch
+        self.valid_until = sent + self._seconds * (1 - EXPIRY_MARGIN)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew_loop, name="rlio-lease-renew",
                                         daemon=True)
@@ -74,12 +87,12 @@ class GcsLease(Lease):
             except ValueError:
                 expires = float("inf")
             if expires > time.time():
-                raise in_use(self._where, self._holder_of(cur))
+                raise in_use(self.where, self._holder_of(cur))
             try:
                 return self._upload(generation(cur))  # expired: take it over
             except (FileExistsError, FileNotFoundError):
                 continue  # another taker won, or it was released: look again
-        raise in_use(self._where, {})
+        raise in_use(self.where, {})
 
     def _holder_of(self, resource: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -89,25 +102,40 @@ class GcsLease(Lease):
             return {}
         return parse_holder(data)
 
+    def refresh(self) -> None:
+        self.lose(f"no renewal of its lease reached the store in time: it may have expired "
+                  f"(lease_seconds={self._seconds:g}; a paused process, or a store that did "
+                  "not answer)")
+
     def _renew_loop(self) -> None:
         while not self._stop.wait(self._seconds / 3):
+            if self.lost:
+                return  # lost (or may have been): let it expire, never renew it back
+            sent = time.monotonic()
             try:
                 self._gen = self._upload(self._gen)
             except FileExistsError:
                 cur = self._api.get(self._key)
                 if cur is not None and (cur.get("metadata") or {}).get(META_TOKEN) == self._token:
                     self._gen = generation(cur)  # our renewal landed; its answer was lost
-                    continue
-                self.lost = True  # another writer took the lease over: stop renewing
-                return
+                elif cur is None:
+                    self.lose("its lease object vanished from the store (deleted, or the store "
+                              "was reset); no other writer holds it")
+                    return
+                else:
+                    self.lose("another writer took its lease over (it had expired)")
+                    return
             except Exception:  # a transient failure gcsfs gave up on: try at the next tick
                 continue
+            if not self.lost:
+                self.valid_until = sent + self._seconds * (1 - EXPIRY_MARGIN)
 
     def release(self) -> None:
         if self._stop.is_set():
             return
         self._stop.set()
         self._thread.join(timeout=max(5.0, self._seconds))
-        if not self.lost:
+        if os.getpid() == self._pid:  # conditional: never a lease another writer took since
             with contextlib.suppress(FileNotFoundError, FileExistsError):
                 self._api.delete(self._key, if_generation_match=self._gen)
+        self.lose("it was released")

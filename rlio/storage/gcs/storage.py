@@ -7,8 +7,11 @@ of 5xx/429 answers); gcsfs's file API has no append and no conditional writes, s
 - ``replace``: one multipart upload (readers see the old object or the new one); an existing
   append-only log is never rewritten this way (create-only, else refused).
 - Reads: ranged GETs with explicit offsets (never suffix ranges): a file's tail costs its tail.
-- ``appender``: batches composed into the one live object, conditional on its generation
-  (``rlio.storage.gcs.append``); ``acquire_lease``: a renewed lease object (``gcs.lease``).
+- ``appender``: batches composed into the one live object, conditional on its generation and
+  metageneration (``rlio.storage.gcs.append``); ``acquire_lease``: a renewed lease object
+  (``gcs.lease``), after which the new holder fences every live log (its epoch into the log's
+  metadata, which bumps the metageneration: the old holder's next compose is refused by the
+  store) and its own appenders check the lease before each compose.
 - ``move_tail``: the tail reaches the sidecar durably first; the log is then rewritten with
   ``ifGenerationMatch``, keeping composes that landed in between and refusing any other change.
 - ``lock(rel)``: a lease object as the run's, under ``.rlio-locks/``, held for short repairs; a
@@ -27,10 +30,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 
 from rlio.errors import RunInUseError, RunNotFoundError, UnsafeStorageError
-from rlio.layout import content_type
+from rlio.layout import APPEND_ONLY, content_type
 from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log, rewrite_refused
 from rlio.storage.gcs.api import (
     LOCKS_DIR,
+    META_EPOCH,
     META_REWRITE_ID,
     META_REWRITES,
     PARTS_DIR,
@@ -38,7 +42,7 @@ from rlio.storage.gcs.api import (
     GcsApi,
     generation,
 )
-from rlio.storage.gcs.append import GcsAppender
+from rlio.storage.gcs.append import GcsAppender, epoch_of
 from rlio.storage.gcs.lease import GcsLease
 from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease
 
@@ -101,6 +105,7 @@ class GcsStorage(Storage):
         self.bucket = bucket
         self.prefix = prefix.strip("/")
         self.root = f"gs://{bucket}/{self.prefix}" if self.prefix else f"gs://{bucket}"
+        self._fence: Lease | None = None  # the run lease this storage took: its logs' fence
 
     def key(self, rel: str) -> str:
         """The object name of run-relative ``rel``."""
@@ -180,7 +185,8 @@ class GcsStorage(Storage):
 
     def appender(self, rel: str) -> Appender:
         return GcsAppender(self.api, self.key(rel), f"{self.key(PARTS_DIR)}/{rel}",
-                           ctype=content_type(rel), display=self.display(rel))
+                           ctype=content_type(rel), display=self.display(rel),
+                           fence=self._fence if rel in APPEND_ONLY else None)
 
     def sweep_orphans(self, *, older_than: float | None = None) -> int:
         n = 0
@@ -192,8 +198,35 @@ class GcsStorage(Storage):
         return n
 
     def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
-        """The run lease: a renewed object taken with a generation precondition (``gcs.lease``)."""
-        return GcsLease(self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds)
+        """The run lease: a renewed object taken with a generation precondition (``gcs.lease``);
+        then every live log is fenced with its epoch (see the module docstring)."""
+        lease = GcsLease(self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds)
+        try:
+            for rel in sorted(APPEND_ONLY):
+                self._fence_log(rel, lease.epoch)
+        except BaseException:
+            lease.release()
+            raise
+        self._fence = lease
+        return lease
+
+    def _fence_log(self, rel: str, epoch: int) -> None:
+        """Record ``epoch`` in the metadata of the log ``rel`` (if it exists and names an older
+        one), conditionally: its metageneration moves on, so a compose of an older holder that
+        read the log before is refused (412), and its retry reads the newer epoch."""
+        key = self.key(rel)
+        while True:
+            cur = self.api.get(key)
+            if cur is None or epoch_of(cur) >= epoch:
+                return
+            meta = {k: str(v) for k, v in (cur.get("metadata") or {}).items()}
+            meta[META_EPOCH] = str(epoch)
+            try:
+                self.api.patch_metadata(key, meta, if_generation_match=generation(cur),
+                                        if_metageneration_match=int(cur["metageneration"]))
+                return
+            except (FileExistsError, FileNotFoundError):
+                continue  # an append landed meanwhile: fence the new generation
 
     @contextlib.contextmanager
     def lock(self, rel: str) -> Iterator[None]:
