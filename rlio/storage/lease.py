@@ -199,14 +199,17 @@ class LocalLease(Lease):
         fd = self._fd
         if fd is None:
             return "it was released"
+        if os.fstat(fd).st_nlink == 0:
+            return f"its lease file {self._path} was deleted"
+        moved = (f"its lease file is no longer at {self._path} (replaced by another file, or "
+                 "the run directory was moved or renamed)")
         try:
             st = os.stat(self._path)
         except OSError:
-            return (f"its lease file {self._path} was deleted, or the run directory was moved "
-                    "or renamed")
+            return moved
         dev, ino, data = self._identity
         if (st.st_dev, st.st_ino) != (dev, ino):
-            return f"its lease file {self._path} was replaced by another file"
+            return moved
         if os.pread(fd, len(data) + 1, 0) != data:
             return f"its lease file {self._path} was rewritten by someone else"
         return None
