@@ -1,0 +1,198 @@
+"""Fenced gs:// leases and ordered durability against the precondition-enforcing emulator: a
+paused or cut-off holder acknowledges nothing after a takeover, the store itself refuses its
+composes, a checkpoint is never durable before the metrics logged ahead of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from gcs_emulator import Emulator
+
+from rlio import LeaseLostError, RunInUseError, RunWriter, read_resume_state
+from rlio.storage import open_storage
+from rlio.storage.gcs.storage import GcsStorage
+from rlio.storage.lease import LEASE_NAME
+
+
+def _records(uri: str, rel: str) -> list[dict[str, object]]:
+    st = open_storage(uri)
+    if st.stat(rel) is None:
+        return []
+    return [json.loads(x) for x in st.read_bytes(rel).splitlines() if x.strip()]
+
+
+def _take_over(uri: str, *, timeout: float = 30.0) -> RunWriter:
+    """A new holder of ``uri``, as soon as the old holder's lease expired."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return RunWriter(uri, resume=True, lease_seconds=1.5)
+        except RunInUseError:
+            assert time.monotonic() < deadline, "the old lease never expired"
+            time.sleep(0.1)
+
+
+def test_the_store_refuses_a_holder_that_does_not_know_it_lost(gs_uri: str,
+                                                               emulator: Emulator) -> None:
+    """A holder whose renewals stopped but whose local expiry check was defeated still cannot
+    land a line after a takeover: the new holder's metadata fence makes its compose fail."""
+    a = RunWriter(gs_uri, lease_seconds=1.5)
+    a.log_metrics({"x": 0}, step=0)
+    a.flush()
+    lease = a._lease
+    assert lease is not None
+    lease._stop.set()  # type: ignore[attr-defined]  # a holder paused in its renewals
+    b = _take_over(gs_uri)
+    assert b._lease is not None and b._lease.epoch > lease.epoch
+    lease.valid_until = float("inf")  # a holder whose clock lies: only the store can stop it
+    a.log_metrics({"x": 1}, step=1)  # buffered; its commit is refused
+    with pytest.raises(LeaseLostError, match="newer holder"):
+        a.flush()
+    with pytest.raises(LeaseLostError):
+        a.record_checkpoint("000009", batch=9, state_path="tinker://a/9")
+    with pytest.raises(LeaseLostError):
+        a.close()
+    b.record_checkpoint("000001", batch=1, state_path="tinker://b/1")
+    b.close()
+    assert [r["step"] for r in _records(gs_uri, "metrics.jsonl")] == []  # rewound by b
+    assert [r["step"] for r in _records(gs_uri, "metrics.jsonl.superseded")] == [0]
+    state = read_resume_state(gs_uri)
+    assert state is not None and state.checkpoint["state_path"] == "tinker://b/1"
+
+
+_LOOP = textwrap.dedent("""
+    import sys
+    from rlio import LeaseLostError, RunWriter
+    run = RunWriter(sys.argv[1], lease_seconds=1.5)
+    print("ready", flush=True)
+    i = 0
+    try:
+        while True:
+            run.log_metrics({"progress/batch": i, "x": i}, step=i)
+            run.record_checkpoint(f"{i + 1:06d}", batch=i + 1, state_path=f"tinker://A/{i + 1}")
+            print("ack", i + 1, flush=True)
+            i += 1
+    except LeaseLostError:
+        print("lost", flush=True)
+""")
+
+
+def test_a_sigstopped_holder_acknowledges_nothing_after_the_takeover(
+        gs_uri: str, emulator: Emulator) -> None:
+    """Holder SIGSTOPped past its lease, taken over, SIGCONTed: its next verb raises
+    LeaseLostError, none of its checkpoints follows the new holder's, resume returns the new
+    holder's, and every checkpoint it acknowledged is in the ledger."""
+    p = subprocess.Popen([sys.executable, "-c", _LOOP, gs_uri], stdout=subprocess.PIPE)
+    assert p.stdout is not None and p.stdout.readline() == b"ready\n"
+    acks = 0
+    while acks < 3:
+        line = p.stdout.readline()
+        assert line.startswith(b"ack"), line
+        acks += 1
+    os.kill(p.pid, signal.SIGSTOP)
+    try:
+        b = _take_over(gs_uri)
+        b.record_checkpoint("b", batch=100, state_path="tinker://B/100")
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+    out = p.stdout.read().split()
+    assert p.wait(timeout=60) == 0
+    assert out[-1] == b"lost"
+    acked = {f"tinker://A/{int(n)}" for n in out[1:-1:2]} | {
+        f"tinker://A/{k}" for k in range(1, acks + 1)}
+    b.close()
+    ledger = [r["state_path"] for r in _records(gs_uri, "checkpoints.jsonl")]
+    assert ledger[-1] == "tinker://B/100"
+    assert acked <= set(ledger)
+    state = read_resume_state(gs_uri)
+    assert state is not None and state.checkpoint["state_path"] == "tinker://B/100"
+
+
+def test_a_storm_of_failed_renewals_stops_the_holder_before_its_lease_expires(
+        gs_uri: str, emulator: Emulator) -> None:
+    """Renewals answered 503: the holder stops acknowledging on its own (LeaseLostError) before
+    another writer could take the run, so no checkpoint of it follows the taker's."""
+    run = RunWriter(gs_uri, lease_seconds=1.5)
+    run.record_checkpoint("000001", batch=1, state_path="tinker://A/1")
+    emulator.set_faults([{"op": "upload", "name": r"\.rlio-lease$", "mode": "503",
+                          "times": 10_000}])
+    deadline = time.monotonic() + 30
+    with pytest.raises(LeaseLostError, match="may have expired"):
+        i = 1
+        while time.monotonic() < deadline:
+            i += 1
+            run.record_checkpoint(f"{i:06d}", batch=i, state_path=f"tinker://A/{i}")
+    last_acked = f"tinker://A/{i - 1}"
+    emulator.set_faults([])
+    with pytest.raises(LeaseLostError):
+        run.close()
+    b = _take_over(gs_uri)
+    with b:
+        assert b.resume_state is not None
+        assert b.resume_state.checkpoint["state_path"] == last_acked
+        b.record_checkpoint("b", batch=100, state_path="tinker://B/100")
+    assert _records(gs_uri, "checkpoints.jsonl")[-1]["state_path"] == "tinker://B/100"
+
+
+def test_a_vanished_lease_object_is_reported_as_such(gs_uri: str, emulator: Emulator) -> None:
+    """The lease object deleted under its holder (a store reset): the holder's verbs raise
+    LeaseLostError saying the object vanished, not that another writer took over."""
+    run = RunWriter(gs_uri, lease_seconds=1.5)
+    st = open_storage(gs_uri)
+    assert isinstance(st, GcsStorage)
+    st.api.delete(st.key(LEASE_NAME))
+    deadline = time.monotonic() + 30
+    with pytest.raises(LeaseLostError, match="vanished") as err:
+        while time.monotonic() < deadline:
+            run.record_checkpoint("000001", batch=1, state_path="tinker://A/1")
+            time.sleep(0.05)
+    assert "took" not in str(err.value)
+    with pytest.raises(LeaseLostError):
+        run.close()
+
+
+_PREEMPTED = textwrap.dedent("""
+    import sys
+    from rlio import RunWriter
+    run = RunWriter(sys.argv[1], lease_seconds=60)
+    for i in range(int(sys.argv[2])):
+        run.log_metrics({"progress/batch": i, "x": i}, step=i)
+    run.record_checkpoint("000001", batch=int(sys.argv[2]), state_path="tinker://r/1")
+    print("checkpointed", flush=True)
+    sys.stdin.readline()  # preempted here (SIGKILL)
+""")
+
+
+def test_a_checkpoint_is_durable_only_after_the_metrics_logged_before_it(
+        gs_uri: str, emulator: Emulator) -> None:
+    """SIGKILL right after record_checkpoint returned: every metrics line logged before it is
+    in metrics.jsonl (the batch was committed first), so resume starts past nothing lost."""
+    n = 40
+    p = subprocess.Popen([sys.executable, "-c", _PREEMPTED, gs_uri, str(n)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert p.stdout is not None and p.stdout.readline() == b"checkpointed\n"
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(timeout=60)
+    assert [r["step"] for r in _records(gs_uri, "metrics.jsonl")] == list(range(n))
+
+
+def test_an_attached_gs_append_never_glues_onto_a_torn_tail(gs_uri: str,
+                                                            emulator: Emulator) -> None:
+    """A gs:// log ending in a crash's fragment: an attached writer's batch starts on a new
+    line, so the fragment stays crash damage and the new record reads whole."""
+    RunWriter(gs_uri).close()
+    st = open_storage(gs_uri)
+    assert isinstance(st, GcsStorage)
+    st.api.delete(st.key("metrics.jsonl"))
+    st.replace("metrics.jsonl", b'{"step": 0, "x": 1}\n{"step": 1, "x')
+    with RunWriter(gs_uri, attach=True) as run:
+        run.log_metrics({"eval/acc": 0.75}, step=0)
+    assert st.read_bytes("metrics.jsonl") == (
+        b'{"step": 0, "x": 1}\n{"step": 1, "x\n{"step":0,"eval/acc":0.75}\n')
