@@ -20,6 +20,7 @@ import orjson
 
 from rlio._codec.jsonl import DecodeError, decode
 from rlio._codec.lines import MAX_LINE, ForwardLines
+from rlio._codec.prefix import is_cut_record
 from rlio.findings import CATALOGUE, Finding, Severity, finding
 from rlio.schema import Level, explain, fast_check, full_check
 
@@ -236,18 +237,6 @@ def _torn(sink: Sink, line: int, append_only: bool, why: str) -> None:
         sink.add("RL113", f"last line {why}: the file was cut while being written", line=line)
 
 
-def _looks_cut(line: bytes) -> bool:
-    """Whether an unparseable line is what a killed append leaves: an object cut short (it does
-    not end in ``}``), or one cut short with the restart's first whole line glued to it."""
-    text = line.strip()
-    if not text.startswith(b"{"):
-        return False
-    if not text.endswith(b"}"):
-        return True
-    glued = text.rfind(b'{"', 1)
-    return glued > 0 and _parses(text[glued:])
-
-
 def _parses(line: bytes | None) -> bool:
     """Whether ``line`` is JSON (NaN tokens allowed): asked only after a line that was not."""
     if line is None:
@@ -296,7 +285,7 @@ def _slow_decode(line: bytes, lineno: int, sink: Sink,
             "deep": ("RL106", f"line is {exc} (orjson stops at 1,024 levels)"),
             "utf8": ("RL101", f"line is not valid UTF-8 ({exc})"),
         }.get(exc.kind, ("RL102", f"line is not valid JSON ({exc})"))
-        return None, _Pending(lineno, code, msg, not after_bad and _looks_cut(line))
+        return None, _Pending(lineno, code, msg, not after_bad and is_cut_record(line))
 
 
 def check_document(

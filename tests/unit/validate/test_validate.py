@@ -355,6 +355,24 @@ def test_torn_and_blank_lines_in_append_only_files(tmp_path: Path) -> None:
     assert ("RL103", "warning", "checkpoints.jsonl", 2, "") in findings(run)
 
 
+def test_crash_damage_is_exactly_a_cut_record(tmp_path: Path) -> None:
+    """Garbage after a valid start is RL102, not crash damage; a cut timing-spans record (its
+    objects included), glued to the restart's whole record, is RL117."""
+    run = cookbook_run(tmp_path / "run")
+    write(run, "metrics.jsonl", metrics_lines([0, 1]) + '{"step": 2, "progress/batch": 2, oops\n'
+          + metrics_lines([2]))
+    found = findings(run)
+    assert ("RL102", "error", "metrics.jsonl", 3, "") in found
+    assert not [f for f in found if f[0] == "RL117"]
+    span = '{"name": "a", "duration": 1.0, "wall_start": 0.0, "wall_end": 1.0}'
+    write(run, "timing_spans.jsonl", f'{{"step": 0, "spans": [{span}]}}\n'
+          f'{{"step": 1, "spans": [{span[:30]}{{"step": 1, "spans": [{span}]}}\n'
+          f'{{"step": 2, "spans": [{span}]}}\n')
+    found = findings(run)
+    assert ("RL117", "warning", "timing_spans.jsonl", 2, "") in found
+    assert not [f for f in found if f[0] == "RL102" and f[2] == "timing_spans.jsonl"]
+
+
 def test_cap_per_code_and_file(tmp_path: Path) -> None:
     """Past the cap, one RL112 (warning for error codes) counts the unlisted findings."""
     run = cookbook_run(tmp_path / "run")
