@@ -116,8 +116,9 @@ def uri_scheme(location: str) -> str | None:
     return head.lower() if sep and head.isidentifier() else None
 
 
-def _local_runs(root: str) -> list[str]:
-    """Every run folder under the local folder ``root`` (``root`` itself included)."""
+def _local_runs(root: str, skipped: list[Unreadable]) -> list[str]:
+    """Every run folder under the local folder ``root`` (``root`` itself included); a folder
+    under it that cannot be listed (it may be a run) is added to ``skipped``, never dropped."""
     if not os.path.isdir(root):
         if os.path.lexists(root):
             raise NotARunError(errno.ENOTDIR, f"no run found at {root} (a file, not a folder)",
@@ -134,7 +135,9 @@ def _local_runs(root: str) -> list[str]:
             if folder == root:
                 raise RunNotFoundError(exc.errno or errno.EIO, f"cannot read {root}: "
                                        f"{exc.strerror or exc}", root) from exc
-            continue  # an unreadable folder deep in a tree: it holds no run we can read
+            skipped.append(Unreadable(folder, f"cannot read {folder}: {exc.strerror or exc} "
+                                              "(a run there could not be validated)"))
+            continue
         is_run = layout.is_run_root(e.name for e in entries)
         if is_run:
             found.append(folder)
@@ -174,15 +177,16 @@ def _remote_runs(prefix: str) -> list[str]:
     return [f"{base}/{d}" if d else base for d in sorted(roots) if not inside_iteration(d)]
 
 
-def _runs_at(path: str) -> list[str]:
-    """The runs under one PATH; raises ``NotARunError`` when it holds none."""
+def _runs_at(path: str, skipped: list[Unreadable]) -> list[str]:
+    """The runs under one PATH (folders under it that cannot be read go to ``skipped``);
+    raises ``NotARunError`` when it holds none and none was skipped."""
     scheme = uri_scheme(path)
     if scheme in (None, "file"):
         local = path[len("file://"):] if scheme == "file" else path
-        runs = _local_runs((local.rstrip("/") or "/") if local else ".")
+        runs = _local_runs((local.rstrip("/") or "/") if local else ".", skipped)
     else:
         runs = _remote_runs(path)
-    if not runs:
+    if not runs and not skipped:
         raise NotARunError(errno.ENOENT, f"no run found at {path} (no folder with "
                            f"{' or '.join(layout.RUN_MARKERS)} at its root)", path)
     return runs
@@ -193,18 +197,24 @@ def discover(paths: Iterable[str | os.PathLike[str]],
     """The location of every run under ``paths`` (runs, parent folders, URI prefixes), once.
 
     Raises:
-        NotARunError: a path holds no run. RunNotFoundError: a path does not exist. Unless
-        ``unreadable`` is given: such a path is then added to it.
+        NotARunError: a path holds no run. RunNotFoundError: a path does not exist, or a folder
+        under it cannot be listed. Unless ``unreadable`` is given: such a path is then added
+        to it.
     """
     found: list[str] = []
     for p in paths:
         shown = os.fspath(p)
+        skipped: list[Unreadable] = []
         try:
-            found.extend(r for r in _runs_at(shown) if r not in found)
+            found.extend(r for r in _runs_at(shown, skipped) if r not in found)
         except (RunNotFoundError, OSError) as exc:
             if unreadable is None:
                 raise
             unreadable.append(Unreadable(shown, f"{exc.strerror or exc}"))  # names the path
+        if skipped and unreadable is None:
+            raise RunNotFoundError(errno.EACCES, skipped[0].message, skipped[0].path)
+        if unreadable is not None:
+            unreadable.extend(skipped)
     return found
 
 

@@ -171,3 +171,42 @@ def test_control_characters_escaped_in_fleet_text(tmp_path: Path,
     out = capsys.readouterr().out
     assert "\x1b" not in out
     assert not any(line.startswith("RL999") for line in out.splitlines())
+
+
+def test_a_run_the_walk_cannot_read_is_reported_unreadable_and_fails() -> None:
+    """A chmod 000 run in a sweep is listed as unreadable (exit code 2), never dropped; its
+    readable sibling is still validated (as an unprivileged user: root reads anything)."""
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="rlio-fleet-"))
+    try:
+        base.chmod(0o755)
+        cookbook_run(base / "ok")
+        locked = cookbook_run(base / "locked")
+        for p in (base, *base.rglob("*")):
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        locked.chmod(0)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: drop root (if any), validate, report
+            try:
+                if os.geteuid() == 0:
+                    os.setgid(65534)
+                    os.setuid(65534)
+                fleet = validate_runs([str(base)])
+                out = {"runs": [x.run for x in fleet.runs],
+                       "unreadable": [u.path for u in fleet.unreadable],
+                       "exit": fleet.exit_code()}
+                os.write(w, json.dumps(out).encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        os.waitpid(pid, 0)
+        with os.fdopen(r) as f:
+            out = json.loads(f.read())
+        assert out == {"runs": [str(base / "ok")], "unreadable": [str(locked)], "exit": 2}
+    finally:
+        locked.chmod(0o755)
+        import shutil
+
+        shutil.rmtree(base)
