@@ -3,20 +3,30 @@
 Poll-based (works the same on a local disk and on ``gs://``): at each look the file's size is
 compared with the offset read so far and only the bytes in between are read. Only lines that end
 with a newline are decoded; the bytes after the last newline (a line being written, or a crash's
-torn tail) wait for the next look and are never yielded half. When the file shrinks (a resume
-moved superseded lines or a torn tail aside), reading goes on from the last line boundary at or
-before the new end whose line is still the one read there (each line's hash is kept), so the
-re-logged lines are yielded as they come. The same check of the last line read runs whenever the
-size changed, which also catches a rewind the writer has already grown past.
+torn tail) wait for the next look and are never yielded half.
+
+Rewinds are found by identity and content, not by size alone (a resume moves superseded lines
+or a torn tail aside, and the restart may regrow the file to its old size, or past it):
+
+- A tail move appends the bytes it moves to a sidecar (``<file>.superseded``, ``<file>.torn``)
+  before it cuts the file, so a grown sidecar says where the cut was: at the first line read
+  since ``previous size - bytes moved`` that equals the sidecar's first new line. This catches
+  re-logged lines identical to the ones they replace.
+- At every look the last line read must still be in place (each line's hash is kept); when it
+  is not, reading goes on from the last line boundary at or before the end whose line still is.
+
+Either way the lines from the cut on are yielded again as they come: every record once.
 """
 
 from __future__ import annotations
 
 import time
 from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from rlio import layout
 from rlio._codec.lines import MAX_LINE
 from rlio.reader.source import decode_line
 from rlio.storage.base import Storage
@@ -52,14 +62,17 @@ def follow_jsonl(
     pending = b""  # bytes read past the last newline (an unfinished line)
     last_new = clock()
     last_size = -1
+    sides = [rel + layout.SUPERSEDED_SUFFIX, rel + layout.TORN_SUFFIX]
+    side_sizes = [_size(storage, side) for side in sides]
     while True:
         entry = storage.stat(rel)
         size = entry.size if entry is not None and entry.kind == "file" else 0
         if offset < 0:
             offset = size if entry is not None else 0
             boundaries[0] = offset
-        if size != last_size and hashes:
-            keep = _still_there(storage, rel, boundaries, hashes, size)
+        if hashes:
+            keep = _kept(storage, rel, sides, side_sizes, boundaries, hashes, size,
+                         max(last_size, offset))
             if keep < len(hashes):  # rewound: go on from the last line still in place
                 offset = boundaries[keep]
                 del boundaries[keep + 1:]
@@ -95,6 +108,44 @@ def follow_jsonl(
         elif idle_timeout is not None and clock() - last_new >= idle_timeout:
             return
         sleep(poll)
+
+
+def _kept(storage: Storage, rel: str, sides: list[str], side_sizes: list[int],
+          boundaries: array[int], hashes: array[int], size: int, seen_size: int) -> int:
+    """How many of the lines read are still in place: before the cut of any tail move since
+    the last look (``side_sizes`` are updated), and each still the bytes read there."""
+    keep = len(hashes)
+    for k, side in enumerate(sides):
+        now = _size(storage, side)
+        if now > side_sizes[k]:  # a tail move: find its cut
+            keep = min(keep, _moved_from(storage, side, side_sizes[k], now, boundaries,
+                                         hashes, seen_size))
+        side_sizes[k] = now
+    return min(keep, _still_there(storage, rel, boundaries, hashes, size))
+
+
+def _size(storage: Storage, rel: str) -> int:
+    entry = storage.stat(rel)
+    return entry.size if entry is not None and entry.kind == "file" else 0
+
+
+def _moved_from(storage: Storage, side: str, before: int, now: int, boundaries: array[int],
+                hashes: array[int], seen_size: int) -> int:
+    """How many of the lines read precede the cut of a tail move that appended bytes
+    ``[before, now)`` to sidecar ``side`` (all of them when the moved bytes start past them).
+
+    The cut is at ``end - moved`` for a file end ``end >= seen_size`` (a log only grows between
+    tail moves), so it is the first line boundary from ``seen_size - moved`` on whose line equals
+    the first moved line.
+    """
+    first = storage.read_range(side, before, min(now, before + MAX_LINE)).split(b"\n", 1)[0]
+    target = hash(first)
+    i = max(0, bisect_left(boundaries, seen_size - (now - before)))
+    while i < len(hashes):
+        if hashes[i] == target:
+            return i
+        i += 1
+    return len(hashes)
 
 
 def _still_there(storage: Storage, rel: str, boundaries: array[int], hashes: array[int],

@@ -2,10 +2,15 @@
 
 A file is known by its signature (size, modification time and inode on a local disk; size
 elsewhere). An append-only JSONL log that only grew is read on from the end of its last complete
-line, with its per-record checks' state kept between checks; any other changed file (replaced,
-shrunk, new) is validated again whole; an unchanged file's findings and facts are reused. The
-cross-file checks run on every check (they read the files' facts, not the files). The library
-never prints: ``check()`` returns the findings that are new since the previous call.
+line, with its per-record checks' state kept between checks. A log is known to have only grown
+by its identity and content, not its size alone: the same inode (locally), the same bytes just
+before where it was read up to (``FINGERPRINT`` of them), and sidecars (``.torn``,
+``.superseded``) that did not grow (a tail move appends to one before it cuts the log), so a log
+cut back and regrown past the old offset is read again from its start, never from the middle
+of a line. Any other changed file (replaced, shrunk, new) is validated again whole; an
+unchanged file's findings and facts are reused. The cross-file checks run on every check (they
+read the files' facts, not the files). The library never prints: ``check()`` returns the
+findings that are new since the previous call.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ from rlio.validate.checks.view import RunView
 from rlio.validate.engine import Validator, require_run, utf8
 from rlio.validate.scan import Sink, scan_jsonl
 
+#: Bytes before a log's read offset whose hash must be unchanged for it to be read on from there.
+FINGERPRINT = 4096
+
 
 @dataclass
 class _Log:
@@ -36,6 +44,8 @@ class _Log:
     sink: Sink
     hook: RecordChecks | None
     restart: frozenset[int]
+    sidecars: tuple[int, ...] = ()
+    fingerprint: int = 0  # hash of the FINGERPRINT bytes before offset
 
 
 class _Cached(Validator):
@@ -80,8 +90,11 @@ class _Cached(Validator):
         restart = frozenset(view.restart_steps)
         # read again from the start: replaced (inode), shrunk (rewound), or a new checkpoint
         # restart point changes how earlier metrics lines are judged
+        sidecars = tuple(self.sizes.get(rel + suffix, 0)
+                         for suffix in (layout.TORN_SUFFIX, layout.SUPERSEDED_SUFFIX))
         if (log is None or size < log.offset or (len(sig) > 2 and sig[2] != log.sig[2])
-                or restart != log.restart):
+                or restart != log.restart or sidecars != log.sidecars
+                or self._fingerprint(rel, log.offset) != log.fingerprint):
             sink = Sink(view.display[rel], self.cap)
             log = _Log(sig, 0, 0, sink, self.record_checks(rp, sink, view), restart)
         elif log.hook is not None and hasattr(log.hook, "iterations"):
@@ -95,7 +108,8 @@ class _Cached(Validator):
                                              limit=end - log.offset, at_eof=False)
                 log.offset += consumed
                 log.lines += lines
-        log.sig = sig
+        log.sig, log.sidecars = sig, sidecars
+        log.fingerprint = self._fingerprint(rel, log.offset)
         # a torn tail and the end-of-file checks are judged on copies: the log reads on later
         sink, hook = copy.deepcopy((log.sink, log.hook))
         if size > log.offset:
@@ -111,6 +125,12 @@ class _Cached(Validator):
             stream.seek(log.offset)
             return scan_jsonl(stream, sink, schema=schema, append_only=True, on_record=hook,
                               first_line=log.lines + 1, **how)
+
+    def _fingerprint(self, rel: str, offset: int) -> int:
+        """The hash of the ``FINGERPRINT`` bytes before ``offset`` (0 at the start)."""
+        if offset <= 0:
+            return 0
+        return hash(self.storage.read_range(rel, max(0, offset - FINGERPRINT), offset))
 
     def _last_line_end(self, rel: str, start: int, size: int) -> int:
         """The offset just past the last newline in ``[start, size)`` (``start`` if none)."""

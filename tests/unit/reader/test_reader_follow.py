@@ -117,3 +117,51 @@ def test_from_start_false_skips_what_is_already_there(tmp_path: Path) -> None:
     got = list(follow_jsonl(open_storage(root), layout.METRICS, poll=0, idle_timeout=0.2,
                             from_start=False, sleep=sleep))
     assert [r["step"] for r in got] == [3]
+
+
+def _follow_with(root: Path, actions: list[Callable[[], None]]) -> list[dict[str, object]]:
+    """Follow metrics.jsonl, running one action per poll."""
+
+    def sleep(_: float) -> None:
+        if actions:
+            actions.pop(0)()
+
+    return list(follow_jsonl(open_storage(root), layout.METRICS, poll=0, idle_timeout=0.3,
+                             sleep=sleep))
+
+
+def test_a_rewind_regrown_to_the_same_size_with_the_same_lines_is_followed(
+        tmp_path: Path) -> None:
+    """A resume moves steps 2-3 aside and the restart logs them again byte for byte (the file
+    regrows to exactly its old size): the re-logged records are yielded again, once each."""
+    root = tmp_path / "run"
+    write(root, layout.METRICS, jsonl(metrics_line(s) for s in range(4)))
+    cut = len(jsonl(metrics_line(s) for s in range(2)))
+    st = open_storage(root)
+
+    def rewind_and_relog() -> None:
+        with st.lock(layout.METRICS):
+            st.move_tail(layout.METRICS, cut, layout.METRICS + layout.SUPERSEDED_SUFFIX)
+        _appender(root / layout.METRICS)(jsonl(metrics_line(s) for s in (2, 3)).encode())
+
+    got = _follow_with(root, [rewind_and_relog])
+    assert [r["step"] for r in got] == [0, 1, 2, 3, 2, 3]
+
+
+def test_a_rewind_to_a_shorter_file_sharing_a_line_is_followed(tmp_path: Path) -> None:
+    """Cut back to steps 0-1, then regrown with different lines past the old size whose line
+    at the old last line's place is the same bytes: every new record is yielded once."""
+    root = tmp_path / "run"
+    old = [metrics_line(0), metrics_line(1, x=1), metrics_line(2, x=2)]
+    write(root, layout.METRICS, jsonl(old))
+    cut = len(jsonl(old[:1]))
+    st = open_storage(root)
+    new = [metrics_line(1, x=3), metrics_line(2, x=2), metrics_line(3)]  # step 2 line shared
+
+    def rewind_and_relog() -> None:
+        with st.lock(layout.METRICS):
+            st.move_tail(layout.METRICS, cut, layout.METRICS + layout.SUPERSEDED_SUFFIX)
+        _appender(root / layout.METRICS)(jsonl(new).encode())
+
+    got = _follow_with(root, [rewind_and_relog])
+    assert got == [*old, *new]

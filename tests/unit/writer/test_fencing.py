@@ -139,7 +139,7 @@ def test_a_forked_child_cannot_write_as_owner(tmp_path: pathlib.Path) -> None:
 def test_an_attached_append_never_glues_onto_a_torn_tail(tmp_path: pathlib.Path) -> None:
     """An attached writer appending after a crash's fragment starts a new line: the fragment is
     crash damage (RL117) and the new record reads whole."""
-    from rlio import validate_run
+    from rlio import Severity, validate_run
 
     path = tmp_path / "r"
     RunWriter(path).close()
@@ -150,7 +150,7 @@ def test_an_attached_append_never_glues_onto_a_torn_tail(tmp_path: pathlib.Path)
     assert (path / "metrics.jsonl").read_bytes().endswith(
         b'{"step": 1, "x\n{"step":0,"eval/acc":0.75}\n')
     report = validate_run(path)
-    assert not [f for f in report.findings if f.severity == "error"]
+    assert not [f for f in report.findings if f.severity == Severity.ERROR]
     assert "RL117" in {f.code for f in report.findings}
 
 
