@@ -70,7 +70,8 @@ def follow_jsonl(
         if offset < 0:
             offset = size if entry is not None else 0
             boundaries[0] = offset
-        if hashes:
+        if hashes and entry is not None:  # (a file gone for now, its run moved away and
+            # back, is waited for: what was read of it is judged when it is back)
             keep = _kept(storage, rel, sides, side_sizes, boundaries, hashes, size,
                          max(last_size, offset))
             if keep < len(hashes):  # rewound: go on from the last line still in place
