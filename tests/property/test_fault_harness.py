@@ -237,8 +237,10 @@ class Harness:
         actions = [(self.step, 60), (self.attach, 6), (self.sigkill, 4), (self.sigstop, 3),
                    (self.delete_lease, 3), (self.rename, 2), (self.fork, 2), (self.torn, 3)]
         funcs, weights = zip(*actions, strict=True)
-        for _ in range(steps):
-            self.rng.choices(funcs, weights)[0]()
+        plan = [*funcs[1:], *self.rng.choices(funcs, weights, k=max(0, steps - len(funcs) + 1))]
+        self.rng.shuffle(plan)  # every fault at least once, the rest drawn by weight
+        for action in plan:
+            action()
         self.step()
         reply = self.owner.close()
         if reply != "ok":
