@@ -9,7 +9,8 @@ Rewinds are found by identity and content, not by size alone (a resume moves sup
 or a torn tail aside, and the restart may regrow the file to its old size, or past it):
 
 - A tail move appends the bytes it moves to a sidecar (``<file>.superseded``, ``<file>.torn``)
-  before it cuts the file, so a grown sidecar says where the cut was: at the first line read
+  before it cuts the file (a look while it is under way, ``Storage.tail_moving``, waits for the
+  cut), so a grown sidecar says where the cut was: at the first line read
   since ``previous size - bytes moved`` that equals the sidecar's first new line. This catches
   re-logged lines identical to the ones they replace.
 - At every look the last line read must still be in place (each line's hash is kept); when it
@@ -72,8 +73,12 @@ def follow_jsonl(
             boundaries[0] = offset
         if hashes and entry is not None:  # (a file gone for now, its run moved away and
             # back, is waited for: what was read of it is judged when it is back)
-            keep = _kept(storage, rel, sides, side_sizes, boundaries, hashes, size,
-                         max(last_size, offset))
+            looked = _look(storage, rel, sides, side_sizes, boundaries, hashes,
+                           max(last_size, offset))
+            if looked is None:  # a tail move under way: its sidecar may hold bytes not yet cut
+                sleep(poll)
+                continue
+            size, keep = looked
             if keep < len(hashes):  # rewound: go on from the last line still in place
                 offset = boundaries[keep]
                 del boundaries[keep + 1:]
@@ -85,7 +90,7 @@ def follow_jsonl(
             pending, read_to = b"", offset
         got = False
         while read_to < size:
-            data = storage.read_range(rel, read_to, min(size, read_to + _CHUNK))
+            data = _read(storage, rel, read_to, min(size, read_to + _CHUNK))
             if not data:
                 break
             read_to += len(data)
@@ -111,18 +116,44 @@ def follow_jsonl(
         sleep(poll)
 
 
+def _read(storage: Storage, rel: str, start: int, end: int) -> bytes:
+    """Bytes ``[start, end)`` of ``rel``; none when it is gone for now (its run moved away)."""
+    try:
+        return storage.read_range(rel, start, end)
+    except FileNotFoundError:
+        return b""
+
+
+def _look(storage: Storage, rel: str, sides: list[str], side_sizes: list[int],
+          boundaries: array[int], hashes: array[int], seen_size: int) -> tuple[int, int] | None:
+    """The file's size and how many lines read are kept (``_kept``); None while a tail move of
+    it is under way. The sidecars are looked at first: a move seen there has made its cut by
+    the time the file is looked at."""
+    grown = [_size(storage, side) for side in sides]
+    if storage.tail_moving(rel):
+        return None
+    size = _size(storage, rel)
+    return size, _kept(storage, rel, sides, side_sizes, grown, boundaries, hashes, size,
+                       seen_size)
+
+
 def _kept(storage: Storage, rel: str, sides: list[str], side_sizes: list[int],
-          boundaries: array[int], hashes: array[int], size: int, seen_size: int) -> int:
+          grown: list[int], boundaries: array[int], hashes: array[int], size: int,
+          seen_size: int) -> int:
     """How many of the lines read are still in place: before the cut of any tail move since
-    the last look (``side_sizes`` are updated), and each still the bytes read there."""
+    the last look (the sidecars' sizes were ``side_sizes``, now ``grown``; updated), and each
+    still the bytes read there."""
     keep = len(hashes)
-    for k, side in enumerate(sides):
-        now = _size(storage, side)
-        if now > side_sizes[k]:  # a tail move: find its cut
-            keep = min(keep, _moved_from(storage, side, side_sizes[k], now, boundaries,
-                                         hashes, seen_size))
-        side_sizes[k] = now
-    return min(keep, _still_there(storage, rel, boundaries, hashes, size))
+    try:
+        for k, side in enumerate(sides):
+            if grown[k] > side_sizes[k]:  # a tail move: find its cut
+                keep = min(keep, _moved_from(storage, side, side_sizes[k], grown[k],
+                                             boundaries, hashes, seen_size))
+        keep = min(keep, _still_there(storage, rel, boundaries, hashes, size))
+    except FileNotFoundError:  # moved away meanwhile: judged again at the next look
+        return len(hashes)
+    side_sizes[:] = grown
+    return keep
 
 
 def _size(storage: Storage, rel: str) -> int:

@@ -151,6 +151,11 @@ class Storage(ABC):
         """
         return InProcessLease(self.root)
 
+    def tail_moving(self, rel: str) -> bool:
+        """True while a ``move_tail`` of ``rel`` may be under way: its sidecar may already hold
+        bytes ``rel`` still has (a follower waits for the cut). This default: moves are atomic."""
+        return False
+
     def sweep_orphans(self, *, older_than: float | None = None) -> int:
         """Delete what crashed writers left behind; the number of files deleted: gs:// batch
         parts (a writer whose part is swept before its compose uploads it again), or on a local

@@ -44,6 +44,11 @@ def write(root: str, *, rel: str, offset: int, end: int, sidecar: str, sidecar_s
     return path
 
 
+def pending(root: str, rel: str) -> bool:
+    """True while an intent record of ``rel`` exists (its move is under way, or was killed)."""
+    return os.path.exists(os.path.join(root, _name(rel)))
+
+
 def clear(path: str) -> None:
     """Remove an intent record once its move is complete (or taken back)."""
     with contextlib.suppress(FileNotFoundError):

@@ -259,6 +259,10 @@ class LocalStorage(Storage):
                         n += 1
         return n
 
+    def tail_moving(self, rel: str) -> bool:
+        """True while the intent record of a move of ``rel`` exists (see ``move_tail``)."""
+        return intent.pending(self.root, rel)
+
     def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
         """See ``Storage.move_tail``; crash-safe through an intent record (``storage.intent``).
 

@@ -40,6 +40,7 @@ _ATTACHED = textwrap.dedent("""
     from rlio import RunWriter
     path, tag, step, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     with RunWriter(path, attach=True) as run:
+        print("ready", flush=True)
         for i in range(n):
             run.log_metrics({"eval/acc": 0.5, "uid": f"{tag}-{i}"}, step=step)
 """)
@@ -163,7 +164,8 @@ class Harness:
         tag = f"a{len(self.attached)}"
         n = self.rng.randint(20, 200)
         proc = subprocess.Popen([sys.executable, "-c", _ATTACHED, str(self.path), tag,
-                                 str(self.batch), str(n)])
+                                 str(self.batch), str(n)], stdout=subprocess.PIPE)
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
         self.attached.append((proc, [f"{tag}-{i}" for i in range(n)]))
 
     def sigkill(self) -> None:
@@ -214,17 +216,19 @@ class Harness:
             self.model.violations.append(f"forked child of {self.owner.name}: {reply}")
 
     def torn(self) -> None:
-        """A crashed writer's cut-off line at the end of metrics.jsonl."""
+        """A crashed writer's cut-off line at the end of metrics.jsonl (written under the
+        file's lock, as an rlio writer killed in the middle of its append left it)."""
         metrics = self.path / layout.METRICS
-        with open(metrics, "rb") as f:
-            f.seek(max(0, metrics.stat().st_size - 1))
-            if f.read(1) not in (b"\n", b""):
-                return  # never two fragments in a row: that is not what one crash leaves
-        fd = os.open(metrics, os.O_WRONLY | os.O_APPEND)
-        try:
-            os.write(fd, b'{"step": 1, "uid": "cut-o')
-        finally:
-            os.close(fd)
+        with self._storage.lock(layout.METRICS):
+            with open(metrics, "rb") as f:
+                f.seek(max(0, metrics.stat().st_size - 1))
+                if f.read(1) not in (b"\n", b""):
+                    return  # never two fragments in a row: that is not what one crash leaves
+            fd = os.open(metrics, os.O_WRONLY | os.O_APPEND)
+            try:
+                os.write(fd, b'{"step": 1, "uid": "cut-o')
+            finally:
+                os.close(fd)
 
     def _expect_refused(self, owner: Owner, command: str) -> None:
         reply = owner.ask(command)

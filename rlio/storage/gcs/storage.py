@@ -246,6 +246,10 @@ class GcsStorage(Storage):
         finally:
             held.release()
 
+    def tail_moving(self, rel: str) -> bool:
+        """True while the lock object of ``rel`` exists: tail moves run under ``lock(rel)``."""
+        return self.api.get(f"{self.key(LOCKS_DIR)}/{rel}.lock") is not None
+
     def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
         key = self.key(rel)
         while True:
