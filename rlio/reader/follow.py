@@ -78,8 +78,9 @@ def follow_jsonl(
             if looked is None:  # a tail move under way: its sidecar may hold bytes not yet cut
                 sleep(poll)
                 continue
-            size, keep = looked
-            if keep < len(hashes):  # rewound: go on from the last line still in place
+            size, keep, moved = looked
+            if keep < len(hashes) or moved:  # rewound: go on from the last line still in
+                # place (after a move, the unfinished line read may be gone: read it again)
                 offset = boundaries[keep]
                 del boundaries[keep + 1:]
                 del hashes[keep:]
@@ -125,16 +126,18 @@ def _read(storage: Storage, rel: str, start: int, end: int) -> bytes:
 
 
 def _look(storage: Storage, rel: str, sides: list[str], side_sizes: list[int],
-          boundaries: array[int], hashes: array[int], seen_size: int) -> tuple[int, int] | None:
-    """The file's size and how many lines read are kept (``_kept``); None while a tail move of
-    it is under way. The sidecars are looked at first: a move seen there has made its cut by
-    the time the file is looked at."""
+          boundaries: array[int], hashes: array[int],
+          seen_size: int) -> tuple[int, int, bool] | None:
+    """The file's size, how many lines read are kept (``_kept``) and whether a tail move was
+    seen; None while a tail move of it is under way. The sidecars are looked at first: a move
+    seen there has made its cut by the time the file is looked at."""
     grown = [_size(storage, side) for side in sides]
     if storage.tail_moving(rel):
         return None
     size = _size(storage, rel)
+    moved = grown != side_sizes
     return size, _kept(storage, rel, sides, side_sizes, grown, boundaries, hashes, size,
-                       seen_size)
+                       seen_size), moved
 
 
 def _kept(storage: Storage, rel: str, sides: list[str], side_sizes: list[int],

@@ -165,3 +165,20 @@ def test_a_rewind_to_a_shorter_file_sharing_a_line_is_followed(tmp_path: Path) -
 
     got = _follow_with(root, [rewind_and_relog])
     assert got == [*old, *new]
+
+
+def test_a_repaired_torn_tail_regrown_past_it_is_followed(tmp_path: Path) -> None:
+    """A torn last line the follower holds unfinished is moved to .torn and the file regrows
+    past it before the next look: the new record is yielded whole, not glued to the fragment."""
+    root = tmp_path / "run"
+    write(root, layout.METRICS, jsonl([metrics_line(0)]) + '{"step": 1, "x')
+    cut = len(jsonl([metrics_line(0)]))
+    st = open_storage(root)
+
+    def repair_and_log() -> None:
+        with st.lock(layout.METRICS):
+            st.move_tail(layout.METRICS, cut, layout.METRICS + layout.TORN_SUFFIX)
+        _appender(root / layout.METRICS)(jsonl([metrics_line(1, pad="p" * 40)]).encode())
+
+    got = _follow_with(root, [repair_and_log])
+    assert [r["step"] for r in got] == [0, 1]
