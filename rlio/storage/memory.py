@@ -15,8 +15,10 @@ _MEMORY_LOCKS: dict[str, _thread.LockType] = {}  # lock(rel) per path, like a pr
 
 
 def _append_to(fs: Any, path: str, data: bytes) -> None:
-    """Rewrite ``path`` with ``data`` added at its end. Holds ``_MEMORY_MUTEX``."""
-    fs.pipe_file(path, (fs.cat_file(path) if fs.isfile(path) else b"") + data)
+    """Rewrite ``path`` with ``data`` added at its end, on a new line after a fragment (never
+    glued onto it). Holds ``_MEMORY_MUTEX``."""
+    old = bytes(fs.cat_file(path)) if fs.isfile(path) else b""
+    fs.pipe_file(path, old + (b"\n" if old and not old.endswith(b"\n") else b"") + data)
 
 
 class _MemoryAppender(Appender):

@@ -241,3 +241,18 @@ def test_replace_all_replaces_each_file_whole(store: Storage) -> None:
                        ("iteration_000002/train.html", b"<html></html>\n")])
     assert store.read_bytes("iteration_000002/train_logtree.json") == b'{"a":1}'
     assert store.read_bytes("iteration_000002/train.html") == b"<html></html>\n"
+
+
+def test_an_append_after_a_fragment_starts_a_new_line(store: Storage) -> None:
+    """A log ending in a crash's fragment: plain and durable appends start on a new line, so
+    the fragment stays a line of its own and every appended record reads whole."""
+    store.replace("metrics.jsonl", b'{"step": 0}\n{"step": 1, "x')
+    app = store.appender("metrics.jsonl")
+    try:
+        app.append(b'{"step": 2}\n')
+        app.append_durable(b'{"step": 3}\n')
+        app.flush()
+    finally:
+        app.close()
+    assert store.read_bytes("metrics.jsonl") == (
+        b'{"step": 0}\n{"step": 1, "x\n{"step": 2}\n{"step": 3}\n')
