@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from rlio._version import __version__
 from rlio.cli.common import EXIT_OK, EXIT_UNREADABLE, fail
-from rlio.errors import MissingExtraError
+from rlio.errors import MissingExtraError, StorageUnavailableError
 
 #: Subcommands in the order ``rlio`` lists them; each is the module ``rlio.cli.<name>``, imported
 #: only when its parser is built (one command's start does not pay for the others' imports).
@@ -47,5 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # a closed pipe (``| head``) is success
         return EXIT_OK
     except MissingExtraError as exc:  # e.g. gs:// without gcsfs: one line naming the install
+        return fail(str(exc))
+    except StorageUnavailableError as exc:  # offline, no credentials: one line, no traceback
         return fail(str(exc))
     return code

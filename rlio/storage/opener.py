@@ -1,7 +1,9 @@
-"""``open_storage``: the backend for a local path or URI; fsspec, gcsfs imported here only.
+"""``open_storage``: the backend for a local path or URI; each scheme's library imported here only.
 
-Local runs need neither: the base install leaves them out, and a URI scheme whose library is
-absent raises ``MissingExtraError`` naming the install line (gs://: ``pip install 'rlio[gcs]'``).
+Local runs need none: the base install leaves them out, and a URI scheme whose library is
+absent raises ``MissingExtraError`` naming the install line (gs://: ``pip install 'rlio[gcs]'``,
+s3://: ``pip install 'rlio[s3]'``). A remote scheme is one entry of ``_REMOTE``: a function from
+the URI to its backend.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import errno
 import importlib
 import os
+from collections.abc import Callable
 from types import ModuleType
 
 from rlio.errors import MissingExtraError, RunNotFoundError, UnsafeStorageError
@@ -27,6 +30,16 @@ def _import_extra(module: str, location: str, install: str) -> ModuleType:
             f"{install}") from exc
 
 
+def bucket_and_prefix(location: str, what: str = "bucket") -> tuple[str, str]:
+    """``(bucket, prefix)`` of ``scheme://bucket/prefix``; ValueError without a bucket."""
+    scheme, _, rest = location.partition("://")
+    bucket, _, prefix = rest.partition("/")
+    if not bucket:
+        raise ValueError(f"a {scheme}:// URI needs a {what}, got {location!r} "
+                         f"(expected {scheme}://{what.upper()}/RUN)")
+    return bucket, prefix.strip("/")
+
+
 def _open_gcs(location: str) -> Storage:
     """A ``gs://bucket/prefix`` run over gcsfs's core filesystem (imported here, not before).
 
@@ -34,9 +47,7 @@ def _open_gcs(location: str) -> Storage:
     experimental zonal/HNS probing off (a gRPC call an emulator never answers: a minute per
     bucket). Listing caches are off: another process's writes must be seen at once.
     """
-    bucket, _, prefix = location.split("://", 1)[1].partition("/")
-    if not bucket:
-        raise ValueError(f"a gs:// URI needs a bucket, got {location!r} (expected gs://BUCKET/RUN)")
+    bucket, prefix = bucket_and_prefix(location)
     emulator = bool(os.environ.get("STORAGE_EMULATOR_HOST"))
     if emulator:
         os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
@@ -45,15 +56,23 @@ def _open_gcs(location: str) -> Storage:
     from rlio.storage.gcs.storage import GcsStorage
 
     fs = gcsfs_core.GCSFileSystem(token="anon" if emulator else None, use_listings_cache=False)
-    return GcsStorage(fs, bucket, prefix.strip("/"))
+    return GcsStorage(fs, bucket, prefix)
+
+
+#: Remote URI schemes and the function opening each (its library imported only then).
+_REMOTE: dict[str, Callable[[str], Storage]] = {
+    "gs": _open_gcs,
+    "gcs": _open_gcs,
+}
 
 
 def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> Storage:
-    """The backend for a local path or URI (``file://``, ``memory://``, ``gs://``).
+    """The backend for a local path or URI (``file://``, ``memory://``, ``gs://``, ``s3://``).
 
     ``create`` (writers) makes the run when it is absent and, on an object store, sweeps the batch
     parts a crashed writer left; without it a missing run raises ``RunNotFoundError``. A scheme
-    whose library is missing raises ``MissingExtraError``; any other scheme
+    whose library is missing raises ``MissingExtraError``; a store that cannot be reached or
+    refuses the credentials ``StorageUnavailableError``; any other scheme
     ``UnsafeStorageError`` (rlio cannot write it safely).
     """
     loc = os.fspath(location)
@@ -67,13 +86,13 @@ def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> S
         from rlio.storage.memory import MemoryStorage
 
         storage = MemoryStorage(loc, fsspec.filesystem("memory"))
-    elif scheme in ("gs", "gcs"):
-        storage = _open_gcs(loc)
+    elif scheme in _REMOTE:
+        storage = _REMOTE[scheme](loc)
     else:
         raise UnsafeStorageError(
             errno.EPROTONOSUPPORT,
             f"{loc}: {scheme}:// run directories are not supported; use a local path, "
-            "file://, memory:// or gs://")
+            f"file://, memory:// or {', '.join(f'{s}://' for s in _REMOTE if s != 'gcs')}")
     if create:
         storage.create()
         if not storage.is_local:

@@ -1,4 +1,4 @@
-"""Fixtures of the storage tests: the enforcing GCS emulator and one run location per backend."""
+"""Fixtures of the storage tests: the emulators and one run location per backend."""
 
 from __future__ import annotations
 
@@ -43,20 +43,34 @@ def gs_uri(emulator: Emulator) -> str:
     return f"gs://{BUCKET}/t-{uuid.uuid4().hex[:12]}"
 
 
-def _memory_uri() -> str:
+#: The backends the storage contract suite runs against. A backend joins by adding its name here
+#: and a fixture ``<name>_contract_uri`` giving a fresh (not yet created) run location.
+CONTRACT_BACKENDS = ["local", "memory", "gs"]
+
+
+@pytest.fixture
+def local_contract_uri(tmp_path: Path) -> str:
+    """A fresh local run folder."""
+    return str(tmp_path / "run")
+
+
+@pytest.fixture
+def memory_contract_uri() -> str:
+    """A fresh memory:// run."""
     return f"memory://rlio-{uuid.uuid4().hex[:12]}"
 
 
-@pytest.fixture(params=["local", "memory", "gs"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh run location of each kind: a local folder, memory:// and gs:// (emulator)."""
-    kind: str = request.param
-    if kind == "local":
-        return str(tmp_path / "run")
-    if kind == "memory":
-        return _memory_uri()
-    request.getfixturevalue("emulator")
+@pytest.fixture
+def gs_contract_uri(emulator: Emulator) -> str:
+    """A fresh gs:// run on the enforcing emulator."""
     return f"gs://{BUCKET}/c-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(params=CONTRACT_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """A fresh run location of each kind in ``CONTRACT_BACKENDS``."""
+    uri: str = request.getfixturevalue(f"{request.param}_contract_uri")
+    return uri
 
 
 @pytest.fixture
