@@ -11,6 +11,9 @@ backend writes only how one batch lands exactly once (``_commit``):
 - Batches are numbered per appender (``seq``) and committed one at a time, in append order; a
   batch whose commit failed stays pending and is committed again (the backend's ``_commit``
   must recognise a batch that landed although its answer was lost).
+- Exactly once: each landed batch is recorded as ``writer:seq`` in the log's own metadata (the
+  last ``keep`` writers: ``metadata_after``), so that after any failure the backend reads it
+  back and does not land a batch again (``landed``).
 - A failure of the background thread is raised by the caller's next append, flush or close.
 - Appenders still open at interpreter exit are closed (their lines committed) by an exit hook.
 
@@ -26,13 +29,44 @@ import threading
 import time
 import weakref
 from abc import abstractmethod
+from collections.abc import Mapping
 
 from rlio.storage.base import Appender
 
+#: The metadata entry of a log listing the last batch each recent writer landed
+#: (``"<writer>:<seq> ..."``, most recent last).
+META_APPENDS = "rlio-appends"
 _log = logging.getLogger("rlio")
 _LIVE: weakref.WeakSet[BatchingAppender] = weakref.WeakSet()  # committed at interpreter exit
 _ATEXIT = threading.Lock()
 _atexit_registered = False
+
+
+def _entries(metadata: Mapping[str, str] | None) -> dict[str, int]:
+    """The ``writer -> last seq`` map of a log's metadata, oldest first."""
+    out: dict[str, int] = {}
+    for item in str((metadata or {}).get(META_APPENDS, "")).split():
+        wid, _, seq = item.partition(":")
+        if seq.isascii() and seq.isdigit():
+            out[wid] = int(seq)
+    return out
+
+
+def landed(metadata: Mapping[str, str] | None, writer: str, seq: int) -> bool:
+    """True when a log's ``metadata`` records that batch ``seq`` of ``writer`` is in it."""
+    return _entries(metadata).get(writer, 0) >= seq
+
+
+def metadata_after(metadata: Mapping[str, str] | None, writer: str, seq: int,
+                   keep: int) -> dict[str, str]:
+    """A log's metadata once batch ``seq`` of ``writer`` landed: its entry moved last, only the
+    ``keep`` most recent writers kept, every other entry unchanged."""
+    meta = {k: str(v) for k, v in (metadata or {}).items()}
+    entries = _entries(metadata)
+    entries.pop(writer, None)
+    entries[writer] = seq
+    meta[META_APPENDS] = " ".join(f"{w}:{s}" for w, s in list(entries.items())[-keep:])
+    return meta
 
 
 def _close_all_at_exit() -> None:

@@ -28,8 +28,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from rlio.storage.batching import BatchingAppender
-from rlio.storage.gcs.api import META_APPENDS, META_REWRITES, GcsApi, generation
+from rlio.storage.batching import BatchingAppender, landed, metadata_after
+from rlio.storage.gcs.api import META_REWRITES, GcsApi, generation
 
 #: How many recent writers' ``writer:seq`` entries a log's metadata keeps (GCS allows 8 KiB of
 #: custom metadata; 64 entries take about 1.7 KB).
@@ -37,29 +37,8 @@ KEEP_WRITERS = 64
 _log = logging.getLogger("rlio")
 
 
-def _entries(resource: Mapping[str, Any] | None) -> dict[str, int]:
-    """The ``writer -> last seq`` map of a log's metadata, oldest first."""
-    meta = (resource or {}).get("metadata") or {}
-    out: dict[str, int] = {}
-    for item in str(meta.get(META_APPENDS, "")).split():
-        wid, _, seq = item.partition(":")
-        if seq.isascii() and seq.isdigit():
-            out[wid] = int(seq)
-    return out
-
-
-def landed(resource: Mapping[str, Any] | None, writer: str, seq: int) -> bool:
-    """True when ``resource`` records that batch ``seq`` of ``writer`` is in the log."""
-    return _entries(resource).get(writer, 0) >= seq
-
-
 def _metadata_after(resource: Mapping[str, Any] | None, writer: str, seq: int) -> dict[str, str]:
-    meta = {k: str(v) for k, v in ((resource or {}).get("metadata") or {}).items()}
-    entries = _entries(resource)
-    entries.pop(writer, None)
-    entries[writer] = seq
-    kept = list(entries.items())[-KEEP_WRITERS:]
-    meta[META_APPENDS] = " ".join(f"{w}:{s}" for w, s in kept)
+    meta = metadata_after((resource or {}).get("metadata"), writer, seq, KEEP_WRITERS)
     meta.setdefault(META_REWRITES, "0")
     return meta
 
@@ -93,7 +72,7 @@ class GcsAppender(BatchingAppender):
             while True:
                 if verify or known is None:
                     known = self.api.get(self.key)
-                    if landed(known, self.writer, seq):
+                    if landed((known or {}).get("metadata"), self.writer, seq):
                         break
                 verify = True  # from here on, any failure is checked against the log first
                 if time.monotonic() > deadline:
