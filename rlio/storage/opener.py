@@ -59,10 +59,22 @@ def _open_gcs(location: str) -> Storage:
     return GcsStorage(fs, bucket, prefix)
 
 
+def _open_s3(location: str) -> Storage:
+    """An ``s3://bucket/prefix`` run over a boto3 S3 client (imported here, not before),
+    configured from the standard AWS environment (``rlio.storage.s3.api.client``)."""
+    bucket, prefix = bucket_and_prefix(location)
+    _import_extra("boto3", location, "pip install 'rlio[s3]'")
+
+    from rlio.storage.s3.storage import S3Storage
+
+    return S3Storage(bucket, prefix)
+
+
 #: Remote URI schemes and the function opening each (its library imported only then).
 _REMOTE: dict[str, Callable[[str], Storage]] = {
     "gs": _open_gcs,
     "gcs": _open_gcs,
+    "s3": _open_s3,
 }
 
 

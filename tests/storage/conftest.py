@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+import s3_emulator
 from gcs_emulator import Emulator, serving
 
 from rlio.storage import Storage, open_storage
@@ -37,6 +38,29 @@ def emulator(gcs_emulator: Emulator) -> Iterator[Emulator]:
     gcs_emulator.set_faults([])
 
 
+@pytest.fixture(scope="session")
+def s3_session_emulator() -> Iterator[s3_emulator.Emulator]:
+    """moto behind the precondition-enforcing layer on a free loopback port, for the session;
+    the standard AWS variables point at it meanwhile (and in writer processes tests start)."""
+    with s3_emulator.serving(BUCKET) as emu:
+        yield emu
+
+
+@pytest.fixture
+def s3_emu(s3_session_emulator: s3_emulator.Emulator) -> Iterator[s3_emulator.Emulator]:
+    """The session S3 emulator with no fault rules and zeroed counters, before and after."""
+    s3_session_emulator.set_faults([])
+    s3_session_emulator.stats(reset=True)
+    yield s3_session_emulator
+    s3_session_emulator.set_faults([])
+
+
+@pytest.fixture
+def s3_uri(s3_emu: s3_emulator.Emulator) -> str:
+    """A fresh s3:// run URI on the emulator (a unique prefix per test)."""
+    return f"s3://{BUCKET}/t-{uuid.uuid4().hex[:12]}"
+
+
 @pytest.fixture
 def gs_uri(emulator: Emulator) -> str:
     """A fresh run URI on the emulator (a unique prefix per test)."""
@@ -45,7 +69,7 @@ def gs_uri(emulator: Emulator) -> str:
 
 #: The backends the storage contract suite runs against. A backend joins by adding its name here
 #: and a fixture ``<name>_contract_uri`` giving a fresh (not yet created) run location.
-CONTRACT_BACKENDS = ["local", "memory", "gs"]
+CONTRACT_BACKENDS = ["local", "memory", "gs", "s3"]
 
 
 @pytest.fixture
@@ -64,6 +88,12 @@ def memory_contract_uri() -> str:
 def gs_contract_uri(emulator: Emulator) -> str:
     """A fresh gs:// run on the enforcing emulator."""
     return f"gs://{BUCKET}/c-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def s3_contract_uri(s3_emu: s3_emulator.Emulator) -> str:
+    """A fresh s3:// run on the enforcing S3 emulator."""
+    return f"s3://{BUCKET}/c-{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture(params=CONTRACT_BACKENDS)
