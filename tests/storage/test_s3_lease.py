@@ -16,9 +16,9 @@ from s3_emulator import Emulator
 
 from rlio import RunInUseError, RunWriter
 from rlio.storage import open_storage
+from rlio.storage.lease import LEASE_NAME
 from rlio.storage.s3.lease import META_EXPIRES
 from rlio.storage.s3.storage import S3Storage
-from rlio.storage.lease import LEASE_NAME
 
 
 def _lease(uri: str) -> dict[str, str] | None:
