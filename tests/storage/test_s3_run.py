@@ -138,6 +138,7 @@ def test_an_owner_and_three_attached_writers_killed_lose_and_duplicate_nothing(
     assert _uploads(s3_uri) == []
 
 
+@pytest.mark.slow
 def test_a_killed_owner_keeps_its_acknowledged_checkpoints_and_the_cli_reads_the_run(
         s3_uri: str, tmp_path: Path) -> None:
     """SIGKILL an s3:// owner beside an attached helper; resume, validate, report, show, diff
@@ -184,7 +185,8 @@ def _copy_to(local: Path, uri: str) -> None:
 
 def test_a_fleet_under_a_prefix_validates_and_reads_as_on_local_disk(
         s3_uri: str, tmp_path: Path) -> None:
-    """Runs copied to s3:// byte for byte get the verdicts and records they get on local disk."""
+    """Runs copied to s3:// byte for byte get the verdicts and records they get on local disk,
+    and `rlio report` writes its pages into the run."""
     from rlio import open_run, validate_runs
     from rlio.demo import run_demo
 
@@ -209,6 +211,11 @@ def test_a_fleet_under_a_prefix_validates_and_reads_as_on_local_disk(
         a, b = open_run(fleet / name), open_run(f"{s3_uri}/{name}")
         assert list(a.metrics()) == list(b.metrics())
         assert list(a.checkpoints()) == list(b.checkpoints())
+    out = subprocess.run([sys.executable, "-m", "rlio", "report", f"{s3_uri}/good"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    page = open_storage(f"{s3_uri}/good").read_bytes("report.html")
+    assert page.lstrip().lower().startswith(b"<!doctype html")
 
 
 def _offline_envs(tmp_path: Path) -> list[tuple[dict[str, str], str]]:
