@@ -61,7 +61,7 @@ def client() -> Any:
     import boto3
     from botocore.config import Config
 
-    config = Config(connect_timeout=2, read_timeout=30,
+    config = Config(connect_timeout=1.5, read_timeout=30,
                     retries={"mode": "standard", "total_max_attempts": 3})
     try:
         with _CLIENT_LOCK:
