@@ -39,6 +39,11 @@ class MissingExtraError(RlioError, ImportError):
     """
 
 
+class StorageUnavailableError(RlioError, ConnectionError):
+    """A cloud store cannot be used: no network, an unreachable endpoint, missing or refused
+    credentials. Its message is one line naming the store and the problem."""
+
+
 class RunNotFoundError(RlioError, FileNotFoundError):
     """The run directory or URI does not exist or cannot be listed."""
 

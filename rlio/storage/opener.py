@@ -1,7 +1,10 @@
-"""``open_storage``: the backend for a local path or URI; fsspec, gcsfs imported here only.
+"""``open_storage``: the backend for a local path or URI; fsspec, gcsfs and azure-storage-blob
+are imported here only.
 
-Local runs need neither: the base install leaves them out, and a URI scheme whose library is
-absent raises ``MissingExtraError`` naming the install line (gs://: ``pip install 'rlio[gcs]'``).
+Local runs need none: the base install leaves them out, and a URI scheme whose library is
+absent raises ``MissingExtraError`` naming the install line (gs://: ``pip install 'rlio[gcs]'``,
+az://: ``pip install 'rlio[azure]'``). A store that cannot be reached or has no credentials
+raises ``StorageUnavailableError`` within seconds.
 """
 
 from __future__ import annotations
@@ -11,7 +14,12 @@ import importlib
 import os
 from types import ModuleType
 
-from rlio.errors import MissingExtraError, RunNotFoundError, UnsafeStorageError
+from rlio.errors import (
+    MissingExtraError,
+    RunNotFoundError,
+    StorageUnavailableError,
+    UnsafeStorageError,
+)
 from rlio.storage.base import Storage
 from rlio.storage.local import LocalStorage
 
@@ -48,8 +56,62 @@ def _open_gcs(location: str) -> Storage:
     return GcsStorage(fs, bucket, prefix.strip("/"))
 
 
+def _azure_client(location: str, container: str) -> object:
+    """The container client of ``az://CONTAINER/...``, from the standard environment:
+    ``AZURE_STORAGE_CONNECTION_STRING``; else an account (``AZURE_STORAGE_ACCOUNT_NAME``, its
+    URL from ``AZURE_STORAGE_ACCOUNT_URL`` or the public endpoint) with
+    ``AZURE_STORAGE_ACCOUNT_KEY`` or ``AZURE_STORAGE_SAS_TOKEN``, or ``DefaultAzureCredential``
+    where azure-identity is installed."""
+    blob = _import_extra("azure.storage.blob", location, "pip install 'rlio[azure]'")
+    from rlio.storage.azure.api import client_options
+
+    env = os.environ
+    options = client_options()
+    conn = env.get("AZURE_STORAGE_CONNECTION_STRING")
+    try:
+        if conn:
+            service = blob.BlobServiceClient.from_connection_string(conn, **options)
+            return service.get_container_client(container)
+    except ValueError as exc:
+        raise StorageUnavailableError(
+            f"{location}: AZURE_STORAGE_CONNECTION_STRING is not a valid connection string "
+            f"({exc})") from None
+    account = env.get("AZURE_STORAGE_ACCOUNT_NAME") or env.get("AZURE_STORAGE_ACCOUNT")
+    if not account:
+        raise StorageUnavailableError(
+            f"{location}: no Azure credentials: set AZURE_STORAGE_CONNECTION_STRING, or "
+            "AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY")
+    url = env.get("AZURE_STORAGE_ACCOUNT_URL") or f"https://{account}.blob.core.windows.net"
+    credential: object = env.get("AZURE_STORAGE_ACCOUNT_KEY") or env.get("AZURE_STORAGE_SAS_TOKEN")
+    if credential and env.get("AZURE_STORAGE_ACCOUNT_KEY"):
+        credential = {"account_name": account, "account_key": credential}
+    if not credential:
+        try:
+            identity = importlib.import_module("azure.identity")
+        except ImportError:
+            raise StorageUnavailableError(
+                f"{location}: no Azure credentials for account {account!r}: set "
+                "AZURE_STORAGE_ACCOUNT_KEY (or AZURE_STORAGE_SAS_TOKEN), or install "
+                "azure-identity for DefaultAzureCredential") from None
+        credential = identity.DefaultAzureCredential()
+    return blob.ContainerClient(url, container, credential=credential, **options)
+
+
+def _open_azure(location: str) -> Storage:
+    """An ``az://container/prefix`` run over azure-storage-blob (imported here, not before)."""
+    container, _, prefix = location.split("://", 1)[1].partition("/")
+    if not container:
+        raise ValueError(
+            f"an az:// URI needs a container, got {location!r} (expected az://CONTAINER/RUN)")
+    client = _azure_client(location, container)
+
+    from rlio.storage.azure.storage import AzureStorage
+
+    return AzureStorage(client, container, prefix.strip("/"))
+
+
 def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> Storage:
-    """The backend for a local path or URI (``file://``, ``memory://``, ``gs://``).
+    """The backend for a local path or URI (``file://``, ``memory://``, ``gs://``, ``az://``).
 
     ``create`` (writers) makes the run when it is absent and, on an object store, sweeps the batch
     parts a crashed writer left; without it a missing run raises ``RunNotFoundError``. A scheme
@@ -69,11 +131,13 @@ def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> S
         storage = MemoryStorage(loc, fsspec.filesystem("memory"))
     elif scheme in ("gs", "gcs"):
         storage = _open_gcs(loc)
+    elif scheme == "az":
+        storage = _open_azure(loc)
     else:
         raise UnsafeStorageError(
             errno.EPROTONOSUPPORT,
             f"{loc}: {scheme}:// run directories are not supported; use a local path, "
-            "file://, memory:// or gs://")
+            "file://, memory://, gs:// or az://")
     if create:
         storage.create()
         if not storage.is_local:
