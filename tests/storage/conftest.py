@@ -1,4 +1,5 @@
-"""Fixtures of the storage tests: the enforcing GCS emulator and one run location per backend."""
+"""Fixtures of the storage tests: the enforcing GCS emulator, Azurite behind a fault proxy, and
+one run location per backend."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+import azurite
 from gcs_emulator import Emulator, serving
 
 from rlio.storage import Storage, open_storage
 
 BUCKET = "rlio-test"
+CONTAINER = "rlio-test"
 
 
 @pytest.fixture(scope="session")
@@ -43,18 +46,47 @@ def gs_uri(emulator: Emulator) -> str:
     return f"gs://{BUCKET}/t-{uuid.uuid4().hex[:12]}"
 
 
+@pytest.fixture(scope="session")
+def azurite_proxy() -> Iterator[azurite.FaultProxy]:
+    """Azurite on a free loopback port behind the fault proxy, for the whole session; skipped
+    (with the reason) where azurite-blob is not installed (``.ci/run`` installs it)."""
+    if azurite.binary() is None:
+        pytest.skip("azurite-blob is not installed (.ci/run puts it in .ci/node)")
+    with azurite.serving(CONTAINER) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+def az(azurite_proxy: azurite.FaultProxy) -> Iterator[azurite.FaultProxy]:
+    """The session's proxy with no fault rules and zeroed counters, before and after the test."""
+    azurite_proxy.set_faults([])
+    azurite_proxy.stats(reset=True)
+    yield azurite_proxy
+    azurite_proxy.set_faults([])
+
+
+@pytest.fixture
+def az_uri(az: azurite.FaultProxy) -> str:
+    """A fresh run URI on Azurite (a unique prefix per test)."""
+    return f"az://{CONTAINER}/t-{uuid.uuid4().hex[:12]}"
+
+
 def _memory_uri() -> str:
     return f"memory://rlio-{uuid.uuid4().hex[:12]}"
 
 
-@pytest.fixture(params=["local", "memory", "gs"])
+@pytest.fixture(params=["local", "memory", "gs", "az"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh run location of each kind: a local folder, memory:// and gs:// (emulator)."""
+    """A fresh run location of each kind: a local folder, memory://, gs:// and az://
+    (emulators)."""
     kind: str = request.param
     if kind == "local":
         return str(tmp_path / "run")
     if kind == "memory":
         return _memory_uri()
+    if kind == "az":
+        request.getfixturevalue("az")
+        return f"az://{CONTAINER}/c-{uuid.uuid4().hex[:12]}"
     request.getfixturevalue("emulator")
     return f"gs://{BUCKET}/c-{uuid.uuid4().hex[:12]}"
 
