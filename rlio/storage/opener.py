@@ -13,6 +13,7 @@ import errno
 import importlib
 import os
 from types import ModuleType
+from typing import Any
 
 from rlio.errors import (
     MissingExtraError,
@@ -35,6 +36,29 @@ def _import_extra(module: str, location: str, install: str) -> ModuleType:
             f"{install}") from exc
 
 
+#: Seconds a cloud endpoint has to accept a TCP connection before it counts as unreachable.
+CONNECT_SECONDS = 3.0
+
+
+def _reachable(location: str, endpoint: str) -> None:
+    """Raise ``StorageUnavailableError`` unless ``endpoint`` (a URL or ``host:port``) accepts a
+    TCP connection within ``CONNECT_SECONDS``: a store that is not there fails at once, in one
+    line (gcsfs would retry an unreachable host for about 30 s, logging tracebacks; the Azure
+    SDK for seconds), while requests later in a run keep their clients' retries."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_SECONDS).close()
+    except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
+        raise StorageUnavailableError(
+            f"{location}: cannot reach {host}:{port} ({reason})") from None
+
+
 def _open_gcs(location: str) -> Storage:
     """A ``gs://bucket/prefix`` run over gcsfs's core filesystem (imported here, not before).
 
@@ -49,6 +73,7 @@ def _open_gcs(location: str) -> Storage:
     if emulator:
         os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
     gcsfs_core = _import_extra("gcsfs.core", location, "pip install 'rlio[gcs]'")
+    _reachable(location, os.environ.get("STORAGE_EMULATOR_HOST") or "https://storage.googleapis.com")
 
     from rlio.storage.gcs.storage import GcsStorage
 
@@ -103,7 +128,8 @@ def _open_azure(location: str) -> Storage:
     if not container:
         raise ValueError(
             f"an az:// URI needs a container, got {location!r} (expected az://CONTAINER/RUN)")
-    client = _azure_client(location, container)
+    client: Any = _azure_client(location, container)
+    _reachable(location, str(client.url))
 
     from rlio.storage.azure.storage import AzureStorage
 
