@@ -49,6 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
     except BrokenPipeError:  # a closed pipe (``| head``) is success
         return EXIT_OK
-    except (MissingExtraError, StorageUnavailableError) as exc:  # one line: the install, or
-        return fail(str(exc))  # the store that cannot be reached
+    except MissingExtraError as exc:  # e.g. gs:// without gcsfs: one line naming the install
+        return fail(str(exc))
+    except StorageUnavailableError as exc:  # offline, no credentials: one line, no traceback
+        return fail(str(exc))
     return code

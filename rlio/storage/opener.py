@@ -1,10 +1,10 @@
-"""``open_storage``: the backend for a local path or URI; fsspec, gcsfs and azure-storage-blob
-are imported here only.
+"""``open_storage``: the backend for a local path or URI; each scheme's library imported here only.
 
 Local runs need none: the base install leaves them out, and a URI scheme whose library is
 absent raises ``MissingExtraError`` naming the install line (gs://: ``pip install 'rlio[gcs]'``,
-az://: ``pip install 'rlio[azure]'``). A store that cannot be reached or has no credentials
-raises ``StorageUnavailableError`` within seconds.
+s3://: ``pip install 'rlio[s3]'``, az://: ``pip install 'rlio[azure]'``). A remote scheme is one
+entry of ``_REMOTE``: a function from the URI to its backend. A store that cannot be reached or
+has no credentials raises ``StorageUnavailableError`` within seconds.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import importlib
 import os
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -34,6 +35,16 @@ def _import_extra(module: str, location: str, install: str) -> ModuleType:
             f"{location.partition('://')[0]}:// run directories need "
             f"{module.partition('.')[0]}, which cannot be imported ({exc}); install it with: "
             f"{install}") from exc
+
+
+def bucket_and_prefix(location: str, what: str = "bucket") -> tuple[str, str]:
+    """``(bucket, prefix)`` of ``scheme://bucket/prefix``; ValueError without a bucket."""
+    scheme, _, rest = location.partition("://")
+    bucket, _, prefix = rest.partition("/")
+    if not bucket:
+        raise ValueError(f"a {scheme}:// URI needs a {what}, got {location!r} "
+                         f"(expected {scheme}://{what.upper()}/RUN)")
+    return bucket, prefix.strip("/")
 
 
 #: Seconds a cloud endpoint has to accept a TCP connection before it counts as unreachable.
@@ -66,9 +77,7 @@ def _open_gcs(location: str) -> Storage:
     experimental zonal/HNS probing off (a gRPC call an emulator never answers: a minute per
     bucket). Listing caches are off: another process's writes must be seen at once.
     """
-    bucket, _, prefix = location.split("://", 1)[1].partition("/")
-    if not bucket:
-        raise ValueError(f"a gs:// URI needs a bucket, got {location!r} (expected gs://BUCKET/RUN)")
+    bucket, prefix = bucket_and_prefix(location)
     emulator = bool(os.environ.get("STORAGE_EMULATOR_HOST"))
     if emulator:
         os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
@@ -78,7 +87,18 @@ def _open_gcs(location: str) -> Storage:
     from rlio.storage.gcs.storage import GcsStorage
 
     fs = gcsfs_core.GCSFileSystem(token="anon" if emulator else None, use_listings_cache=False)
-    return GcsStorage(fs, bucket, prefix.strip("/"))
+    return GcsStorage(fs, bucket, prefix)
+
+
+def _open_s3(location: str) -> Storage:
+    """An ``s3://bucket/prefix`` run over a boto3 S3 client (imported here, not before),
+    configured from the standard AWS environment (``rlio.storage.s3.api.client``)."""
+    bucket, prefix = bucket_and_prefix(location)
+    _import_extra("boto3", location, "pip install 'rlio[s3]'")
+
+    from rlio.storage.s3.storage import S3Storage
+
+    return S3Storage(bucket, prefix)
 
 
 def _azure_client(location: str, container: str) -> object:
@@ -124,24 +144,32 @@ def _azure_client(location: str, container: str) -> object:
 
 def _open_azure(location: str) -> Storage:
     """An ``az://container/prefix`` run over azure-storage-blob (imported here, not before)."""
-    container, _, prefix = location.split("://", 1)[1].partition("/")
-    if not container:
-        raise ValueError(
-            f"an az:// URI needs a container, got {location!r} (expected az://CONTAINER/RUN)")
+    container, prefix = bucket_and_prefix(location, "container")
     client: Any = _azure_client(location, container)
     _reachable(location, str(client.url))
 
     from rlio.storage.azure.storage import AzureStorage
 
-    return AzureStorage(client, container, prefix.strip("/"))
+    return AzureStorage(client, container, prefix)
+
+
+#: Remote URI schemes and the function opening each (its library imported only then).
+_REMOTE: dict[str, Callable[[str], Storage]] = {
+    "gs": _open_gcs,
+    "gcs": _open_gcs,
+    "s3": _open_s3,
+    "az": _open_azure,
+}
 
 
 def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> Storage:
-    """The backend for a local path or URI (``file://``, ``memory://``, ``gs://``, ``az://``).
+    """The backend for a local path or URI (``file://``, ``memory://``, ``gs://``, ``s3://``,
+    ``az://``).
 
     ``create`` (writers) makes the run when it is absent and, on an object store, sweeps the batch
     parts a crashed writer left; without it a missing run raises ``RunNotFoundError``. A scheme
-    whose library is missing raises ``MissingExtraError``; any other scheme
+    whose library is missing raises ``MissingExtraError``; a store that cannot be reached or
+    refuses the credentials ``StorageUnavailableError``; any other scheme
     ``UnsafeStorageError`` (rlio cannot write it safely).
     """
     loc = os.fspath(location)
@@ -155,15 +183,13 @@ def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> S
         from rlio.storage.memory import MemoryStorage
 
         storage = MemoryStorage(loc, fsspec.filesystem("memory"))
-    elif scheme in ("gs", "gcs"):
-        storage = _open_gcs(loc)
-    elif scheme == "az":
-        storage = _open_azure(loc)
+    elif scheme in _REMOTE:
+        storage = _REMOTE[scheme](loc)
     else:
         raise UnsafeStorageError(
             errno.EPROTONOSUPPORT,
             f"{loc}: {scheme}:// run directories are not supported; use a local path, "
-            "file://, memory://, gs:// or az://")
+            f"file://, memory:// or {', '.join(f'{s}://' for s in _REMOTE if s != 'gcs')}")
     if create:
         storage.create()
         if not storage.is_local:

@@ -83,12 +83,12 @@ def test_every_command_says_the_store_is_unreachable_in_one_line(
 
 def test_the_api_raises_storage_unavailable_error(offline: str) -> None:
     """RunWriter (owner and attached), open_run and read_resume_state raise
-    StorageUnavailableError, an RlioError and a ConnectionError; validate_run reports no run."""
+    StorageUnavailableError (an RlioError and an OSError); validate_run reports no run."""
     for call in (lambda: RunWriter(offline), lambda: RunWriter(offline, attach=True),
                  lambda: open_run(offline), lambda: read_resume_state(offline)):
         with pytest.raises(StorageUnavailableError, match=r"cannot reach 127\.0\.0\.1:") as info:
             call()
-        assert isinstance(info.value, RlioError) and isinstance(info.value, ConnectionError)
+        assert isinstance(info.value, RlioError) and isinstance(info.value, OSError)
     with pytest.raises(StorageUnavailableError):
         validate_run(offline)
 

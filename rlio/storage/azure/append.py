@@ -5,7 +5,7 @@ batch costs its own bytes whatever the log's size. rlio sends every block with t
 ``appendpos`` condition (``x-ms-blob-condition-appendpos``: land only if the blob is exactly
 ``at`` bytes long), which makes each block land at a known offset or not at all:
 
-1. Batching is ``BatchedAppender``'s (a daemon thread, about one commit a second); a batch is
+1. Batching is ``BatchingAppender``'s (a daemon thread, about one commit a second); a batch is
    sent as blocks of whole lines of at most ``BLOCK_BYTES`` (a longer line alone).
 2. A block is sent at the size this writer last saw. A 412 (another writer appended first) means
    reading the blob's size and sending again there.
@@ -29,10 +29,10 @@ import time
 
 from rlio.errors import StorageUnavailableError
 from rlio.storage.azure.api import META_REWRITES, AzureApi, blocks
-from rlio.storage.batched import BatchedAppender
+from rlio.storage.batching import BatchingAppender
 
 
-class AzureAppender(BatchedAppender):
+class AzureAppender(BatchingAppender):
     """An open az:// log: batched AppendBlock requests on the one append blob."""
 
     def __init__(self, api: AzureApi, key: str, staged_prefix: str, *, ctype: str,

@@ -16,9 +16,8 @@ from rlio.layout import TEXT_TYPE
 PARTS_DIR = ".rlio-parts"
 LOCKS_DIR = ".rlio-locks"
 RUN_MARKER = ".rlio-run"
-#: Custom metadata on a log: the last batch sequence number each recent writer composed
-#: (``"<writer>:<seq> ..."``, most recent last), and how many times rlio rewrote the log.
-META_APPENDS = "rlio-appends"
+#: Custom metadata on a log: how many times rlio rewrote the log (the batches each writer
+#: composed are ``rlio.storage.batching.META_APPENDS``).
 META_REWRITES = "rlio-rewrites"
 #: A random id of the last rewrite, so that a rewrite whose answer was lost can recognise itself.
 META_REWRITE_ID = "rlio-rewrite-id"

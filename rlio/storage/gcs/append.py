@@ -3,10 +3,8 @@
 GCS has no append; rewriting the object per record sends the whole file each time and loses
 records to concurrent writers, and staging on local disk loses them on a crash. Instead:
 
-1. ``append`` buffers lines; a daemon thread commits them once the oldest is ``interval`` old
-   (GCS takes about one update per second per object) or past ``max_records``/``max_bytes``, so
-   ``append`` never waits on the network (past ``max_pending`` bytes it commits: back-pressure);
-   ``append_durable``, ``flush`` and ``close`` commit in the caller's thread.
+1. Lines are buffered and committed in numbered batches off the caller's thread
+   (``rlio.storage.batching``; GCS takes about one update per second per object).
 2. A commit uploads the batch as this writer's part object (``.rlio-parts/<file>.<writer>``, one
    reused name per appender: emulators slow down with every object ever deleted), then composes
    ``[log@G, part@P]`` into the log with ``ifGenerationMatch=G``. A 412 means another writer
@@ -26,13 +24,12 @@ from __future__ import annotations
 
 import logging
 import random
-import secrets
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from rlio.storage.batched import BatchedAppender
-from rlio.storage.gcs.api import META_APPENDS, META_REWRITES, GcsApi, generation
+from rlio.storage.batching import BatchingAppender, landed, metadata_after
+from rlio.storage.gcs.api import META_REWRITES, GcsApi, generation
 
 #: How many recent writers' ``writer:seq`` entries a log's metadata keeps (GCS allows 8 KiB of
 #: custom metadata; 64 entries take about 1.7 KB).
@@ -40,49 +37,25 @@ KEEP_WRITERS = 64
 _log = logging.getLogger("rlio")
 
 
-def _entries(resource: Mapping[str, Any] | None) -> dict[str, int]:
-    """The ``writer -> last seq`` map of a log's metadata, oldest first."""
-    meta = (resource or {}).get("metadata") or {}
-    out: dict[str, int] = {}
-    for item in str(meta.get(META_APPENDS, "")).split():
-        wid, _, seq = item.partition(":")
-        if seq.isascii() and seq.isdigit():
-            out[wid] = int(seq)
-    return out
-
-
-def landed(resource: Mapping[str, Any] | None, writer: str, seq: int) -> bool:
-    """True when ``resource`` records that batch ``seq`` of ``writer`` is in the log."""
-    return _entries(resource).get(writer, 0) >= seq
-
-
 def _metadata_after(resource: Mapping[str, Any] | None, writer: str, seq: int) -> dict[str, str]:
-    meta = {k: str(v) for k, v in ((resource or {}).get("metadata") or {}).items()}
-    entries = _entries(resource)
-    entries.pop(writer, None)
-    entries[writer] = seq
-    kept = list(entries.items())[-KEEP_WRITERS:]
-    meta[META_APPENDS] = " ".join(f"{w}:{s}" for w, s in kept)
+    meta = metadata_after((resource or {}).get("metadata"), writer, seq, KEEP_WRITERS)
     meta.setdefault(META_REWRITES, "0")
     return meta
 
 
-class GcsAppender(BatchedAppender):
+class GcsAppender(BatchingAppender):
     """An open gs:// log: batched appends composed into the one live object."""
 
     def __init__(self, api: GcsApi, key: str, part_prefix: str, *, ctype: str,
                  display: str) -> None:
         self.api, self.key = api, key
         self._ctype = ctype
-        #: This appender's random id, recorded with each batch it lands (see ``landed``); from
-        #: os.urandom, so processes forked from one parent never share one.
-        self.writer = secrets.token_hex(8)
+        super().__init__(display)
         self._part = f"{part_prefix}.{self.writer}"
         self._part_used = False
         self._known: dict[str, Any] | None = None  # the log's resource after our last write
-        super().__init__(display)
 
-    def _closed_hook(self) -> None:
+    def _closed_cleanup(self) -> None:
         if self._part_used:
             try:
                 self.api.delete(self._part)
@@ -99,7 +72,7 @@ class GcsAppender(BatchedAppender):
             while True:
                 if verify or known is None:
                     known = self.api.get(self.key)
-                    if landed(known, self.writer, seq):
+                    if landed((known or {}).get("metadata"), self.writer, seq):
                         break
                 verify = True  # from here on, any failure is checked against the log first
                 if time.monotonic() > deadline:

@@ -1,33 +1,72 @@
-"""``BatchedAppender``: appends to an object store, batched on a daemon thread.
+"""Batched appends for object stores: lines buffered in memory, committed off the caller's thread.
 
-An object store answers in milliseconds, not microseconds, so a training loop must never wait
-on it: ``append`` buffers lines and a daemon thread commits them once the oldest is
-``interval`` old (or past ``max_records`` / ``max_bytes``); past ``max_pending`` buffered bytes
-``append`` commits in the caller (back-pressure). ``append_durable``, ``flush`` and ``close``
-commit in the caller's thread and return once the lines are in the store. A background
-commit's error is raised by the next call, and the same batch is tried again.
+An object store has no cheap append, and a request per record would cost the training loop a
+round trip each. ``BatchingAppender`` keeps what every object-store appender shares, so that a
+backend writes only how one batch lands exactly once (``_commit``):
 
-Batches are numbered (``seq``) and handed to the backend's ``_commit`` one at a time, in append
-order; a batch taken from the buffer stays pending until its commit returns, so a retry sends
-the same bytes under the same number (what lets a backend recognise a batch that landed).
-Open appenders are closed at interpreter exit, so lines still buffered then are committed.
+- ``append`` buffers lines; a daemon thread commits them once the oldest is ``interval`` old or
+  past ``max_records``/``max_bytes``, so ``append`` never waits on the network (past
+  ``max_pending`` bytes it commits in the caller: back-pressure). ``append_durable``, ``flush``
+  and ``close`` commit in the caller's thread and return once the batch landed.
+- Batches are numbered per appender (``seq``) and committed one at a time, in append order; a
+  batch whose commit failed stays pending and is committed again (the backend's ``_commit``
+  must recognise a batch that landed although its answer was lost).
+- Exactly once: each landed batch is recorded as ``writer:seq`` in the log's own metadata (the
+  last ``keep`` writers: ``metadata_after``), so that after any failure the backend reads it
+  back and does not land a batch again (``landed``).
+- A failure of the background thread is raised by the caller's next append, flush or close.
+- Appenders still open at interpreter exit are closed (their lines committed) by an exit hook.
+
+Crashes: a batch whose commit had not returned was never acknowledged and may be lost.
 """
 
 from __future__ import annotations
 
 import atexit
 import logging
+import secrets
 import threading
 import time
 import weakref
 from abc import abstractmethod
+from collections.abc import Mapping
 
 from rlio.storage.base import Appender
 
+#: The metadata entry of a log listing the last batch each recent writer landed
+#: (``"<writer>:<seq> ..."``, most recent last).
+META_APPENDS = "rlio-appends"
 _log = logging.getLogger("rlio")
-_LIVE: weakref.WeakSet[BatchedAppender] = weakref.WeakSet()  # committed at interpreter exit
+_LIVE: weakref.WeakSet[BatchingAppender] = weakref.WeakSet()  # committed at interpreter exit
 _ATEXIT = threading.Lock()
 _atexit_registered = False
+
+
+def _entries(metadata: Mapping[str, str] | None) -> dict[str, int]:
+    """The ``writer -> last seq`` map of a log's metadata, oldest first."""
+    out: dict[str, int] = {}
+    for item in str((metadata or {}).get(META_APPENDS, "")).split():
+        wid, _, seq = item.partition(":")
+        if seq.isascii() and seq.isdigit():
+            out[wid] = int(seq)
+    return out
+
+
+def landed(metadata: Mapping[str, str] | None, writer: str, seq: int) -> bool:
+    """True when a log's ``metadata`` records that batch ``seq`` of ``writer`` is in it."""
+    return _entries(metadata).get(writer, 0) >= seq
+
+
+def metadata_after(metadata: Mapping[str, str] | None, writer: str, seq: int,
+                   keep: int) -> dict[str, str]:
+    """A log's metadata once batch ``seq`` of ``writer`` landed: its entry moved last, only the
+    ``keep`` most recent writers kept, every other entry unchanged."""
+    meta = {k: str(v) for k, v in (metadata or {}).items()}
+    entries = _entries(metadata)
+    entries.pop(writer, None)
+    entries[writer] = seq
+    meta[META_APPENDS] = " ".join(f"{w}:{s}" for w, s in list(entries.items())[-keep:])
+    return meta
 
 
 def _close_all_at_exit() -> None:
@@ -38,7 +77,7 @@ def _close_all_at_exit() -> None:
             _log.exception("rlio: could not flush %s at exit", appender.display)
 
 
-def _register(appender: BatchedAppender) -> None:
+def _register(appender: BatchingAppender) -> None:
     """Track open appenders so that buffered lines are committed at interpreter exit.
 
     Registered with the first appender, after the backend opened its session (and its own exit
@@ -52,8 +91,8 @@ def _register(appender: BatchedAppender) -> None:
             _atexit_registered = True
 
 
-class BatchedAppender(Appender):
-    """An open log on an object store; subclasses say how one batch lands (``_commit``)."""
+class BatchingAppender(Appender):
+    """An open object-store log: buffered lines committed in numbered batches (see module)."""
 
     #: When the buffer is committed (see the module docstring), and how long a commit may retry.
     interval, max_records, max_bytes, max_pending = 1.0, 1000, 4 << 20, 64 << 20
@@ -61,6 +100,9 @@ class BatchedAppender(Appender):
 
     def __init__(self, display: str) -> None:
         self.display = display
+        #: This appender's random id, recorded with each batch it lands; from os.urandom, so
+        #: processes forked from one parent never share one.
+        self.writer = secrets.token_hex(8)
         self._cond = threading.Condition()  # guards the buffer, _closed, _error, _urgent
         self._commit_lock = threading.Lock()  # one commit at a time, batches in append order
         self._buf: list[bytes] = []
@@ -76,11 +118,10 @@ class BatchedAppender(Appender):
 
     @abstractmethod
     def _commit(self, seq: int, data: bytes) -> None:
-        """Put batch ``seq`` (complete lines) into the log exactly once; called again with the
-        same arguments after a failure."""
+        """Put batch ``seq`` (complete lines) into the log exactly once, or raise."""
 
-    def _closed_hook(self) -> None:
-        """Clean up after the last commit of a closed appender (default: nothing)."""
+    def _closed_cleanup(self) -> None:
+        """Called once after the last commit of ``close`` (e.g. delete a staging object)."""
 
     def append(self, data: bytes) -> None:
         with self._cond:
@@ -127,7 +168,7 @@ class BatchedAppender(Appender):
                 self._drain()
         finally:
             _LIVE.discard(self)
-        self._closed_hook()
+        self._closed_cleanup()
 
     def _check(self) -> None:
         if self._closed:
