@@ -75,16 +75,23 @@ class AzureLease(Lease):
         except (OSError, LeaseTakenError):
             return {}
 
+    def renew(self) -> bool:
+        """Renew the lease once; False (and ``lost`` set) when the service says another lease
+        id holds it now or the blob is gone. A transient failure is not a loss (True)."""
+        try:
+            self._api.call(lambda: self._api.blob(self._key).renew_lease(lease=self.lease_id),
+                           self._key)
+        except (LeaseTakenError, FileNotFoundError):
+            self.lost = True
+            return False
+        except Exception:  # a transient failure past the SDK's retries: the next tick retries
+            pass
+        return True
+
     def _renew_loop(self) -> None:
-        blob = self._api.blob(self._key)
         while not self._stop.wait(self.seconds / 3):
-            try:
-                self._api.call(lambda: blob.renew_lease(lease=self.lease_id), self._key)
-            except (LeaseTakenError, FileNotFoundError):
-                self.lost = True  # another writer holds it now (or it was deleted): stop
+            if not self.renew():
                 return
-            except Exception:  # a transient failure past the SDK's retries: try at the next tick
-                continue
 
     def release(self) -> None:
         if self._stop.is_set():
