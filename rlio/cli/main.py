@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 from collections.abc import Sequence
 
@@ -42,6 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         sys.stderr.write(parser.format_help())
         return EXIT_UNREADABLE
+    for name in ("gcsfs", "azure"):  # their retry logs are tracebacks; rlio says it in one line
+        logging.getLogger(name).addHandler(logging.NullHandler())
     try:
         code: int = args.handler(args)
     except BrokenPipeError:  # a closed pipe (``| head``) is success

@@ -2,8 +2,9 @@
 
 Local runs need none: the base install leaves them out, and a URI scheme whose library is
 absent raises ``MissingExtraError`` naming the install line (gs://: ``pip install 'rlio[gcs]'``,
-s3://: ``pip install 'rlio[s3]'``). A remote scheme is one entry of ``_REMOTE``: a function from
-the URI to its backend.
+s3://: ``pip install 'rlio[s3]'``, az://: ``pip install 'rlio[azure]'``). A remote scheme is one
+entry of ``_REMOTE``: a function from the URI to its backend. A store that cannot be reached or
+has no credentials raises ``StorageUnavailableError`` within seconds.
 """
 
 from __future__ import annotations
@@ -13,8 +14,14 @@ import importlib
 import os
 from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
-from rlio.errors import MissingExtraError, RunNotFoundError, UnsafeStorageError
+from rlio.errors import (
+    MissingExtraError,
+    RunNotFoundError,
+    StorageUnavailableError,
+    UnsafeStorageError,
+)
 from rlio.storage.base import Storage
 from rlio.storage.local import LocalStorage
 
@@ -40,6 +47,29 @@ def bucket_and_prefix(location: str, what: str = "bucket") -> tuple[str, str]:
     return bucket, prefix.strip("/")
 
 
+#: Seconds a cloud endpoint has to accept a TCP connection before it counts as unreachable.
+CONNECT_SECONDS = 3.0
+
+
+def _reachable(location: str, endpoint: str) -> None:
+    """Raise ``StorageUnavailableError`` unless ``endpoint`` (a URL or ``host:port``) accepts a
+    TCP connection within ``CONNECT_SECONDS``: a store that is not there fails at once, in one
+    line (gcsfs would retry an unreachable host for about 30 s, logging tracebacks; the Azure
+    SDK for seconds), while requests later in a run keep their clients' retries."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_SECONDS).close()
+    except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
+        raise StorageUnavailableError(
+            f"{location}: cannot reach {host}:{port} ({reason})") from None
+
+
 def _open_gcs(location: str) -> Storage:
     """A ``gs://bucket/prefix`` run over gcsfs's core filesystem (imported here, not before).
 
@@ -52,6 +82,7 @@ def _open_gcs(location: str) -> Storage:
     if emulator:
         os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
     gcsfs_core = _import_extra("gcsfs.core", location, "pip install 'rlio[gcs]'")
+    _reachable(location, os.environ.get("STORAGE_EMULATOR_HOST") or "https://storage.googleapis.com")
 
     from rlio.storage.gcs.storage import GcsStorage
 
@@ -70,16 +101,70 @@ def _open_s3(location: str) -> Storage:
     return S3Storage(bucket, prefix)
 
 
+def _azure_client(location: str, container: str) -> object:
+    """The container client of ``az://CONTAINER/...``, from the standard environment:
+    ``AZURE_STORAGE_CONNECTION_STRING``; else an account (``AZURE_STORAGE_ACCOUNT_NAME``, its
+    URL from ``AZURE_STORAGE_ACCOUNT_URL`` or the public endpoint) with
+    ``AZURE_STORAGE_ACCOUNT_KEY`` or ``AZURE_STORAGE_SAS_TOKEN``, or ``DefaultAzureCredential``
+    where azure-identity is installed."""
+    blob = _import_extra("azure.storage.blob", location, "pip install 'rlio[azure]'")
+    from rlio.storage.azure.api import client_options
+
+    env = os.environ
+    options = client_options()
+    conn = env.get("AZURE_STORAGE_CONNECTION_STRING")
+    try:
+        if conn:
+            service = blob.BlobServiceClient.from_connection_string(conn, **options)
+            return service.get_container_client(container)
+    except ValueError as exc:
+        raise StorageUnavailableError(
+            f"{location}: AZURE_STORAGE_CONNECTION_STRING is not a valid connection string "
+            f"({exc})") from None
+    account = env.get("AZURE_STORAGE_ACCOUNT_NAME") or env.get("AZURE_STORAGE_ACCOUNT")
+    if not account:
+        raise StorageUnavailableError(
+            f"{location}: no Azure credentials: set AZURE_STORAGE_CONNECTION_STRING, or "
+            "AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY")
+    url = env.get("AZURE_STORAGE_ACCOUNT_URL") or f"https://{account}.blob.core.windows.net"
+    credential: object = env.get("AZURE_STORAGE_ACCOUNT_KEY") or env.get("AZURE_STORAGE_SAS_TOKEN")
+    if credential and env.get("AZURE_STORAGE_ACCOUNT_KEY"):
+        credential = {"account_name": account, "account_key": credential}
+    if not credential:
+        try:
+            identity = importlib.import_module("azure.identity")
+        except ImportError:
+            raise StorageUnavailableError(
+                f"{location}: no Azure credentials for account {account!r}: set "
+                "AZURE_STORAGE_ACCOUNT_KEY (or AZURE_STORAGE_SAS_TOKEN), or install "
+                "azure-identity for DefaultAzureCredential") from None
+        credential = identity.DefaultAzureCredential()
+    return blob.ContainerClient(url, container, credential=credential, **options)
+
+
+def _open_azure(location: str) -> Storage:
+    """An ``az://container/prefix`` run over azure-storage-blob (imported here, not before)."""
+    container, prefix = bucket_and_prefix(location, "container")
+    client: Any = _azure_client(location, container)
+    _reachable(location, str(client.url))
+
+    from rlio.storage.azure.storage import AzureStorage
+
+    return AzureStorage(client, container, prefix)
+
+
 #: Remote URI schemes and the function opening each (its library imported only then).
 _REMOTE: dict[str, Callable[[str], Storage]] = {
     "gs": _open_gcs,
     "gcs": _open_gcs,
     "s3": _open_s3,
+    "az": _open_azure,
 }
 
 
 def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> Storage:
-    """The backend for a local path or URI (``file://``, ``memory://``, ``gs://``, ``s3://``).
+    """The backend for a local path or URI (``file://``, ``memory://``, ``gs://``, ``s3://``,
+    ``az://``).
 
     ``create`` (writers) makes the run when it is absent and, on an object store, sweeps the batch
     parts a crashed writer left; without it a missing run raises ``RunNotFoundError``. A scheme

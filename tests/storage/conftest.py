@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+import azurite
 import s3_emulator
 from gcs_emulator import Emulator, serving
 
 from rlio.storage import Storage, open_storage
 
 BUCKET = "rlio-test"
+CONTAINER = "rlio-test"
 
 
 @pytest.fixture(scope="session")
@@ -61,6 +63,31 @@ def s3_uri(s3_emu: s3_emulator.Emulator) -> str:
     return f"s3://{BUCKET}/t-{uuid.uuid4().hex[:12]}"
 
 
+@pytest.fixture(scope="session")
+def azurite_proxy() -> Iterator[azurite.FaultProxy]:
+    """Azurite on a free loopback port behind the fault proxy, for the whole session; skipped
+    (with the reason) where azurite-blob is not installed (``.ci/run`` installs it)."""
+    if azurite.binary() is None:
+        pytest.skip("azurite-blob is not installed (.ci/run puts it in .ci/node)")
+    with azurite.serving(CONTAINER) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+def az(azurite_proxy: azurite.FaultProxy) -> Iterator[azurite.FaultProxy]:
+    """The session's proxy with no fault rules and zeroed counters, before and after the test."""
+    azurite_proxy.set_faults([])
+    azurite_proxy.stats(reset=True)
+    yield azurite_proxy
+    azurite_proxy.set_faults([])
+
+
+@pytest.fixture
+def az_uri(az: azurite.FaultProxy) -> str:
+    """A fresh az:// run URI on Azurite (a unique prefix per test)."""
+    return f"az://{CONTAINER}/t-{uuid.uuid4().hex[:12]}"
+
+
 @pytest.fixture
 def gs_uri(emulator: Emulator) -> str:
     """A fresh run URI on the emulator (a unique prefix per test)."""
@@ -69,7 +96,7 @@ def gs_uri(emulator: Emulator) -> str:
 
 #: The backends the storage contract suite runs against. A backend joins by adding its name here
 #: and a fixture ``<name>_contract_uri`` giving a fresh (not yet created) run location.
-CONTRACT_BACKENDS = ["local", "memory", "gs", "s3"]
+CONTRACT_BACKENDS = ["local", "memory", "gs", "s3", "az"]
 
 
 @pytest.fixture
@@ -94,6 +121,12 @@ def gs_contract_uri(emulator: Emulator) -> str:
 def s3_contract_uri(s3_emu: s3_emulator.Emulator) -> str:
     """A fresh s3:// run on the enforcing S3 emulator."""
     return f"s3://{BUCKET}/c-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def az_contract_uri(az: azurite.FaultProxy) -> str:
+    """A fresh az:// run on Azurite."""
+    return f"az://{CONTAINER}/c-{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture(params=CONTRACT_BACKENDS)
