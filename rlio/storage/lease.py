@@ -42,6 +42,9 @@ LEASE_NAME = ".rlio-lease"
 LEASE_SECONDS = 60.0
 #: How often at most ``check()`` lets a local lease go without rechecking its file's identity.
 RECHECK_SECONDS = 0.25
+#: The fraction of ``lease_seconds`` before its expiry at which an expiring lease's holder stops
+#: trusting it (clock skew between hosts, a renewal answered late).
+EXPIRY_MARGIN = 0.2
 
 
 def holder_info(since: float) -> dict[str, Any]:
@@ -86,7 +89,7 @@ class Lease(ABC):
     ``lost_reason`` says why it was lost (None while held).
     """
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str = "") -> None:
         self.where = where
         self.since = time.time()
         self.holder = holder_info(self.since)
@@ -101,6 +104,12 @@ class Lease(ABC):
         """True once the lease was lost (or may have been); it never comes back."""
         return self.lost_reason is not None
 
+    @lost.setter
+    def lost(self, value: bool) -> None:
+        """``lost = True``: ``lose`` it, for a backend whose renewal found it taken or gone."""
+        if value:
+            self.lose("another writer took its lease over, or its lease object is gone")
+
     def lose(self, reason: str) -> None:
         """Mark the lease lost (the first reason is kept): nothing more is acknowledged."""
         if self.lost_reason is None:
@@ -109,12 +118,14 @@ class Lease(ABC):
 
     def refresh(self) -> None:
         """Called by ``check()`` once ``valid_until`` passed: renew it, or ``lose`` the lease.
-        This default: a lease that does not expire (held until released)."""
-        self.valid_until = math.inf
+        This default (an expiring lease: a lease that cannot expire keeps ``valid_until`` at
+        infinity and never gets here): no renewal landed in time, so it may have expired."""
+        self.lose("no renewal of its lease reached the store in time: it may have expired (a "
+                  "paused process, or a store that did not answer)")
 
     def check(self) -> None:
         """Raise ``LeaseLostError`` unless this holder may still acknowledge (cheap)."""
-        if self.valid_until > time.monotonic():
+        if self.valid_until > time.monotonic() and self.lost_reason is None:
             return
         if self.lost_reason is None:
             self.refresh()

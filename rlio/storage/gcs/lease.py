@@ -32,12 +32,10 @@ import time
 from typing import Any
 
 from rlio.storage.gcs.api import GcsApi, generation
-from rlio.storage.lease import Lease, in_use, parse_holder
+from rlio.storage.lease import EXPIRY_MARGIN, Lease, in_use, parse_holder
 
 META_EXPIRES = "rlio-lease-expires"
 META_TOKEN = "rlio-lease-token"
-#: The fraction of ``lease_seconds`` before its expiry at which a holder stops trusting its lease.
-EXPIRY_MARGIN = 0.2
 _JSON = "application/json"
 
 
