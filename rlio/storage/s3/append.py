@@ -52,6 +52,7 @@ class S3Appender(BatchingAppender):
         super().__init__(display)
         self._known: ObjectInfo | None = None  # the log after our last write
         self._body: bytes | None = None  # its bytes, when below MIN_PART
+        self._clean_etag: str | None = None  # a version our write made: it ends with "\n"
 
     def _land(self, known: ObjectInfo | None, seq: int, data: bytes) -> ObjectInfo:
         """One conditional write of batch ``seq`` onto the log as ``known`` (None: absent)."""
@@ -66,13 +67,26 @@ class S3Appender(BatchingAppender):
             body = self._body
             if body is None or len(body) != known.size:
                 body = self.api.read_ranged(self.key, 0, if_match=known.etag)[0]
+            if body and not body.endswith(b"\n"):
+                data = b"\n" + data  # never glued onto a crash's cut-off line
+                size += 1
             etag = self.api.put(self.key, body + data, metadata=meta, if_match=known.etag,
                                 ctype=self._ctype)
             self._body = body + data if size < MIN_PART else None
             return ObjectInfo(size, etag, meta)
+        if self._ends_torn(known):
+            data = b"\n" + data
+            size += 1
         etag = self.api.append_multipart(self.key, known.size, data, if_match=known.etag,
                                          metadata=meta, ctype=self._ctype)
         return ObjectInfo(size, etag, meta)
+
+    def _ends_torn(self, known: ObjectInfo) -> bool:
+        """True when the log ends in a fragment (not a newline): a crash's cut-off line."""
+        if known.size == 0 or known.etag == self._clean_etag:
+            return False
+        last = self.api.read_ranged(self.key, known.size - 1, known.size, if_match=known.etag)[0]
+        return last != b"\n"
 
     def _commit(self, seq: int, data: bytes) -> None:
         """Put batch ``seq`` into the log exactly once (see the module docstring)."""
@@ -89,6 +103,7 @@ class S3Appender(BatchingAppender):
                             break
                     verify = True  # from here on, any failure is checked against the log first
                     known = self._land(known, seq, data)
+                    self._clean_etag = known.etag
                     break
                 except (FileExistsError, FileNotFoundError, S3Unavailable) as exc:
                     # 412: another writer came first (or we did); 404: the log was rewritten
