@@ -100,11 +100,6 @@ class GcsLease(Lease):
             return {}
         return parse_holder(data)
 
-    def refresh(self) -> None:
-        self.lose(f"no renewal of its lease reached the store in time: it may have expired "
-                  f"(lease_seconds={self._seconds:g}; a paused process, or a store that did "
-                  "not answer)")
-
     def _renew_loop(self) -> None:
         while not self._stop.wait(self._seconds / 3):
             if self.lost:

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from rlio import LeaseLostError, RlioError, RunInUseError, RunWriter, read_resume_state
+from rlio.storage import open_storage
 from rlio.storage.lease import LEASE_NAME, RECHECK_SECONDS
 
 
@@ -173,6 +174,7 @@ def test_attached_writers_lose_no_line_to_the_holders_repairs_and_rewinds(
     tails (repair) with resume (rewind): every line is in the log or a sidecar exactly once."""
     path = tmp_path / "r"
     RunWriter(path).close()
+    st = open_storage(path)
     n = 4000
     procs = [subprocess.Popen([sys.executable, "-c", _ATTACHED, str(path), tag, str(n)],
                               stdout=subprocess.PIPE) for tag in ("a", "b")]
@@ -182,8 +184,8 @@ def test_attached_writers_lose_no_line_to_the_holders_repairs_and_rewinds(
     while reopened < 3 or any(p.poll() is None for p in procs):
         reopened += 1
         for rel in ("metrics.jsonl", "timing_spans.jsonl"):
-            with open(path / rel, "ab") as f:  # a crash's cut-off line (unlocked on purpose)
-                f.write(b'{"step": 9')
+            with st.lock(rel), open(path / rel, "ab") as f:  # a crash's cut-off line, left
+                f.write(b'{"step": 9')  # under the lock as a writer killed mid-append does
         with RunWriter(path, resume=True) as run:
             run.log_timing_spans(0, [])  # opens (and repairs) timing_spans.jsonl
     for p in procs:
