@@ -2,7 +2,8 @@
 
 A backend provides appends (plain and durable), atomic whole-file replace, reads of a whole file
 or a range, listing and stat, the run's lease, a per-file lock and moving a file's tail aside
-into a sidecar; what is built on those (``replace_all``, ``replace_derived``, ``read_bytes``,
+into a sidecar (and, for the cookbook's protocol, ``remove``, ``remove_dir``, ``mtime``); what
+is built on those (``replace_all``, ``replace_derived``, ``read_bytes``,
 ``size``, ``open``) is written here once.
 
 What object stores refuse (``UnsafeStorageError``): opening a file in an append or update mode
@@ -157,6 +158,21 @@ class Storage(ABC):
         disk the temp files of atomic replaces last modified before ``older_than`` (the lease
         holder passes when it took the lease, sparing a live attached writer's temp file)."""
         return 0
+
+    def remove(self, rel: str) -> None:
+        """Delete the file ``rel``; nothing when it is absent. Backends that cannot delete
+        raise ``UnsafeStorageError`` (the cookbook's ``Storage.remove`` needs it)."""
+        raise UnsafeStorageError(errno.EOPNOTSUPP,
+                                 f"{self.display(rel)}: this backend cannot delete files")
+
+    def remove_dir(self, rel: str) -> None:
+        """Remove the directory ``rel`` when it is empty; nothing otherwise (object stores have
+        no directories: a no-op)."""
+        return None
+
+    def mtime(self, rel: str) -> float | None:
+        """When ``rel`` last changed (seconds since the epoch), or None when absent or unknown."""
+        return None
 
     # -- built on the operations above -----------------------------------------------------
 

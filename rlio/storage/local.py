@@ -319,6 +319,20 @@ class LocalStorage(Storage):
         intent.clear(record)
         return len(moved)
 
+    def remove(self, rel: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._abs(rel))
+
+    def remove_dir(self, rel: str) -> None:
+        with contextlib.suppress(OSError):  # missing or not empty: left alone
+            os.rmdir(self._abs(rel))
+
+    def mtime(self, rel: str) -> float | None:
+        try:
+            return os.lstat(self._abs(rel)).st_mtime
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
     def open(self, rel: str, mode: str = "rb") -> BinaryIO:
         if mode != "ab":
             return super().open(rel, mode)

@@ -178,6 +178,18 @@ class GcsStorage(Storage):
         except FileExistsError:
             raise rewrite_refused(self.display(rel)) from None
 
+    def remove(self, rel: str) -> None:
+        self.api.delete(self.key(rel))
+
+    def mtime(self, rel: str) -> float | None:
+        """The object's ``updated`` time (RFC 3339), or None when absent."""
+        obj = self.api.get(self.key(rel))
+        if obj is None or not obj.get("updated"):
+            return None
+        from datetime import datetime  # here: only the cookbook's stat asks
+
+        return datetime.fromisoformat(str(obj["updated"]).replace("Z", "+00:00")).timestamp()
+
     def appender(self, rel: str) -> Appender:
         return GcsAppender(self.api, self.key(rel), f"{self.key(PARTS_DIR)}/{rel}",
                            ctype=content_type(rel), display=self.display(rel))
