@@ -52,6 +52,16 @@ class StorageStat:
     mtime: float
 
 
+def _shared_lines(old: bytes, new: bytes) -> int:
+    """The length of the whole (newline-terminated) lines ``old`` and ``new`` begin with."""
+    cut = 0
+    for a, b in zip(old.splitlines(keepends=True), new.splitlines(keepends=True), strict=False):
+        if a != b or not a.endswith(b"\n"):
+            break
+        cut += len(a)
+    return cut
+
+
 class RlioStorage:
     """A run directory (local path, ``file://`` or an object-store URI rlio opens) as the
     cookbook's ``Storage`` and ``AsyncStorage``.
@@ -189,8 +199,7 @@ class RlioStorage:
         move the rest to ``rel + ".superseded"`` under the file's lock, append what remains."""
         with self._storage.lock(rel):
             old = self._storage.read_bytes(rel)
-            same = len(os.path.commonprefix([old, data]))
-            cut = old.rfind(b"\n", 0, same) + 1  # the end of the last whole line they share
+            cut = _shared_lines(old, data)
             if cut < len(old):
                 self._storage.move_tail(rel, cut, rel + L.SUPERSEDED_SUFFIX)
         rest = data[cut:]
