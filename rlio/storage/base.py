@@ -23,12 +23,11 @@ from typing import BinaryIO, Literal, NamedTuple, TypeAlias
 
 from rlio.errors import UnsafeStorageError
 from rlio.layout import APPEND_ONLY, parse_path
+from rlio.layout import TEMP_INFIX as TEMP_INFIX  # its owner is layout; backends import it here
 from rlio.storage.lease import LEASE_SECONDS, InProcessLease, Lease
 
 EntryKind: TypeAlias = Literal["file", "dir", "symlink", "other"]
 
-#: Infix of temporary files written next to their target before an atomic rename.
-TEMP_INFIX = ".rlio-tmp-"
 
 #: Run-relative prefixes backends keep for themselves, never yielded by ``walk``: batch parts of
 #: gs:// appends, lock objects, the marker object of a new run, the lease, tail-move intents.
