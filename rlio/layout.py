@@ -138,6 +138,12 @@ def is_temp_file(name: str) -> bool:
     return name.startswith(".") and (TEMP_INFIX in name or bool(_COOKBOOK_TEMP.fullmatch(name)))
 
 
+#: Where the cookbook puts its runs by default: ``$TINKER_COOKBOOK_RUNS_DIR``, else
+#: ``~/tinker-runs`` (its ``cli_utils.runs_path``); ``rlio validate`` without a PATH looks there.
+RUNS_DIR_ENV: Final = "TINKER_COOKBOOK_RUNS_DIR"
+DEFAULT_RUNS_DIR: Final = "~/tinker-runs"
+
+
 #: The files whose presence at a folder's root makes it a run (format contract, "what is a run").
 RUN_MARKERS: Final = (METRICS, CONFIG)
 

@@ -10,6 +10,7 @@ import sys
 import time
 from typing import Any
 
+from rlio import layout
 from rlio.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -21,7 +22,13 @@ from rlio.cli.common import (
 )
 from rlio.errors import RunNotFoundError
 from rlio.findings import Finding, Report, Severity
-from rlio.validate.fleet import FleetReport, Progress, uri_scheme, validate_runs
+from rlio.validate.fleet import (
+    FleetReport,
+    Progress,
+    default_runs_root,
+    uri_scheme,
+    validate_runs,
+)
 from rlio.validate.watch import Watcher
 
 
@@ -33,6 +40,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         summary="check runs (or every run under folders and URI prefixes) against the format",
         examples=(
             ("rlio validate runs/exp1", "check one run; findings as file:line: CODE lines"),
+            ("rlio validate", "every run under $TINKER_COOKBOOK_RUNS_DIR (else ~/tinker-runs)"),
             ("rlio validate runs/ gs://bucket/sweep/ --jobs 8",
              "every run found under both, eight at a time"),
             ("rlio validate gs://bucket/exp1 --format json", "one JSON document on stdout"),
@@ -47,9 +55,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             (EXIT_UNREADABLE, "a PATH holds no run or cannot be read, or the command was misused"),
         ),
     )
-    p.add_argument("paths", metavar="PATH", nargs="+",
+    p.add_argument("paths", metavar="PATH", nargs="*",
                    help="a run, a folder holding runs at any depth, or a URI prefix "
-                   "(gs://bucket/sweep/)")
+                   "(gs://bucket/sweep/); none: the cookbook's run root "
+                   "($TINKER_COOKBOOK_RUNS_DIR, else ~/tinker-runs)")
     p.add_argument("--format", choices=("text", "json", "github"), default="text",
                    help="text: one line per finding and a verdict per run; json: one document; "
                    "github: workflow annotations")
@@ -76,8 +85,13 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--jobs must be at least 1, got {args.jobs}")
     if args.watch:
         if len(args.paths) != 1:
-            return fail("--watch takes exactly one run")
+            return fail("--watch takes exactly one run (a PATH)")
         return watch_run(args.paths[0], args.interval, fail_on, args.format)
+    if not args.paths:
+        root = default_runs_root()
+        if not os.path.isdir(root):
+            return fail(f"no PATH given and the cookbook's run root {root} is not a folder "
+                        f"(set {layout.RUNS_DIR_ENV} or give a PATH)")
     client: Any = None
     if args.dask is not None:
         try:
