@@ -212,6 +212,9 @@ def render_fleet_text(fleet: FleetReport, fail_on: Severity) -> str:
     for r in fleet.runs:
         out += [finding_line(f, joined(r.run, f.file) if several else (f.file or "."))
                 for f in r.findings]
+        status = fleet.status.get(r.run)
+        if status is not None:
+            out.append(f"{printable(r.run)}: status {printable(status.text())}")
         out.append(verdict_line(r, fail_on))
     if several:
         failed = sum(1 for r in fleet.runs if r.at_or_above(fail_on))

@@ -19,12 +19,12 @@ import io
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from types import TracebackType
-from typing import BinaryIO, Literal, NamedTuple, TypeAlias
+from typing import Any, BinaryIO, Literal, NamedTuple, TypeAlias
 
 from rlio.errors import UnsafeStorageError
 from rlio.layout import APPEND_ONLY, parse_path
 from rlio.layout import TEMP_INFIX as TEMP_INFIX  # its owner is layout; backends import it here
-from rlio.storage.lease import LEASE_SECONDS, InProcessLease, Lease
+from rlio.storage.lease import LEASE_SECONDS, InProcessLease, Lease, held_in_process
 
 EntryKind: TypeAlias = Literal["file", "dir", "symlink", "other"]
 
@@ -150,6 +150,12 @@ class Storage(ABC):
         expiry of a lease that is renewed (object stores).
         """
         return InProcessLease(self.root)
+
+    def lease_holder(self) -> dict[str, Any] | None:
+        """The holder record (``host``, ``pid``, ``since``) of a live lease on the run, or None
+        when no writer holds it (never taken, released, or its holder died or expired). Read
+        only: it never takes or disturbs the lease. This default asks this process's table."""
+        return held_in_process(self.root)
 
     def sweep_orphans(self, *, older_than: float | None = None) -> int:
         """Delete what crashed writers left behind; the number of files deleted: gs:// batch

@@ -13,12 +13,12 @@ import os
 import stat
 import time
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from rlio.errors import AppendError
 from rlio.storage import intent, locking
 from rlio.storage.base import HIDDEN_PREFIXES, TEMP_INFIX, Appender, Entry, Storage, is_log
-from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease, LocalLease
+from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease, LocalLease, local_holder
 
 #: Where the ``filelock`` fallback keeps its lock files when ``fcntl`` is missing.
 LOCKS_DIR = ".rlio-locks"
@@ -270,6 +270,10 @@ class LocalStorage(Storage):
     def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
         """An exclusive lock on ``<run>/.rlio-lease`` the OS drops when the holder dies."""
         return LocalLease(self._abs(LEASE_NAME))
+
+    def lease_holder(self) -> dict[str, Any] | None:
+        """See ``Storage.lease_holder``: the lease file's holder, if its process is alive."""
+        return local_holder(self._abs(LEASE_NAME))
 
     def sweep_orphans(self, *, older_than: float | None = None) -> int:
         """Undo half-done tail moves (``intent.recover``), then delete the temp files of atomic

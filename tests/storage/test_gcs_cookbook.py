@@ -64,3 +64,14 @@ def test_cookbook_loops_on_gs_match_the_local_cookbook_run(gs_uri: str, tmp_path
     report = validate_run(gs_uri)
     assert [f for f in report.findings if f.severity in ("error", "warning")] == []
 
+
+
+def test_status_on_gs_follows_the_lease_object(gs_uri: str) -> None:
+    """On gs:// a run is running while its lease object is live and stopped once released."""
+    from rlio.status import run_status
+
+    with RlioStorage(gs_uri) as s:
+        s.append("metrics.jsonl", b'{"step": 0, "progress/batch": 0, "progress/done_frac": 0.5}\n')
+        assert run_status(open_storage(gs_uri)).state == "running"
+    after = run_status(open_storage(gs_uri))
+    assert (after.state, after.last_step) == ("stopped", 0) and after.last_write is not None

@@ -39,7 +39,7 @@ from rlio.storage.gcs.api import (
     generation,
 )
 from rlio.storage.gcs.append import GcsAppender
-from rlio.storage.gcs.lease import GcsLease
+from rlio.storage.gcs.lease import GcsLease, live_holder
 from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease
 
 #: Expiry of a ``lock`` object not renewed (its holder crashed), in seconds.
@@ -202,6 +202,10 @@ class GcsStorage(Storage):
         except FileNotFoundError:  # no such bucket yet: nothing to sweep
             return 0
         return n
+
+    def lease_holder(self) -> dict[str, Any] | None:
+        """See ``Storage.lease_holder``: the lease object's holder until it expires."""
+        return live_holder(self.api, self.key(LEASE_NAME))
 
     def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
         """The run lease: a renewed object taken with a generation precondition (``gcs.lease``)."""
