@@ -189,7 +189,7 @@ class RlioStorage:
         with self._path_lock(rel):
             self._drop_appender(rel)
             entry = self._storage.stat(rel) if rel in L.APPEND_ONLY else None
-            if entry is not None and entry.kind == "file" and entry.size:
+            if entry is not None and entry.kind == "file":
                 self._rewrite_log(rel, data)
             else:
                 self._storage.replace(rel, data)

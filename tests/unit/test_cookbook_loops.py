@@ -78,3 +78,26 @@ def test_second_logger_on_a_live_run_is_refused(tmp_path: Path) -> None:
                           store=stores.TrainingRunStore(owner)).log_metrics({"a": 1}, step=0)
         with pytest.raises(RunInUseError):
             RlioStorage(tmp_path / "run")
+
+
+def test_training_store_semantics_over_rlio(tmp_path: Path) -> None:
+    """TrainingRunStore over RlioStorage: a missing prefix reads as empty, the incremental
+    reader sees later appends, a pickled store reads the same run, write_rollouts replaces."""
+    import pickle
+
+    with RlioStorage(tmp_path / "run") as s:
+        store = stores.TrainingRunStore(s)
+        assert stores.TrainingRunStore(s, "nonexistent").read_config() is None
+        assert stores.TrainingRunStore(s, "nonexistent").read_metrics() == []
+        store.write_config({"model_name": "m"})
+        store.write_metrics({"loss": 2.5}, step=0)
+        assert [m["step"] for m in store.read_metrics()] == [0]
+        store.write_metrics({"loss": 2.0}, step=1)
+        assert [m["loss"] for m in store.read_new_metrics()] == [2.0]
+        store.write_rollouts(0, [{"v": 1}])
+        store.write_rollouts(0, [{"v": 2}])
+        assert store.read_rollouts(0) == [{"v": 2}]
+        copy = pickle.loads(pickle.dumps(stores.TrainingRunStore(s)))
+        assert copy.read_config() == {"model_name": "m"} and len(copy.read_metrics()) == 2
+        assert store.truncate_metrics(5) == 0  # nothing at or past step 5: left alone
+        assert not s.exists("metrics.jsonl.pre_resume_000005")
