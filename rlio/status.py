@@ -20,6 +20,7 @@ from rlio._codec.jsonl import DecodeError, decode
 from rlio._codec.lines import MAX_TAIL_LINE, backward_lines
 from rlio.rules import TRAINING_KEYS
 from rlio.storage.base import Storage
+from rlio.storage.opener import open_storage
 
 State = Literal["running", "finished", "stopped"]
 
@@ -126,3 +127,15 @@ def run_status(storage: Storage) -> RunStatus:
     if fields["done_frac"] is not None and fields["done_frac"] >= 1.0 - 1e-9:
         return RunStatus("finished", finished_by="done_frac 1", **fields)
     return RunStatus("stopped", **fields)
+
+
+def run_statuses(locations: list[str]) -> dict[str, RunStatus]:
+    """``run_status`` of each run location (as a fleet report names them); a run whose status
+    cannot be read (gone since it was validated, unreadable) is left out."""
+    out: dict[str, RunStatus] = {}
+    for loc in locations:
+        try:
+            out[loc] = run_status(open_storage(loc))
+        except OSError:
+            continue
+    return out

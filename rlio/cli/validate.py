@@ -8,6 +8,7 @@ import contextlib
 import os
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from rlio import layout
@@ -22,6 +23,7 @@ from rlio.cli.common import (
 )
 from rlio.errors import RunNotFoundError
 from rlio.findings import Finding, Report, Severity
+from rlio.status import RunStatus, run_statuses
 from rlio.validate.fleet import (
     FleetReport,
     Progress,
@@ -114,11 +116,16 @@ def run(args: argparse.Namespace) -> int:
             client.close()
     for u in fleet.unreadable:
         fail(u.message)
+    statuses = run_statuses([r.run for r in fleet.runs]) if args.format != "github" else {}
     if args.format == "json":
-        emit_json(fleet.to_dict(fail_on=fail_on))
+        doc = fleet.to_dict(fail_on=fail_on)
+        for entry in doc["runs"]:
+            status = statuses.get(entry["run"])
+            entry["status"] = status.to_dict() if status is not None else None
+        emit_json(doc)
     else:
         sys.stdout.write(render_fleet_github(fleet) if args.format == "github"
-                         else render_fleet_text(fleet, fail_on))
+                         else render_fleet_text(fleet, fail_on, statuses))
     return fleet.exit_code(fail_on)
 
 
@@ -204,15 +211,17 @@ def verdict_line(report: Report, fail_on: Severity) -> str:
             f"{c['warning']} warning(s), {c['info']} info")
 
 
-def render_fleet_text(fleet: FleetReport, fail_on: Severity) -> str:
-    """Each run's findings (paths relative to the run) and verdict line; with several runs,
-    paths carry the run's location and a last line sums up the fleet."""
+def render_fleet_text(fleet: FleetReport, fail_on: Severity,
+                      statuses: Mapping[str, RunStatus] | None = None) -> str:
+    """Each run's findings (paths relative to the run), status (``RUN: status ...``, when
+    known) and verdict line; with several runs, paths carry the run's location and a last line
+    sums up the fleet."""
     several = len(fleet.runs) + len(fleet.unreadable) > 1
     out = []
     for r in fleet.runs:
         out += [finding_line(f, joined(r.run, f.file) if several else (f.file or "."))
                 for f in r.findings]
-        status = fleet.status.get(r.run)
+        status = (statuses or {}).get(r.run)
         if status is not None:
             out.append(f"{printable(r.run)}: status {printable(status.text())}")
         out.append(verdict_line(r, fail_on))

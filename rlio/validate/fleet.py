@@ -17,16 +17,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from rlio import layout
 from rlio._version import __version__
 from rlio.errors import NotARunError, RunNotFoundError
 from rlio.findings import Report, Severity
-from rlio.status import RunStatus, run_status
 from rlio.storage.opener import open_storage
 from rlio.validate.engine import validate_run_sized
 
@@ -64,8 +63,6 @@ class FleetReport:
 
     runs: tuple[Report, ...] = ()
     unreadable: tuple[Unreadable, ...] = ()
-    #: Each run's status (running, finished, stopped), by its location.
-    status: Mapping[str, RunStatus] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -90,16 +87,14 @@ class FleetReport:
 
     def to_dict(self, *, fail_on: Severity = Severity.ERROR) -> dict[str, Any]:
         """The fleet JSON document: ``version``, ``ok``, ``counts``, ``runs`` (each ``run``,
-        ``ok``, ``counts``, ``findings``, ``status``) and ``unreadable``; ``ok`` is judged at
-        ``fail_on``. A fleet of one run also carries that run's ``run`` and ``findings`` at the
-        top, as a one-run report does."""
+        ``ok``, ``counts``, ``findings``) and ``unreadable``; ``ok`` is judged at ``fail_on``. A
+        fleet of one run also carries that run's ``run`` and ``findings`` at the top, as a
+        one-run report does."""
         runs = []
         for r in self.runs:
             entry = r.to_dict()
             del entry["version"]  # once, at the top
             entry["ok"] = not r.at_or_above(fail_on)
-            status = self.status.get(r.run)
-            entry["status"] = status.to_dict() if status is not None else None
             runs.append(entry)
         doc: dict[str, Any] = {"version": __version__}
         one = len(self.runs) == 1 and not self.unreadable
@@ -222,11 +217,11 @@ def discover(paths: Iterable[str | os.PathLike[str]],
 
 # -- validation -----------------------------------------------------------------------------
 
-_Result = tuple[str, Report | None, str, int, int, RunStatus | None]
+_Result = tuple[str, Report | None, str, int, int]
 
 
 def check_one(location: str, cap: int, jobs: int | None) -> _Result:
-    """Validate one run: ``(location, report or None, error message, files, bytes, status)``.
+    """Validate one run: ``(location, report or None, error message, files, bytes)``.
 
     Module-level and returning plain values, so any executor (a process pool, a cluster) can
     run and ship it; it never raises for a run that cannot be read.
@@ -236,14 +231,10 @@ def check_one(location: str, cap: int, jobs: int | None) -> _Result:
     except (RunNotFoundError, OSError) as exc:
         why = str(exc.strerror or exc)
         message = why if isinstance(exc, NotARunError) else f"cannot read {location}: {why}"
-        return location, None, message, 0, 0, None
+        return location, None, message, 0, 0
     except Exception as exc:  # a validator bug must not take the fleet down: report it
-        return location, None, f"could not be validated ({type(exc).__name__}: {exc})", 0, 0, None
-    try:
-        status: RunStatus | None = run_status(open_storage(location))
-    except OSError:  # the run was read once; a status it cannot give is left out
-        status = None
-    return location, report, "", files, size, status
+        return location, None, f"could not be validated ({type(exc).__name__}: {exc})", 0, 0
+    return location, report, "", files, size
 
 
 def validate_runs(
@@ -300,13 +291,10 @@ def validate_runs(
         if own is not None:
             own.shutdown(wait=True, cancel_futures=True)
     reports = []
-    statuses: dict[str, RunStatus] = {}
     for run in runs:
-        _, report, message, _, _, status = results[run]
+        _, report, message, _, _ = results[run]
         if report is None:
             unreadable.append(Unreadable(run, message))
         else:
             reports.append(report)
-            if status is not None:
-                statuses[report.run] = status
-    return FleetReport(tuple(reports), tuple(unreadable), statuses)
+    return FleetReport(tuple(reports), tuple(unreadable))
