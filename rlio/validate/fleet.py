@@ -208,6 +208,54 @@ def discover(paths: Iterable[str | os.PathLike[str]],
     return found
 
 
+def map_runs(fn: Callable[..., Any], locations: Sequence[str], *args: Any,
+             executor: Executor | None = None, jobs: int | None = None) -> list[Any]:
+    """``[fn(location, *args) for location in locations]``, in parallel as ``validate_runs``
+    runs its checks: on ``executor`` (a Dask or Ray cluster's), else a process pool of ``jobs``
+    workers (None: the CPU count; 1, or a single location: in this process). ``fn`` must be a
+    module-level function returning plain values, so any executor can ship it."""
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    if executor is None and (workers <= 1 or len(locations) <= 1):
+        return [fn(loc, *args) for loc in locations]
+    own = None
+    if executor is None:
+        from concurrent.futures import ProcessPoolExecutor  # here: see validate_runs
+
+        executor = own = ProcessPoolExecutor(max_workers=min(workers, len(locations)))
+    try:
+        futures = [executor.submit(fn, loc, *args) for loc in locations]
+        return [f.result() for f in futures]
+    finally:
+        if own is not None:
+            own.shutdown(wait=True, cancel_futures=True)
+
+
+def discover_named(paths: Iterable[str | os.PathLike[str]],
+                   unreadable: list[Unreadable] | None = None) -> list[tuple[str, str]]:
+    """``(name, location)`` of every run ``discover`` finds under ``paths``; the name is the
+    run's path relative to the PATH it was found under (the PATH's last part when the PATH is
+    the run itself), made distinct with ``-2``, ``-3``... when two PATHs give the same one."""
+    out: list[tuple[str, str]] = []
+    names: set[str] = set()
+    seen: set[str] = set()
+    for p in paths:
+        base = os.fspath(p).rstrip("/")
+        for loc in discover([p], unreadable):
+            if loc in seen:
+                continue
+            seen.add(loc)
+            rel = loc[len(base):].strip("/") if loc.startswith(base) else ""
+            last = (base.rsplit("/", 1)[-1] if uri_scheme(base)
+                    else os.path.basename(os.path.abspath(base or ".")))
+            name = rel.replace(os.sep, "/") or last or base
+            unique, n = name, 2
+            while unique in names:
+                unique, n = f"{name}-{n}", n + 1
+            names.add(unique)
+            out.append((unique, loc))
+    return out
+
+
 # -- validation -----------------------------------------------------------------------------
 
 _Result = tuple[str, Report | None, str, int, int]
