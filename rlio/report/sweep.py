@@ -170,8 +170,8 @@ class _Links:
         return href + (f"#{quote(anchor)}" if anchor else "")
 
 
-def _num(v: float | None) -> str:
-    return "" if v is None else escape(_svg.fmt(v))
+def _num(v: float) -> str:
+    return escape(_svg.fmt(v))
 
 
 def _run_name(i: int, r: RunSummary, links: _Links) -> str:
@@ -197,10 +197,11 @@ def section_runs(runs: Sequence[RunSummary], metrics: Sequence[str], links: _Lin
         for k in metrics:
             m = r.metrics.get(k)
             key = escape(k)
-            cells += [f'<td data-col="{key}|last" class="num">{_num(None if m is None else m.last)}</td>',
-                      f'<td data-col="{key}|best" class="num">{_num(None if m is None else m.best)}</td>',
-                      f'<td data-col="{key}|best_step" class="num">'
-                      f'{"" if m is None else m.best_step}</td>']
+            last, best, step = ("", "", "") if m is None else (_num(m.last), _num(m.best),
+                                                               str(m.best_step))
+            cells += [f'<td data-col="{key}|last" class="num">{last}</td>',
+                      f'<td data-col="{key}|best" class="num">{best}</td>',
+                      f'<td data-col="{key}|best_step" class="num">{step}</td>']
         rows.append(f'<tr data-run="{escape(r.name)}">{"".join(cells)}</tr>')
     order = "" if sort is None else (f'<p class="note">Sorted by {escape(sort.key)} '
                                      f'({"descending" if sort.descending else "ascending"}; '
