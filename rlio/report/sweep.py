@@ -27,7 +27,7 @@ from rlio.report.page import CSP, section, table
 from rlio.report.run_report import REPORT_NAME, write_run_report
 from rlio.report.style import CSS
 from rlio.report.sweep_runs import AXES, RunSummary, lower_is_better, summarize
-from rlio.validate.fleet import Unreadable, discover_named, map_runs
+from rlio.validate.fleet import Unreadable, discover_named, each_run
 
 #: At most this many default metrics are charted (the user's ``--metric`` keys are all charted).
 MAX_DEFAULT_METRICS: Final = 6
@@ -374,9 +374,9 @@ def render_comparison(paths: Sequence[str | os.PathLike[str]], *, output: str,
             except OSError as exc:  # the run is still compared; its link stays unresolved
                 unreadable.append(Unreadable(loc, f"its report could not be written: {exc}"))
     by_loc = {loc: name for name, loc in found}
-    summaries: list[RunSummary] = map_runs(_summarize_named, list(by_loc), by_loc,
+    summaries: list[RunSummary] = list(each_run(_summarize_named, list(by_loc), by_loc,
                                            tuple(metrics), x, want_prompts,
-                                           executor=executor, jobs=jobs)
+                                           executor=executor, jobs=jobs))
     good = [s for s in summaries if s.error is None]
     unreadable += [Unreadable(s.location, s.error) for s in summaries if s.error is not None]
     chosen = list(metrics) or default_metrics(good)

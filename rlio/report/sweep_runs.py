@@ -10,12 +10,13 @@ prompts are compared, its logtrees through the report's own iteration walk and p
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from rlio.errors import RunNotFoundError
-from rlio.reader.run import Run, open_run
+from rlio.reader.run import Run, open_run, run_status
+from rlio.reader.table import flatten
 from rlio.report.iterations import index_run, iterate, place_pages
 from rlio.report.prompts import PromptTracker
 from rlio.rules import TRAINING_KEYS
@@ -38,15 +39,6 @@ def is_number(v: Any) -> bool:
 def lower_is_better(key: str) -> bool:
     """Whether the best value of ``key`` is its lowest (a loss), not its highest."""
     return "loss" in key.lower()
-
-
-def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """``(path, leaf)`` pairs of a config: nested objects joined with ``.``; lists are leaves."""
-    if isinstance(value, Mapping) and (value or not prefix):
-        for k, v in value.items():
-            yield from flatten(v, f"{prefix}.{k}" if prefix else str(k))
-    else:
-        yield prefix, value
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +81,6 @@ class RunSummary:
     metrics: dict[str, MetricStats] = field(default_factory=dict)
     has_axis: bool = True
     prompts: dict[tuple[str, str], PromptResult] = field(default_factory=dict)
-
-
-def run_status(checkpoints: Iterable[Mapping[str, Any]]) -> str:
-    """``finished`` when a checkpoint is the final one (named ``final`` or ``final: true``),
-    else ``incomplete`` (still running, or stopped before its end)."""
-    done = any(c.get("name") == "final" or c.get("final") is True for c in checkpoints)
-    return "finished" if done else "incomplete"
 
 
 def _step_of(rec: Mapping[str, Any]) -> int | None:

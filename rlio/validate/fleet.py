@@ -208,23 +208,31 @@ def discover(paths: Iterable[str | os.PathLike[str]],
     return found
 
 
-def map_runs(fn: Callable[..., Any], locations: Sequence[str], *args: Any,
-             executor: Executor | None = None, jobs: int | None = None) -> list[Any]:
-    """``[fn(location, *args) for location in locations]``, in parallel as ``validate_runs``
-    runs its checks: on ``executor`` (a Dask or Ray cluster's), else a process pool of ``jobs``
-    workers (None: the CPU count; 1, or a single location: in this process). ``fn`` must be a
-    module-level function returning plain values, so any executor can ship it."""
+def each_run(fn: Callable[..., Any], locations: Sequence[str], *args: Any,
+             executor: Executor | None = None, jobs: int | None = None) -> Iterator[Any]:
+    """``fn(location, *args)`` of each location, in order, computed in parallel as
+    ``validate_runs`` runs its checks: on ``executor`` (a Dask or Ray cluster's), else a process
+    pool of ``jobs`` workers (None: the CPU count; 1, or a single location: in this process).
+    At most twice as many runs as workers are in flight, so results do not pile up in memory.
+    ``fn`` must be a module-level function returning plain values, so any executor ships it."""
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     if executor is None and (workers <= 1 or len(locations) <= 1):
-        return [fn(loc, *args) for loc in locations]
+        yield from (fn(loc, *args) for loc in locations)
+        return
     own = None
     if executor is None:
         from concurrent.futures import ProcessPoolExecutor  # here: see validate_runs
 
         executor = own = ProcessPoolExecutor(max_workers=min(workers, len(locations)))
+    window = 2 * max(1, workers)
     try:
-        futures = [executor.submit(fn, loc, *args) for loc in locations]
-        return [f.result() for f in futures]
+        pending: list[Any] = []
+        for loc in locations:
+            pending.append(executor.submit(fn, loc, *args))
+            if len(pending) >= window:
+                yield pending.pop(0).result()
+        for f in pending:
+            yield f.result()
     finally:
         if own is not None:
             own.shutdown(wait=True, cancel_futures=True)
