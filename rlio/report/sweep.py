@@ -95,11 +95,13 @@ def sort_runs(runs: Sequence[RunSummary], sort: SortKey | None) -> list[RunSumma
 
 
 def default_metrics(runs: Sequence[RunSummary]) -> list[str]:
-    """The reward and loss keys every run logged (numbers), in the first run's order."""
-    if not runs:
+    """The reward and loss keys every run with metrics logged (numbers), in the first such
+    run's order (a run without metrics, a config-only one, has no say)."""
+    logged = [r for r in runs if r.metrics]
+    if not logged:
         return []
-    common = set.intersection(*(set(r.metrics) for r in runs))
-    return [k for k in runs[0].keys if k in common][:MAX_DEFAULT_METRICS]
+    common = set.intersection(*(set(r.metrics) for r in logged))
+    return [k for k in logged[0].keys if k in common][:MAX_DEFAULT_METRICS]
 
 
 def differing_config(runs: Sequence[RunSummary]) -> list[str]:
@@ -231,8 +233,14 @@ def section_config(runs: Sequence[RunSummary]) -> str:
                    note + table("config-diff", ["run", *map(escape, keys)], rows))
 
 
+def series_points(runs: int) -> int:
+    """Points one series of a chart of ``runs`` runs keeps: an equal share of ``CHART_POINTS``,
+    at least ``_MIN_SERIES_POINTS`` and at most the run report's ``MAX_POINTS``."""
+    return min(_svg.MAX_POINTS, max(_MIN_SERIES_POINTS, CHART_POINTS // max(1, runs)))
+
+
 def _chart(runs: Sequence[RunSummary], key: str, axis: str, index: int) -> str:
-    share = max(_MIN_SERIES_POINTS, CHART_POINTS // max(1, len(runs)))
+    share = series_points(len(runs))
     series, missing, no_axis = [], [], []
     for i, r in enumerate(runs):
         m = r.metrics.get(key)
@@ -264,9 +272,9 @@ def section_charts(runs: Sequence[RunSummary], metrics: Sequence[str], axis: str
     if not metrics:
         return section("charts", "Metrics", '<p class="note">No metric to chart: no reward or '
                        "loss key every run logged; choose some with --metric KEY.</p>")
-    note = (f'<p class="note">Each series keeps at most {CHART_POINTS:,} ÷ runs points (at '
-            f"least {_MIN_SERIES_POINTS}): the min and max of equal-count buckets, with the first "
-            "and last point, so every series keeps its extremes.</p>")
+    note = (f'<p class="note">Each series is drawn with at most {series_points(len(runs)):,} '
+            "points: the min and max of equal-count buckets, with the first and last point, so "
+            "every series keeps its extremes.</p>")
     body = "".join(_chart(runs, k, axis, i) for i, k in enumerate(metrics))
     return section("charts", "Metrics", note + f'<div class="charts">{body}</div>')
 
