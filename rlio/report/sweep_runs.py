@@ -29,6 +29,8 @@ _TIME_KEY: Final = "time/total"
 _STEP_KEYS: Final = ("step", "progress/batch", "training_client/step")
 #: A key is a default metric candidate when its name holds one of these words.
 _DEFAULT_WORDS: Final = ("reward", "loss")
+#: Only the first keys of a run are candidates (a run logging a key per step stays bounded).
+_MAX_CANDIDATE_KEYS: Final = 10_000
 
 
 def is_number(v: Any) -> bool:
@@ -77,7 +79,7 @@ class RunSummary:
     iterations: int = 0
     last_checkpoint: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
-    keys: list[str] = field(default_factory=list)  # numeric metric keys, first-seen order
+    keys: list[str] = field(default_factory=list)  # metric keys, first-seen order
     metrics: dict[str, MetricStats] = field(default_factory=dict)
     has_axis: bool = True
     prompts: dict[tuple[str, str], PromptResult] = field(default_factory=dict)
@@ -106,9 +108,8 @@ class _Steps:
         self._elapsed = 0.0
 
     def add(self, rec: Mapping[str, Any]) -> None:
-        for k, v in rec.items():
-            if k not in self.keys and is_number(v) and k not in _STEP_KEYS:
-                self.keys[k] = None
+        if not self.keys.keys() >= rec.keys():
+            self._new_keys(rec)
         step = _step_of(rec)
         if step is None:
             return  # a summary row without a step: no point on a per-step chart
@@ -119,6 +120,15 @@ class _Steps:
             v = rec[k]
             if is_number(v):
                 self.values.setdefault(k, {})[step] = float(v)
+
+    def _new_keys(self, rec: Mapping[str, Any]) -> None:
+        """Note keys met for the first time; a reward or loss key becomes a candidate."""
+        for k in rec:
+            if k not in self.keys:
+                self.keys[k] = None
+                if len(self.keys) <= _MAX_CANDIDATE_KEYS and any(
+                        w in k.lower() for w in _DEFAULT_WORDS):
+                    self.wanted.add(k)
 
     def _training(self, step: int, rec: Mapping[str, Any]) -> None:
         if self._last_train is not None and step < self._last_train:  # a resume: cut back
@@ -196,9 +206,6 @@ def summarize(location: str, name: str, metrics: tuple[str, ...], axis: str,
         out.config = dict(flatten(cfg)) if cfg is not None else {}
         steps = _Steps(metrics, axis)
         for rec in run.iter_metrics():
-            if len(steps.keys) < 10_000:  # candidates come from the keys seen
-                steps.wanted.update(k for k in rec if k not in steps.wanted and any(
-                    w in k.lower() for w in _DEFAULT_WORDS))
             steps.add(rec)
         ckpts = run.checkpoints()
         if prompts:
@@ -216,7 +223,7 @@ def summarize(location: str, name: str, metrics: tuple[str, ...], axis: str,
         batch = last.get("batch")
         out.last_checkpoint = str(last.get("name")) + (f" (batch {batch})"
                                                        if type(batch) is int else "")
-    out.keys = list(steps.keys)
+    out.keys = [k for k in steps.keys if k not in _STEP_KEYS]
     x = None if axis == "step" else steps.x
     out.has_axis = axis == "step" or bool(steps.x)
     for k, values in steps.values.items():
