@@ -24,16 +24,17 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
+from itertools import repeat
 from typing import Any, Final
 
 import orjson
 
 from rlio.errors import NotARunError
 from rlio.layout import split_name
-from rlio.reader.export import to_arrow
+from rlio.reader.export import unify
 from rlio.reader.extras import require
 from rlio.reader.run import Run, open_run, run_status
-from rlio.reader.table import Table, flatten, step_rows, trajectory_rows
+from rlio.reader.table import flatten, step_rows, trajectory_rows
 from rlio.validate.fleet import Unreadable, discover_named, each_run
 
 __all__ = ["CHUNK_ROWS", "VIEWS", "query"]
@@ -85,12 +86,11 @@ def _run_row(name: str, run: Run) -> dict[str, Any]:
 
 
 def _ids(name: str, rows: Iterable[Mapping[str, Any]], **ids: Any) -> Iterator[dict[str, Any]]:
+    """Each row with ``run`` (and ``ids``) first; they win over a record's own keys of the same
+    name (merged by dict displays: no Python loop per key)."""
+    head = {"run": name, **ids}
     for rec in rows:
-        row: dict[str, Any] = {"run": name, **ids}
-        for k, v in rec.items():
-            if k not in row:
-                row[k] = v
-        yield row
+        yield {**head, **rec, **head}
 
 
 def _rollout_rows(name: str, run: Run, *, steps: bool) -> Iterator[dict[str, Any]]:
@@ -114,19 +114,51 @@ def view_rows(view: str, name: str, run: Run) -> Iterator[dict[str, Any]]:
     return _rollout_rows(name, run, steps=view == "steps")
 
 
+def _column(pa: Any, values: list[Any]) -> Any:
+    """One column as Arrow infers it (numbers, strings, booleans, lists; integers meeting
+    floats are doubles; all-null is double); anything mixed as text (JSON for non-strings)."""
+    try:
+        arr = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+        return pa.array([None if v is None else _json_text(v) for v in values], pa.string())
+    if pa.types.is_null(arr.type):
+        return pa.nulls(len(values), pa.float64())
+    if pa.types.is_struct(arr.type):  # an object value: kept as its JSON text
+        return pa.array([None if v is None else _json_text(v) for v in values], pa.string())
+    return arr
+
+
+def _json_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
+
+
+def block_table(pa: Any, rows: list[dict[str, Any]], keys: dict[str, None]) -> Any:
+    """``rows`` as an Arrow table with a column per key of ``keys`` (in order), read key by key
+    with C-level passes (``map(dict.get, ...)``): no Python code runs per cell."""
+    return pa.table({k: _column(pa, list(map(dict.get, rows, repeat(k)))) for k in keys})
+
+
 def run_chunks(location: str, name: str) -> Iterator[tuple[str, Any]]:
     """``(view, Arrow table)`` chunks of one run, each of at most ``CHUNK_ROWS`` rows."""
     pa = require("pyarrow", "duckdb", purpose="rlio query")
     run = open_run(location)
     for view in VIEWS:
-        table = Table()
+        rows: list[dict[str, Any]] = []
+        keys: dict[str, None] = {}
         for row in view_rows(view, name, run):
-            table.add(row)
-            if table.rows >= CHUNK_ROWS:
-                yield view, to_arrow(pa, table)
-                table = Table()
-        if table.rows:
-            yield view, to_arrow(pa, table)
+            if not keys.keys() >= row.keys():
+                keys.update(dict.fromkeys(row))
+            rows.append(row)
+            if len(rows) >= CHUNK_ROWS:
+                yield view, block_table(pa, rows, keys)
+                rows, keys = [], {}
+        if rows:
+            yield view, block_table(pa, rows, keys)
 
 
 def _read_run(location: str, names: dict[str, str]) -> list[tuple[str, Any]] | str:
@@ -193,7 +225,7 @@ def connect(paths: Sequence[str | os.PathLike[str]], tmp: str, *,
     A view no run has rows for is still a table: ``runs``' columns, or only ``run``.
     """
     duckdb = require("duckdb", "duckdb", purpose="rlio query")
-    require("pyarrow", "duckdb", purpose="rlio query")
+    pa = require("pyarrow", "duckdb", purpose="rlio query")
     bad = unreadable if unreadable is not None else []
     found = discover_named(paths, bad)
     if not found and unreadable is None:
@@ -201,13 +233,25 @@ def connect(paths: Sequence[str | os.PathLike[str]], tmp: str, *,
     con = duckdb.connect(":memory:", config={"temp_directory": tmp})
     sink = _Sink(con)
     by_loc = {loc: name for name, loc in found}
+    buffered: dict[str, list[Any]] = {v: [] for v in VIEWS}
+
+    def flush(view: str) -> None:
+        tables = buffered[view]
+        if tables:  # many runs' chunks as one insert: one schema first (export's rules)
+            sink.add(view, pa.concat_tables(unify(pa, tables)))
+            buffered[view] = []
+
     for loc, result in zip(by_loc, each_run(_read_run, list(by_loc), by_loc,
                                             executor=executor, jobs=jobs), strict=True):
         if isinstance(result, str):
             bad.append(Unreadable(loc, result))
             continue
         for view, chunk in result:
-            sink.add(view, chunk)
+            buffered[view].append(chunk)
+            if sum(t.num_rows for t in buffered[view]) >= CHUNK_ROWS:
+                flush(view)
+    for view in VIEWS:
+        flush(view)
     for view in VIEWS:
         if view not in sink.columns:
             con.execute(f"CREATE TABLE {_quote(view)} (run VARCHAR)")
