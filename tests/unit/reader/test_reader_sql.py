@@ -191,3 +191,21 @@ def test_cli_formats(tmp_path: Path, sweep: Path, capsys: pytest.CaptureFixture[
     assert code == 2 and err.startswith("rlio: error: the query failed")
     code, _, err = factories.cli(capsys, "query", q, str(sweep), "--format", "parquet")
     assert code == 2 and "-o FILE" in err
+
+
+@pytest.mark.dask
+def test_a_dask_cluster_gives_the_same_query_and_page(tmp_path: Path, sweep: Path) -> None:
+    """On a real LocalCluster (two worker processes, loopback) rlio.query and the comparison page
+    equal what reading in this process gives."""
+    distributed = pytest.importorskip("distributed")
+    from rlio.report.sweep import render_comparison
+
+    q = "SELECT * FROM rollouts ORDER BY run, iteration, group_idx"
+    out = str(tmp_path / "c.html")
+    with distributed.LocalCluster(n_workers=2, processes=True, host="127.0.0.1",
+                                  threads_per_worker=1, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        executor = client.get_executor()
+        assert rlio.query(q, [sweep], executor=executor).equals(rlio.query(q, [sweep], jobs=1))
+        page = render_comparison([sweep], output=out, executor=executor)
+    assert page == render_comparison([sweep], output=out, jobs=1)
