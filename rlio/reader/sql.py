@@ -29,7 +29,7 @@ from typing import Any, Final
 
 import orjson
 
-from rlio.errors import NotARunError
+from rlio.errors import MissingExtraError, NotARunError
 from rlio.layout import split_name
 from rlio.reader.export import unify
 from rlio.reader.extras import require
@@ -167,6 +167,10 @@ def _read_run(location: str, names: dict[str, str]) -> list[tuple[str, Any]] | s
         return list(run_chunks(location, names[location]))
     except OSError as exc:
         return f"cannot read {location}: {exc.strerror or exc}"
+    except MissingExtraError:
+        raise
+    except Exception as exc:  # a reader bug must not take the whole query down: report it
+        return f"{location} could not be read ({type(exc).__name__}: {exc})"
 
 
 def _quote(name: str) -> str:

@@ -279,6 +279,13 @@ def section_charts(runs: Sequence[RunSummary], metrics: Sequence[str], axis: str
     return section("charts", "Metrics", note + f'<div class="charts">{body}</div>')
 
 
+def _transcript(href: str | None, run: RunSummary) -> str:
+    if href:
+        return f'<td><a href="{href}">transcript</a></td>'
+    why = "no page yet" if run.local else "remote run: not linked"
+    return f'<td class="note">{why}</td>'
+
+
 def _pair_table(pair: PromptPair, links: _Links) -> str:
     rows = []
     for delta, split, key in pair.rows[:TOP_PROMPTS]:
@@ -289,8 +296,8 @@ def _pair_table(pair: PromptPair, links: _Links) -> str:
             f'<tr data-prompt="{escape(key)}"><td>{escape(a.label)}</td><td>{escape(split)}</td>'
             f'<td class="num">{_num(a.reward)}</td><td class="num">{_num(b.reward)}</td>'
             f'<td class="num {cls}">{"+" if delta > 0 else ""}{_num(delta)}</td>'
-            + "".join(f'<td><a href="{h}">transcript</a></td>' if h else
-                      '<td class="note">no page yet</td>' for h in (ha, hb)) + "</tr>")
+            + "".join(_transcript(h, r) for h, r in ((ha, pair.base), (hb, pair.other)))
+            + "</tr>")
     heads = ("prompt", "split", f"{escape(pair.base.name)} reward",
              f"{escape(pair.other.name)} reward", "change", escape(pair.base.name),
              escape(pair.other.name))
