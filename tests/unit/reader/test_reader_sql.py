@@ -194,6 +194,7 @@ def test_cli_formats(tmp_path: Path, sweep: Path, capsys: pytest.CaptureFixture[
 
 
 @pytest.mark.dask
+@pytest.mark.slow  # a cluster of two worker processes takes seconds to start
 def test_a_dask_cluster_gives_the_same_query_and_page(tmp_path: Path, sweep: Path) -> None:
     """On a real LocalCluster (two worker processes, loopback) rlio.query and the comparison page
     equal what reading in this process gives."""
