@@ -6,7 +6,15 @@ import argparse
 import sys
 from typing import Any
 
-from rlio.cli.common import EXIT_OK, EXIT_UNREADABLE, add_command, fail, printable
+from rlio.cli.common import (
+    EXIT_OK,
+    EXIT_UNREADABLE,
+    add_command,
+    add_parallel_options,
+    dask_executor,
+    fail,
+    printable,
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,8 +55,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="compare every other run's prompts with this run (its name in the table)")
     p.add_argument("--reports", action="store_true",
                    help="first write each run's report (rlio report), so every link resolves")
-    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
-                   help="runs read at once in a process pool (default: the CPU count)")
+    add_parallel_options(p, "read")
     p.set_defaults(handler=run)
 
 
@@ -62,7 +69,9 @@ def run(args: argparse.Namespace) -> int:
                                "baseline": args.baseline, "jobs": args.jobs,
                                "reports": args.reports}
     try:
-        where, problems = write_comparison(args.paths, args.output, **options)
+        with dask_executor(args.dask) as executor:
+            where, problems = write_comparison(args.paths, args.output, executor=executor,
+                                               **options)
     except ValueError as exc:
         return fail(str(exc))
     except OSError as exc:

@@ -11,7 +11,15 @@ from typing import Any
 
 import orjson
 
-from rlio.cli.common import EXIT_OK, EXIT_UNREADABLE, add_command, fail, printable
+from rlio.cli.common import (
+    EXIT_OK,
+    EXIT_UNREADABLE,
+    add_command,
+    add_parallel_options,
+    dask_executor,
+    fail,
+    printable,
+)
 
 FORMATS = ("table", "csv", "json", "parquet")
 
@@ -48,8 +56,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="table: aligned columns; csv; json: a list of row objects; parquet")
     p.add_argument("-o", "--output", metavar="FILE", default=None,
                    help="write the result to FILE instead of stdout (needed for parquet)")
-    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
-                   help="runs read at once in a process pool (default: the CPU count)")
+    add_parallel_options(p, "read")
     p.set_defaults(handler=run)
 
 
@@ -103,9 +110,13 @@ def run(args: argparse.Namespace) -> int:
     duckdb = require("duckdb", "duckdb", purpose="rlio query")
     bad: list[Unreadable] = []
     try:
-        table = query(args.sql, args.paths, jobs=args.jobs, unreadable=bad)
+        with dask_executor(args.dask) as executor:
+            table = query(args.sql, args.paths, jobs=args.jobs, executor=executor,
+                          unreadable=bad)
     except duckdb.Error as exc:
         return fail(f"the query failed: {exc}")
+    except ValueError as exc:  # --dask without the package or its scheduler
+        return fail(str(exc))
     for u in bad:
         fail(u.message if u.path in u.message else f"{u.path}: {u.message}")
     if args.format == "parquet":

@@ -209,4 +209,12 @@ def test_a_dask_cluster_gives_the_same_query_and_page(tmp_path: Path, sweep: Pat
         executor = client.get_executor()
         assert rlio.query(q, [sweep], executor=executor).equals(rlio.query(q, [sweep], jobs=1))
         page = render_comparison([sweep], output=out, executor=executor)
+        q2 = "SELECT run, count(*) AS n FROM steps GROUP BY run ORDER BY run"
+        via = factories.run_cli("query", q2, str(sweep), "--dask", cluster.scheduler_address,
+                                "--format", "json")
+        cmp = factories.run_cli("compare", str(sweep), "-o", str(tmp_path / "d.html"), "--dask",
+                                cluster.scheduler_address)
     assert page == render_comparison([sweep], output=out, jobs=1)
+    assert via.returncode == 0 and json.loads(via.stdout) == rlio.query(q2, [sweep]).to_pylist()
+    assert cmp.returncode == 0 and (tmp_path / "d.html").is_file()
+
