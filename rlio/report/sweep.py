@@ -388,14 +388,14 @@ def render_comparison(paths: Sequence[str | os.PathLike[str]], *, output: str,
                 write_run_report(loc)
             except OSError as exc:  # the run is still compared; its link stays unresolved
                 unreadable.append(Unreadable(loc, f"its report could not be written: {exc}"))
+    order = SortKey.parse(sort) if sort else None
+    wanted = tuple(metrics) + ((order.key,) if order and order.key not in _RUN_COLUMNS else ())
     by_loc = {loc: name for name, loc in found}
-    summaries: list[RunSummary] = list(each_run(_summarize_named, list(by_loc), by_loc,
-                                           tuple(metrics), x, want_prompts,
-                                           executor=executor, jobs=jobs))
+    summaries: list[RunSummary] = list(each_run(_summarize_named, list(by_loc), by_loc, wanted,
+                                                x, want_prompts, executor=executor, jobs=jobs))
     good = [s for s in summaries if s.error is None]
     unreadable += [Unreadable(s.location, s.error) for s in summaries if s.error is not None]
     chosen = list(metrics) or default_metrics(good)
-    order = SortKey.parse(sort) if sort else None
     runs = sort_runs(good, order)
     pairs = _pairs(runs, baseline) if want_prompts else None
     links = _Links(output)

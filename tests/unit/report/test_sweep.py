@@ -206,6 +206,11 @@ def test_sort_by_a_metric_puts_runs_without_it_last(tmp_path: Path, sweep: Path)
     order = [a["data-run"] for a, _ in cells.tables["runs"]]
     assert order == ["lr-1e-4/cookbook", "lr-1e-5/base", "lr-4e-5/regressed", "lr-1e-4/empty"]
     assert SortKey.parse("a:b:asc") == SortKey("a:b") and SortKey.parse("x") == SortKey("x")
+    _, cells = _page(tmp_path, sweep, sort="tokens/cumulative/sampled:desc")  # not charted
+    order = [a["data-run"] for a, _ in cells.tables["runs"]]
+    assert order == ["lr-1e-5/base", "lr-4e-5/regressed", "lr-1e-4/cookbook", "lr-1e-4/empty"]
+    _, cells = _page(tmp_path, sweep, sort="iterations")
+    assert [c["iterations"] for _, c in cells.tables["runs"]] == ["0", "4", "5", "5"]
 
 
 def test_a_missing_path_is_listed_and_the_page_still_written(tmp_path: Path,
