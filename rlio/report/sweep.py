@@ -397,7 +397,7 @@ def render_comparison(paths: Sequence[str | os.PathLike[str]], *, output: str,
     unreadable += [Unreadable(s.location, s.error) for s in summaries if s.error is not None]
     chosen = list(metrics) or default_metrics(good)
     runs = sort_runs(good, order)
-    pairs = _pairs(runs, baseline) if want_prompts else None
+    pairs = _pairs(good, baseline) if want_prompts else None  # PATH order, not the table's
     links = _Links(output)
     facts = [("runs", f"{len(runs):,}"), ("unreadable", f"{len(unreadable):,}"),
              ("x axis", x), ("metrics", ", ".join(chosen) or "none")]

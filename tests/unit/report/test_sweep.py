@@ -171,7 +171,7 @@ def test_prompts_of_two_runs_are_classified(tmp_path: Path, sweep: Path) -> None
     """Base against regressed: 1 improved, 3 regressed, 2 unchanged, the largest change first,
     each row linking to an existing transcript page of both runs."""
     base, other = sweep / "lr-1e-5" / "base", sweep / "lr-4e-5" / "regressed"
-    html, cells = _page(tmp_path, base, other)
+    html, cells = _page(tmp_path, base, other, sort="name:desc")  # the pair keeps PATH order
     counts = re.search(r'data-improved="(\d+)" data-regressed="(\d+)" data-unchanged="(\d+)"',
                        html)
     assert counts is not None and counts.groups() == ("1", "3", "2")
