@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from itertools import repeat
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 
@@ -102,15 +102,16 @@ def _rollout_rows(name: str, run: Run, *, steps: bool) -> Iterator[dict[str, Any
 
 
 def view_rows(view: str, name: str, run: Run) -> Iterator[dict[str, Any]]:
-    """The rows of one view from one run, streamed."""
+    """The rows of one view from one run, streamed (``run`` is set again by ``block_table``)."""
     if view == "runs":
         return iter([_run_row(name, run)])
     if view == "configs":
         return config_rows(name, run.config())
     if view == "metrics":
-        return _ids(name, run.iter_metrics())
+        # records as read (plain dicts at run time): ``block_table`` adds the run column
+        return cast(Iterator[dict[str, Any]], run.iter_metrics())
     if view == "checkpoints":
-        return _ids(name, run.checkpoints())
+        return iter(cast(list[dict[str, Any]], run.checkpoints()))
     return _rollout_rows(name, run, steps=view == "steps")
 
 
@@ -137,10 +138,15 @@ def _json_text(value: Any) -> str:
         return repr(value)
 
 
-def block_table(pa: Any, rows: list[dict[str, Any]], keys: dict[str, None]) -> Any:
-    """``rows`` as an Arrow table with a column per key of ``keys`` (in order), read key by key
-    with C-level passes (``map(dict.get, ...)``): no Python code runs per cell."""
-    return pa.table({k: _column(pa, list(map(dict.get, rows, repeat(k)))) for k in keys})
+def block_table(pa: Any, name: str, rows: list[dict[str, Any]],
+                keys: dict[str, None]) -> Any:
+    """``rows`` as an Arrow table: ``run`` (``name``; a record's own ``run`` key gives way),
+    then a column per key of ``keys`` (in order), read key by key with C-level passes
+    (``map(dict.get, ...)``): no Python code runs per cell."""
+    columns = {"run": pa.array([name] * len(rows), pa.string())}
+    columns.update((k, _column(pa, list(map(dict.get, rows, repeat(k))))) for k in keys
+                   if k != "run")
+    return pa.table(columns)
 
 
 def run_chunks(location: str, name: str) -> Iterator[tuple[str, Any]]:
@@ -155,10 +161,10 @@ def run_chunks(location: str, name: str) -> Iterator[tuple[str, Any]]:
                 keys.update(dict.fromkeys(row))
             rows.append(row)
             if len(rows) >= CHUNK_ROWS:
-                yield view, block_table(pa, rows, keys)
+                yield view, block_table(pa, name, rows, keys)
                 rows, keys = [], {}
         if rows:
-            yield view, block_table(pa, rows, keys)
+            yield view, block_table(pa, name, rows, keys)
 
 
 def _read_run(location: str, names: dict[str, str]) -> list[tuple[str, Any]] | str:
