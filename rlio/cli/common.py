@@ -4,9 +4,10 @@ one way of declaring a subcommand's help (summary, examples, exit codes)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -72,3 +73,37 @@ def add_command(
     epilog += ["exit codes:", *(f"  {code}  {meaning}" for code, meaning in exit_codes)]
     return sub.add_parser(name, help=summary, description=description or summary,
                           epilog="\n".join(epilog), formatter_class=HelpFormatter)
+
+
+def add_parallel_options(p: argparse.ArgumentParser, what: str) -> None:
+    """``--jobs N`` and ``--dask ADDRESS``: where the runs are read (``what``: "read")."""
+    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help=f"runs {what} at once in a process pool (default: the CPU count)")
+    p.add_argument("--dask", metavar="ADDRESS", default=None,
+                   help=f"runs {what} on the Dask cluster whose scheduler is at ADDRESS "
+                   "(needs rlio[dask])")
+
+
+@contextlib.contextmanager
+def dask_executor(address: str | None) -> Iterator[Any]:
+    """The executor of a Dask client connected to ``address`` (None: yields None), closed after.
+
+    Raises:
+        ValueError: distributed is not installed, or the scheduler cannot be reached (the
+            message says which).
+    """
+    if address is None:
+        yield None
+        return
+    try:
+        import distributed
+    except ImportError as exc:
+        raise ValueError("--dask needs the distributed package: pip install 'rlio[dask]'") from exc
+    try:
+        client: Any = distributed.Client(address, timeout=30)  # type: ignore[no-untyped-call]
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise ValueError(f"cannot connect to the Dask scheduler at {address}: {exc}") from exc
+    try:
+        yield client.get_executor()
+    finally:
+        client.close()

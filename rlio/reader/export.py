@@ -146,11 +146,12 @@ def _arrow_column(pa: Any, table: Table, key: str) -> Any:
     return pa.array([None if c is None else _text(c) for c in cells], pa.string())
 
 
-def _to_arrow(pa: Any, table: Table) -> Any:
+def to_arrow(pa: Any, table: Table) -> Any:
+    """``table`` as an Arrow table, one explicitly typed column per key (gaps as nulls)."""
     return pa.table({key: _arrow_column(pa, table, key) for key in table.columns})
 
 
-def _unify(pa: Any, tables: Sequence[Any]) -> list[Any]:
+def unify(pa: Any, tables: Sequence[Any]) -> list[Any]:
     """The tables with one schema: every column everywhere, conflicts widened (module doc)."""
     types: dict[str, list[Any]] = {}
     for t in tables:
@@ -225,7 +226,7 @@ def export_parquet(runs: Sequence[Run | str | os.PathLike[str]],
             parts.extend((name, split, table) for split, table in found.items())
         if not parts:
             continue
-        tables = _unify(pa, [_to_arrow(pa, t) for _, _, t in parts])
+        tables = unify(pa, [to_arrow(pa, t) for _, _, t in parts])
         for (name, split, _), table in zip(parts, tables, strict=True):
             folder = root / kind / f"run={quote(name, safe='')}" / f"split={quote(split, safe='')}"
             folder.mkdir(parents=True, exist_ok=True)

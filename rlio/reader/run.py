@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -35,7 +35,7 @@ from rlio.storage.opener import open_storage
 if TYPE_CHECKING:
     from rlio.reader.frames import Backend
 
-__all__ = ["IterationInfo", "Run", "open_run"]
+__all__ = ["IterationInfo", "Run", "open_run", "run_status"]
 
 _ITERATION_KINDS = frozenset({"html", "logtree", "rollout_summaries", "timing_gantt"})
 _LAYOUTS: tuple[layout.Layout, ...] = ("flat", "nested")
@@ -71,6 +71,13 @@ def open_run(location: str | os.PathLike[str] | Storage) -> Run:
             errno.ENOENT, f"no run here: neither {' nor '.join(layout.RUN_MARKERS)} found", shown
         )
     return Run(storage, shown)
+
+
+def run_status(checkpoints: Iterable[Mapping[str, Any]]) -> str:
+    """``finished`` when a checkpoint record is the final one (named ``final``, or with
+    ``final: true``), else ``incomplete`` (still running, or stopped before its end)."""
+    done = any(c.get("name") == "final" or c.get("final") is True for c in checkpoints)
+    return "finished" if done else "incomplete"
 
 
 def _label(evaluator: str | None) -> str | None:
