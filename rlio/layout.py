@@ -124,17 +124,25 @@ _NESTED_FILE = re.compile(r"(?:train|eval_(?P<label>.+?))" + _SUFFIXES)
 _FLAT_GANTT = re.compile(r"timing_gantt_(?P<n>[0-9]+)\.html")
 
 
-#: The files whose presence at a folder's root makes it a run (format contract, "what is a run").
-RUN_MARKERS: Final = (METRICS, CONFIG)
+#: What makes a folder a run (docs/format.md §1, "What counts as a run"), as messages say it.
+RUN_DEFINITION: Final = (f"{METRICS}, {CHECKPOINTS} or per-iteration files, "
+                         f"or {CONFIG} together with {CODE_DIFF}")
+_PER_ITERATION: Final = frozenset(k.kind for k in FILE_KINDS if k.per_iteration)
 
 
 def is_run_root(names: Iterable[str]) -> bool:
-    """Whether a folder whose direct children are ``names`` is a run (holds a run marker).
+    """Whether a folder whose direct children are ``names`` is a run: it holds ``metrics.jsonl``,
+    ``checkpoints.jsonl`` or per-iteration files (flat names or ``iteration_NNNNNN`` folders),
+    or ``config.json`` together with ``code.diff``.
 
-    The one definition of "a run": ``rlio validate`` says "no run found" for any other folder,
-    and fleet discovery descends into folders until it finds one.
+    The one definition of "a run": every command says "no run found" for any other folder (a
+    model folder holding only ``config.json`` is not a run), and fleet discovery descends into
+    folders until it finds one.
     """
-    return any(name in RUN_MARKERS for name in names)
+    seen = set(names)
+    if METRICS in seen or CHECKPOINTS in seen or {CONFIG, CODE_DIFF} <= seen:
+        return True
+    return any(is_iteration_dir(n) or parse_path(n).kind in _PER_ITERATION for n in seen)
 
 
 def is_iteration_dir(name: str) -> bool:

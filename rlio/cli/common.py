@@ -35,6 +35,19 @@ def fail(message: str) -> int:
     return EXIT_UNREADABLE
 
 
+def run_failure(location: str, exc: OSError) -> int:
+    """Exit 2 with the one line saying why ``location`` cannot be read as a run: a non-run in
+    the words every command shares (``rlio.storage.run_root.no_run``), else what failed."""
+    from rlio.errors import NotARunError
+
+    if isinstance(exc, NotARunError) and exc.strerror:
+        return fail(exc.strerror)
+    why = exc.strerror or str(exc)
+    if not why.startswith("cannot read run"):
+        why = f"cannot read run {location!r}: {why}"
+    return fail(why)
+
+
 def emit_json(obj: Any) -> None:
     """Write ``obj`` as indented JSON and a newline (JSON escapes every control character)."""
     sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n")

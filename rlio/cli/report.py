@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from rlio.cli.common import EXIT_OK, add_command, fail, printable
+from rlio.cli.common import EXIT_OK, add_command, fail, printable, run_failure
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         where = write_run_report(args.run, output=args.output, metrics=args.metric)
     except (RunNotFoundError, NotADirectoryError) as exc:
-        return fail(f"cannot read run {args.run!r}: {exc.strerror or exc}")
+        return run_failure(args.run, exc)
     except UnicodeError as exc:  # a file name (or the path) that is not UTF-8
         return fail(f"cannot write a report of run {args.run!r}: a file name in it is not "
                     f"valid UTF-8 ({exc})")

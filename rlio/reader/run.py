@@ -10,14 +10,12 @@ and never repairs: a torn line stays on disk and is skipped, ``metrics.jsonl.sup
 
 from __future__ import annotations
 
-import errno
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from rlio import layout
-from rlio.errors import RunNotFoundError
 from rlio.layout import Artifact
 from rlio.reader.conversations import Conversation, iter_conversations
 from rlio.reader.records import (
@@ -30,7 +28,7 @@ from rlio.reader.records import (
 from rlio.reader.source import LineStats, iter_records, read_document
 from rlio.resume import ResumeState, read_resume_state
 from rlio.storage.base import Storage
-from rlio.storage.opener import open_storage
+from rlio.storage.run_root import open_run_storage
 
 if TYPE_CHECKING:
     from rlio.reader.frames import Backend
@@ -61,15 +59,11 @@ def open_run(location: str | os.PathLike[str] | Storage) -> Run:
     """Open the run at ``location`` (a local folder, ``gs://bucket/run``, ``memory://...``) to read.
 
     Raises:
-        RunNotFoundError: the location does not exist, or holds neither ``metrics.jsonl`` nor
-            ``config.json`` (docs/format.md §8: what counts as a run).
+        NotARunError: the location does not exist or is not a run (``rlio.layout.is_run_root``,
+            docs/format.md §1: what counts as a run). RunNotFoundError: it cannot be listed.
     """
-    storage = location if isinstance(location, Storage) else open_storage(location)
+    storage = open_run_storage(location)
     shown = storage.root if isinstance(location, Storage) else os.fspath(location)
-    if not any(storage.stat(marker) is not None for marker in layout.RUN_MARKERS):
-        raise RunNotFoundError(
-            errno.ENOENT, f"no run here: neither {' nor '.join(layout.RUN_MARKERS)} found", shown
-        )
     return Run(storage, shown)
 
 
