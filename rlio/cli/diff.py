@@ -44,5 +44,7 @@ def run(args: argparse.Namespace) -> int:
         lines = diff_lines(runs[0], runs[1], args.metric)
     except OSError as exc:
         return fail(f"cannot read runs: {exc}")
+    except ValueError as exc:  # a --metric neither run logged
+        return fail(str(exc))
     sys.stdout.write("".join(printable(line) + "\n" for line in lines))
     return EXIT_OK

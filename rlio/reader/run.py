@@ -67,10 +67,6 @@ def open_run(location: str | os.PathLike[str] | Storage) -> Run:
     return Run(storage, shown)
 
 
-def _label(evaluator: str | None) -> str | None:
-    return None if evaluator is None else layout.sanitize_label(evaluator)
-
-
 class Run:
     """One run directory, read lazily. Build it with ``open_run``.
 
@@ -165,20 +161,61 @@ class Run:
         return [IterationInfo(i, tuple(sorted(found[i][0])), tuple(sorted(found[i][1])))
                 for i in sorted(found)]
 
+    def _index(self) -> dict[tuple[int, str, str | None], list[str]]:
+        """Every per-iteration file by ``(iteration, artifact, label)``: run-relative paths, the
+        layout the run mostly uses first (found by listing, never by guessing a name)."""
+        index: dict[tuple[int, str, str | None], list[str]] = {}
+        for entry in self._files():
+            rp = layout.parse_path(entry.path)
+            if rp.kind in _ITERATION_KINDS and rp.iteration is not None:
+                index.setdefault((rp.iteration, rp.kind, rp.label), []).append(entry.path)
+        nested_first = self._layout == "nested"
+        for paths in index.values():
+            paths.sort(key=lambda p: ("/" in p) != nested_first)
+        return index
+
+    def _labels(self, index: dict[tuple[int, str, str | None], list[str]],
+                evaluator: str | None) -> tuple[str | None, ...]:
+        """The labels files of ``evaluator`` carry in this run (None: training).
+
+        Raises:
+            ValueError: no file of the run belongs to ``evaluator``; names the evaluators that
+                have files.
+        """
+        if evaluator is None:
+            return (None,)
+        if not isinstance(evaluator, str):
+            raise TypeError(f"evaluator must be a str (an evaluator's name or label), "
+                            f"got {evaluator!r}")
+        wanted = layout.label_candidates(evaluator)
+        present = {label for (_, _, label) in index if label is not None}
+        if not present.intersection(wanted):
+            names = ", ".join(repr(x) for x in sorted(present)) or "none"
+            raise ValueError(f"no evaluator {evaluator!r} in run {self.location!r}; "
+                             f"evaluators with files: {names}")
+        return wanted
+
     def path_of(self, iteration: int, artifact: Artifact, *,
                 evaluator: str | None = None) -> str | None:
         """The run-relative path of one per-iteration file in whichever layout holds it, or None.
 
         ``evaluator`` is the evaluator's name or label (``"test"``); None means the training
-        rollouts.
+        rollouts. Files are found by listing the run (a cookbook's uncut long label too).
+
+        Raises:
+            ValueError: the run has no file of ``evaluator`` at all (names those it has).
         """
-        label = _label(evaluator)
-        order = _LAYOUTS if self._layout != "nested" else _LAYOUTS[::-1]
-        for lay in order:
-            rel = layout.iteration_path(lay, iteration, artifact, label=label)
-            entry = self._storage.stat(rel)
-            if entry is not None and entry.kind == "file":
-                return rel
+        index = self._index()
+        return self._find(index, layout.iteration_number(iteration), artifact,
+                          self._labels(index, evaluator))
+
+    @staticmethod
+    def _find(index: dict[tuple[int, str, str | None], list[str]], iteration: int,
+              artifact: str, labels: tuple[str | None, ...]) -> str | None:
+        for label in labels:
+            paths = index.get((iteration, artifact, label))
+            if paths:
+                return paths[0]
         return None
 
     def rollouts(self, iteration: int | Iterable[int] | None = None, *,
@@ -189,15 +226,28 @@ class Run:
             iteration: one iteration, several, or None for every iteration in order.
             evaluator: an evaluator's name or label for its rollouts (``"test"``); None for the
                 training rollouts.
+
+        Raises:
+            ValueError: the run has no file of ``evaluator`` at all (names those it has); raised
+                at the call, before anything is yielded.
         """
         if iteration is None:
-            wanted: Iterable[int] = [it.index for it in self.iterations()]
+            wanted: Iterable[int] | None = None
         elif isinstance(iteration, Iterable):
             wanted = [layout.iteration_number(i) for i in iteration]
         else:  # an int, or any integer type (numpy)
             wanted = [layout.iteration_number(iteration)]
+        index = self._index()
+        labels = self._labels(index, evaluator)
+        if wanted is None:
+            wanted = sorted({i for (i, _, _) in index})
+        return self._iter_rollouts(index, wanted, labels)
+
+    def _iter_rollouts(self, index: dict[tuple[int, str, str | None], list[str]],
+                       wanted: Iterable[int], labels: tuple[str | None, ...]
+                       ) -> Iterator[RolloutSummary]:
         for i in wanted:
-            rel = self.path_of(i, "rollout_summaries", evaluator=evaluator)
+            rel = self._find(index, i, "rollout_summaries", labels)
             if rel is not None:
                 yield from cast(Iterator[RolloutSummary], iter_records(self._storage, rel))
 
