@@ -211,10 +211,11 @@ def sanitize_label(name: str) -> str:
 
 
 def label_candidates(evaluator: str) -> tuple[str, ...]:
-    """The labels a file of ``evaluator`` (a name or a label) may carry on disk: rlio's, and
-    the cookbook's uncut one (readers match listed files against these; never a guessed path).
+    """The labels a file of ``evaluator`` (a name or a label) may carry on disk: rlio's, the
+    cookbook's uncut one, and the name itself as a file may hold it unsanitized (readers match
+    listed files against these; never a guessed path).
     """
-    return tuple(dict.fromkeys((sanitize_label(evaluator), uncut_label(evaluator))))
+    return tuple(dict.fromkeys((sanitize_label(evaluator), uncut_label(evaluator), evaluator)))
 
 
 def is_valid_label(label: str) -> bool:

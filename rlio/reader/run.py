@@ -11,11 +11,13 @@ and never repairs: a torn line stays on disk and is skipped, ``metrics.jsonl.sup
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from rlio import layout
+from rlio.errors import NotARunError
 from rlio.layout import Artifact
 from rlio.reader.conversations import Conversation, iter_conversations
 from rlio.reader.records import (
@@ -55,14 +57,34 @@ class IterationInfo:
     files: tuple[str, ...]
 
 
-def open_run(location: str | os.PathLike[str] | Storage) -> Run:
+def open_run(location: str | os.PathLike[str] | Storage, *, wait: float | None = None,
+             poll: float = 0.5) -> Run:
     """Open the run at ``location`` (a local folder, ``gs://bucket/run``, ``memory://...``) to read.
+
+    Args:
+        wait: seconds to wait for the run to appear (a follower started before the trainer:
+            ``open_run(path, wait=600).follow_metrics()``); None: do not wait.
+        poll: seconds between looks while waiting.
 
     Raises:
         NotARunError: the location does not exist or is not a run (``rlio.layout.is_run_root``,
-            docs/format.md §1: what counts as a run). RunNotFoundError: it cannot be listed.
+            docs/format.md §1: what counts as a run), after ``wait`` seconds when given.
+        RunNotFoundError: it cannot be listed.
     """
-    storage = open_run_storage(location)
+    if wait is not None and not wait >= 0:
+        raise ValueError(f"wait must be None or seconds >= 0, got {wait!r}")
+    if not poll >= 0:
+        raise ValueError(f"poll must be seconds >= 0, got {poll!r}")
+    deadline = None if wait is None else time.monotonic() + wait
+    while True:
+        try:
+            storage = open_run_storage(location)
+            break
+        except NotARunError:
+            left = 0.0 if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                raise
+            time.sleep(min(poll, left))
     shown = storage.root if isinstance(location, Storage) else os.fspath(location)
     return Run(storage, shown)
 
@@ -281,6 +303,9 @@ class Run:
     def follow_metrics(self, *, poll: float = 1.0, idle_timeout: float | None = None,
                        from_start: bool = True) -> Iterator[MetricsRecord]:
         """Yield ``metrics.jsonl`` records as a live run appends them (see ``rlio.reader.follow``).
+
+        To start following before the trainer has created the run, open it with
+        ``open_run(path, wait=seconds)``.
 
         Args:
             poll: seconds between looks at the file once its end is reached.

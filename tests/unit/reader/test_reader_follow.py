@@ -80,7 +80,7 @@ def test_a_rewind_is_followed_from_the_cut(tmp_path: Path) -> None:
 def test_follow_waits_for_a_live_writer(tmp_path: Path) -> None:
     """A thread appending lines meanwhile: every line is yielded once, in order, none torn."""
     root = tmp_path / "run"
-    write(root, layout.CONFIG, "{}")
+    write(root, layout.METRICS, "")
     run = open_run(root)
     append = _appender(root / layout.METRICS)
     done = threading.Event()
