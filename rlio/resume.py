@@ -39,6 +39,7 @@ from rlio._supersede import (
     whole_file_cut,
 )
 from rlio.errors import ResumeError, RunNotFoundError
+from rlio.rules import is_restart_index
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
 
@@ -272,10 +273,6 @@ def _as_storage(log_path: str | os.PathLike[str] | Storage) -> Storage:
     return log_path if isinstance(log_path, Storage) else open_storage(log_path)
 
 
-def _nonneg_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
 def _state_from_scan(storage: Storage, scan: _LedgerScan, required_key: str) -> ResumeState | None:
     record = scan.record
     if record is None:
@@ -284,16 +281,16 @@ def _state_from_scan(storage: Storage, scan: _LedgerScan, required_key: str) -> 
     problem = None
     if "batch" not in record or batch is None:
         problem = "has no 'batch'"
-    elif not _nonneg_int(batch):
+    elif not is_restart_index(batch):
         problem = f"has batch {batch!r}"
-    elif epoch is not None and not _nonneg_int(epoch):
+    elif epoch is not None and not is_restart_index(epoch):
         problem = f"has epoch {epoch!r}"
     if problem is not None or not isinstance(batch, int):
         line = count_newlines(storage, layout.CHECKPOINTS, scan.offset) + 1
         raise ResumeError(
             f"{storage.display(layout.CHECKPOINTS)}:{line}: resumable checkpoint "
             f"{record.get('name')!r} ({required_key}={record.get(required_key)!r}) {problem}; "
-            "expected an integer >= 0 (the iteration training restarts at)",
+            "expected an int from 0 to 2**63 - 1 (the iteration training restarts at)",
             line=line,
         )
     return ResumeState(

@@ -36,6 +36,21 @@ def test_resumable_checkpoint_without_batch_is_refused(tmp_path: pathlib.Path,
         assert run.resume_state is not None
 
 
+@pytest.mark.parametrize("batch", [1e30, 5.0, 2**63])
+def test_a_batch_resume_cannot_use_is_refused(tmp_path: pathlib.Path, batch: Any) -> None:
+    """An integral float or an int beyond int64 as a resumable batch is refused by the writer,
+    exactly as resume refuses it (one rule, rlio.rules.is_restart_index); resume then works."""
+    with RunWriter(tmp_path) as run:
+        run.record_checkpoint("c1", batch=1, state_path="tinker://r/w/c1")
+        with pytest.raises(RecordError, match=r"has batch .*: a restart needs an int from 0 to "
+                                              r"2\*\*63 - 1") as info:
+            run.record_checkpoint("c2", batch=batch, state_path="tinker://r/w/c2")
+    assert info.value.pointer == "/batch"
+    assert [r["name"] for r in read_jsonl(tmp_path / L.CHECKPOINTS)] == ["c1"]
+    with RunWriter(tmp_path, resume=True) as run:
+        assert run.resume_state is not None and run.resume_state.next_batch == 1
+
+
 def test_checkpoints_without_the_resume_key_need_no_batch(tmp_path: pathlib.Path) -> None:
     """A sampler-only record, or one without paths, may omit batch; SL writes epoch and batch."""
     with RunWriter(tmp_path) as run:
