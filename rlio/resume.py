@@ -231,6 +231,11 @@ class ResumeState:
         With ``lines`` False no line is numbered from the start of a file (that reads every byte
         before it): lines are placed from the end, what the backward read already knows.
         """
+        return "\n".join(self.describe_lines(lines=lines))
+
+    def describe_lines(self, *, lines: bool = True) -> list[str]:
+        """``describe`` as a list of lines: a field holding a newline (a ``state_path`` from
+        the ledger) stays inside its line, for a caller that escapes each line."""
         ck = self.checkpoint
         epoch = "" if self.next_epoch is None else f", epoch {self.next_epoch}"
         where = f"line {self.line}" if lines else _from_end_text(self._from_end)
@@ -261,7 +266,7 @@ class ResumeState:
         n = len(self.superseded_iteration_files)
         out.append(f"  supersedes {n} per-iteration file{'' if n == 1 else 's'} "
                    f"(iteration >= {self.next_batch})")
-        return "\n".join(out)
+        return out
 
 
 def _from_end_text(after: int) -> str:
@@ -346,7 +351,9 @@ def resume_document(
     """The JSON document of ``rlio resume --format json``.
 
     ``{"checkpoint", "line", "next_batch", "next_epoch", "torn_tail", "superseded":
-    {"metrics_lines": [first, last] | null, "iteration_files": [...]}}``.
+    {"metrics_lines": [first, last] | null, "iteration_files": [...]}}``. ``torn_tail`` is about
+    ``checkpoints.jsonl`` only: whether its last line is torn (a torn ``metrics.jsonl`` tail is
+    not counted in ``metrics_lines`` and is moved aside by the writer).
 
     ``line`` and ``superseded.metrics_lines`` are numbered from the start of their files, which
     reads every byte before them; with ``lines`` False (``rlio resume`` without ``--line``) both

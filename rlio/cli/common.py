@@ -16,7 +16,7 @@ EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 #: The exit codes most commands share, for their ``--help`` epilog.
 STANDARD_EXIT_CODES = (
     (EXIT_OK, "success"),
-    (EXIT_UNREADABLE, "the run could not be read, or the command was misused"),
+    (EXIT_UNREADABLE, "no run found at RUN or it could not be read, or the command was misused"),
 )
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -60,7 +60,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         help_text = action.help or ""
         default = action.default
         if (  # by identity: a default of 0 is shown, although 0 == False
-            not any(default is v for v in (None, False, argparse.SUPPRESS))
+            action.nargs != 0  # a flag (--no-validate): its default is the flag's absence
+            and not any(default is v for v in (None, False, argparse.SUPPRESS))
             and default != []
             and "%(default)" not in help_text
             and action.option_strings

@@ -6,7 +6,14 @@ import argparse
 import os
 import sys
 
-from rlio.cli.common import EXIT_OK, add_command, fail, printable, run_failure
+from rlio.cli.common import (
+    EXIT_OK,
+    EXIT_UNREADABLE,
+    add_command,
+    fail,
+    printable,
+    run_failure,
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -19,6 +26,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             ("rlio report runs/exp1", "write runs/exp1/report.html"),
             ("rlio report runs/exp1 -o /tmp/exp1.html --metric optim/lr",
              "write elsewhere and also chart optim/lr"),
+        ),
+        exit_codes=(
+            (EXIT_OK, "the page was written (a run with findings too: the page shows them)"),
+            (EXIT_UNREADABLE, "no run found at RUN (nothing is written), the page could not be "
+                              "written, or the command was misused"),
         ),
     )
     p.add_argument("run", metavar="RUN", help="local path or URI")

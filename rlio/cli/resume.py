@@ -52,6 +52,6 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(f"{printable(args.run)}: no resumable checkpoint; start from "
                          "iteration 0\n")
     else:  # one output line per line of the description, each terminal-safe
-        text = state.describe(lines=args.line)
-        sys.stdout.write("".join(printable(line) + "\n" for line in text.split("\n")))
+        text = state.describe_lines(lines=args.line)  # a newline in a field stays escaped
+        sys.stdout.write("".join(printable(line) + "\n" for line in text))
     return EXIT_OK
