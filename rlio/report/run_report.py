@@ -129,7 +129,7 @@ def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bo
     run_href = _linker(storage, output, inside)
     rollouts, tracker = Rollouts(), PromptTracker()
     for p, trajs, transcripts in iterate(storage, places, report_name, run_href, write):
-        rollouts.add(p.split, p.iteration, trajs, quote(p.location))
+        rollouts.add(p.split, p.iteration, trajs, quote(p.location), transcripts)
         tracker.add(p.split, p.iteration, p.location, transcripts, trajs)
     prompt_href: dict[str, str] = {}
     for track in tracker.pages():
