@@ -102,3 +102,16 @@ def test_diff_of_a_missing_run_exits_2(tmp_path: Path, capsys: pytest.CaptureFix
     root = cookbook_run(tmp_path / "run", 1)
     code, _, err = cli(capsys, "diff", str(root), str(tmp_path / "absent"))
     assert code == 2 and "absent" in err
+
+
+def test_diff_of_a_metric_neither_run_logged_exits_2_naming_the_metrics(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`rlio diff A B --metric nope/key` is one error line naming the key and the metrics both
+    runs logged, exit 2, never a "none" row."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    write(a, layout.METRICS, jsonl(metrics_line(s, r=1.0) for s in range(3)))
+    write(b, layout.METRICS, jsonl(metrics_line(s, r=2.0) for s in range(3)))
+    code, out, err = cli(capsys, "diff", str(a), str(b), "--metric", "nope/key")
+    assert code == 2 and out == ""
+    assert err == ("rlio: error: --metric 'nope/key': neither run logged it; metrics both runs "
+                   "logged: optim/lr, r\n")
