@@ -618,12 +618,13 @@ def _ckpt_float_batch() -> Case:
 
 @case
 def _metrics_forward_jump_onto_checkpoint() -> Case:
-    files = metrics_only([0, 1, 2, 3, 5])
+    files = metrics_only([0, 1, 2, 5])
     files["checkpoints.jsonl"] = jsonl([ckpt("000005", 5)])
-    return Case("metrics_forward_jump_onto_checkpoint", "Steps jump from 3 to 5 and a checkpoint "
-                "sits at batch 5: a resume re-logs steps, it never skips forward, so the jump is "
-                "unexplained (RL408), not a resume (RL407).", "§9", files,
-                [F("RL408", "warning", "metrics.jsonl", 5, "/step")], forbidden=["RL407"])
+    return Case("metrics_forward_jump_onto_checkpoint", "Steps jump from 2 to 5 and a checkpoint "
+                "sits at batch 5: a crash between a checkpoint and its metrics line loses one "
+                "line, not two, and a resume re-logs steps, it never skips forward, so the jump "
+                "is unexplained (RL408), not RL407.", "§9", files,
+                [F("RL408", "warning", "metrics.jsonl", 4, "/step")], forbidden=["RL407"])
 
 
 @case

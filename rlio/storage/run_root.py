@@ -49,8 +49,9 @@ def top_level_names(storage: Storage, shown: str) -> set[str]:
     try:
         if storage.is_local:
             if not os.access(storage.root, os.R_OK | os.X_OK):
-                raise RunNotFoundError(errno.EACCES, f"cannot read run {shown!r}: the folder "
-                                       "cannot be listed (permission denied)", shown)
+                raise RunNotFoundError(errno.EACCES, f"cannot read run {shown!r}: "
+                                       f"{os.strerror(errno.EACCES)} (the folder cannot be "
+                                       "listed)", shown)
             return {n for n in os.listdir(storage.root) if not (n + "/").startswith(
                 HIDDEN_PREFIXES)}
         return {e.path.partition("/")[0] for e in storage.walk()}

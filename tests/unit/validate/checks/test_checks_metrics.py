@@ -208,11 +208,18 @@ def _messages(records: list[Any], restart: set[int] | None = None) -> list[tuple
     return [(f.code, f.message) for f in s.items]
 
 
-def test_a_forward_jump_onto_a_checkpoint_batch_is_not_called_a_resume() -> None:
-    """Steps 3 -> 5 with a checkpoint at batch 5 jumped forward (no resume re-logs forward):
-    RL408 naming the step never logged, never RL407's resume wording."""
+def test_a_forward_jump_onto_a_checkpoint_batch_is_not_called_a_re_log() -> None:
+    """Steps 3 -> 5 with a checkpoint at batch 5: RL407 saying step 4 was never logged (a crash
+    between that checkpoint and step 4's line), never "logs these iterations again"; a wider
+    jump onto a checkpoint (2 -> 5) loses more than one line: RL408; a drop onto a checkpoint
+    keeps the re-log wording."""
     found = _messages([train(s) for s in (0, 1, 2, 3, 5)], restart={5})
-    assert found == [("RL408", "step 5 jumps from step 3 (expected 4): step 4 was never logged")]
+    assert found == [("RL407", "step 5 jumps from step 3: step 4 was never logged, as when a "
+                               "crash comes between the checkpoint at batch 5 and step 4's "
+                               "metrics line and the run resumes from that checkpoint")]
+    wide = _messages([train(s) for s in (0, 1, 2, 5)], restart={5})
+    assert wide == [("RL408", "step 5 jumps from step 2 (expected 3): steps 3 to 4 were never "
+                              "logged")]
     again = _messages([train(s) for s in (0, 1, 2, 3, 1)], restart={1})
     assert again == [("RL407", "step 1 drops back from step 3: a resume from the checkpoint at "
                                "batch 1 logs these iterations again")]
