@@ -35,8 +35,14 @@ class UnsafeStorageError(RlioError, OSError):
 class MissingExtraError(RlioError, ImportError):
     """An optional dependency a feature needs is not installed; names the ``pip install`` line.
 
-    gs:// run directories need gcsfs, which the base install leaves out (most runs are local).
+    Each URI scheme's library comes with its extra (gs://: ``rlio[gcs]``, s3://: ``rlio[s3]``),
+    which the base install leaves out (most runs are local).
     """
+
+
+class StorageUnavailableError(RlioError, OSError):
+    """A remote store cannot be used: unreachable (no network, wrong endpoint), no credentials,
+    or credentials it refuses. One line naming the store and the problem; the CLI exits 2."""
 
 
 class RunNotFoundError(RlioError, FileNotFoundError):

@@ -38,7 +38,7 @@ from rlio._supersede import (
     superseded_files,
     whole_file_cut,
 )
-from rlio.errors import ResumeError, RunNotFoundError
+from rlio.errors import ResumeError, RunNotFoundError, StorageUnavailableError
 from rlio.rules import is_restart_index
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
@@ -331,12 +331,15 @@ def read_resume_state(
             the message and ``.line`` name its line; or the ledger is not a regular file, or the
             run or a file cannot be read (permission, I/O: only a missing run or ledger means
             "none").
+        StorageUnavailableError: a cloud store that cannot be reached (or has no credentials).
     """
     try:
         storage = _as_storage(log_path)
         return _state_from_scan(storage, _scan_ledger(storage, required_key), required_key)
     except RunNotFoundError:
         return None  # a fresh run: nothing was written yet
+    except StorageUnavailableError:
+        raise  # the store, not the run, failed: the error names it in one line
     except OSError as exc:  # permission denied, I/O error: "cannot read" is never "absent"
         where = exc.filename or (log_path.root if isinstance(log_path, Storage)
                                  else os.fspath(log_path))

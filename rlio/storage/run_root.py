@@ -13,7 +13,7 @@ import errno
 import os
 
 from rlio import layout
-from rlio.errors import NotARunError, RunNotFoundError
+from rlio.errors import NotARunError, RunNotFoundError, StorageUnavailableError
 from rlio.storage.base import HIDDEN_PREFIXES, Storage
 from rlio.storage.opener import open_storage
 
@@ -55,8 +55,8 @@ def top_level_names(storage: Storage, shown: str) -> set[str]:
             return {n for n in os.listdir(storage.root) if not (n + "/").startswith(
                 HIDDEN_PREFIXES)}
         return {e.path.partition("/")[0] for e in storage.walk()}
-    except RunNotFoundError:
-        raise
+    except (RunNotFoundError, StorageUnavailableError):
+        raise  # said already; an unreachable store is not "cannot read the run"
     except OSError as exc:
         raise RunNotFoundError(exc.errno or errno.EIO, f"cannot read run {shown!r}: "
                                f"{exc.strerror or exc}", shown) from exc

@@ -21,7 +21,7 @@ import orjson
 
 from rlio import layout
 from rlio._codec.lines import MAX_LINE, ForwardLines, next_line_start
-from rlio.errors import RunNotFoundError
+from rlio.errors import RunNotFoundError, StorageUnavailableError
 from rlio.findings import Finding, Report, finding
 from rlio.storage.base import TEMP_INFIX, Entry, Storage
 from rlio.storage.opener import open_storage
@@ -84,6 +84,7 @@ def validate_run(
         RunNotFoundError: the run does not exist or cannot be listed. Bad data never raises.
         NotARunError: ``location`` is missing, a file, or a folder that is not a run
             (``rlio.layout.is_run_root``).
+        StorageUnavailableError: a cloud store that cannot be reached (or has no credentials).
     """
     return validate_run_sized(location, max_findings_per_code=max_findings_per_code,
                               jobs=jobs, observe=observe)[0]
@@ -99,6 +100,8 @@ def validate_run_sized(
         storage = open_storage(loc)
     except RunNotFoundError:
         raise no_run(loc) from None
+    except StorageUnavailableError:
+        raise  # the store cannot be reached: not "no run here"
     except (OSError, ValueError, NotImplementedError, ImportError) as exc:
         raise RunNotFoundError(errno.ENOENT, f"run cannot be opened ({exc})", loc) from exc
     entries = require_run(storage, loc)
