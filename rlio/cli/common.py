@@ -17,7 +17,7 @@ EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 #: The exit codes most commands share, for their ``--help`` epilog.
 STANDARD_EXIT_CODES = (
     (EXIT_OK, "success"),
-    (EXIT_UNREADABLE, "the run could not be read, or the command was misused"),
+    (EXIT_UNREADABLE, "no run found at RUN or it could not be read, or the command was misused"),
 )
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -36,6 +36,19 @@ def fail(message: str) -> int:
     return EXIT_UNREADABLE
 
 
+def run_failure(location: str, exc: OSError) -> int:
+    """Exit 2 with the one line saying why ``location`` cannot be read as a run: a non-run in
+    the words every command shares (``rlio.storage.run_root.no_run``), else what failed."""
+    from rlio.errors import NotARunError
+
+    if isinstance(exc, NotARunError) and exc.strerror:
+        return fail(exc.strerror)
+    why = exc.strerror or str(exc)
+    if not why.startswith("cannot read run"):
+        why = f"cannot read run {location!r}: {why}"
+    return fail(why)
+
+
 def emit_json(obj: Any) -> None:
     """Write ``obj`` as indented JSON and a newline (JSON escapes every control character)."""
     sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -48,7 +61,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         help_text = action.help or ""
         default = action.default
         if (  # by identity: a default of 0 is shown, although 0 == False
-            not any(default is v for v in (None, False, argparse.SUPPRESS))
+            action.nargs != 0  # a flag (--no-validate): its default is the flag's absence
+            and not any(default is v for v in (None, False, argparse.SUPPRESS))
             and default != []
             and "%(default)" not in help_text
             and action.option_strings

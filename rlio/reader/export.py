@@ -203,7 +203,8 @@ def export_parquet(runs: Sequence[Run | str | os.PathLike[str]],
     Raises:
         RlioError: ``out`` exists and is not an empty folder (an export never mixes with an
             older one).
-        RunNotFoundError: a run cannot be opened.
+        RunNotFoundError: a run cannot be opened (``NotARunError``: it is not a run); nothing
+            is written then.
         MissingExtraError: pyarrow is not installed (``pip install 'rlio[parquet]'``).
     """
     pa = require("pyarrow", "parquet", purpose="the Parquet export")
@@ -213,6 +214,7 @@ def export_parquet(runs: Sequence[Run | str | os.PathLike[str]],
         raise RlioError(f"{root}: exists and is not an empty folder; export to a new folder")
     opened = [r if isinstance(r, Run) else open_run(r) for r in runs]
     names = _unique_names(opened)
+    root.mkdir(parents=True, exist_ok=True)  # "wrote 0 file(s) under OUT" names a folder
     result = ExportResult()
     for kind in KINDS:
         parts: list[tuple[str, str, Table]] = []

@@ -27,6 +27,7 @@ from rlio._version import __version__
 from rlio.errors import NotARunError, RunNotFoundError
 from rlio.findings import Report, Severity
 from rlio.storage.opener import open_storage
+from rlio.storage.run_root import no_run
 from rlio.validate.engine import validate_run_sized
 
 
@@ -119,10 +120,7 @@ def uri_scheme(location: str) -> str | None:
 def _local_runs(root: str) -> list[str]:
     """Every run folder under the local folder ``root`` (``root`` itself included)."""
     if not os.path.isdir(root):
-        if os.path.lexists(root):
-            raise NotARunError(errno.ENOTDIR, f"no run found at {root} (a file, not a folder)",
-                               root)
-        raise RunNotFoundError(errno.ENOENT, f"cannot read {root}: no such folder", root)
+        raise no_run(root)
     found: list[str] = []
     stack = [root]
     while stack:
@@ -183,8 +181,7 @@ def _runs_at(path: str) -> list[str]:
     else:
         runs = _remote_runs(path)
     if not runs:
-        raise NotARunError(errno.ENOENT, f"no run found at {path} (no folder with "
-                           f"{' or '.join(layout.RUN_MARKERS)} at its root)", path)
+        raise no_run(path)
     return runs
 
 
