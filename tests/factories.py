@@ -489,7 +489,8 @@ def seeded_sweep(root: Path) -> Path:
     """Four runs under ``root/sweep`` with known differences: ``lr-1e-5/base`` (flat, rlio),
     ``lr-4e-5/regressed`` (nested, rlio, an extra config key, the regressed prompts),
     ``lr-1e-4/cookbook`` (flat, written as the cookbook writes, no cost keys) and ``lr-1e-4/empty``
-    (a config and a code diff only: a run that logged nothing yet); and ``root/sweep/notes`` (no run)."""
+    (a config and a code diff only: a run that logged nothing yet);
+    and ``root/sweep/notes`` (no run)."""
     sweep = root / "sweep"
     base_cfg = {"learning_rate": 1e-5, "model_name": "m/8b",
                 "sampling": {"temperature": 1.0, "max_tokens": 256}, "seed": 0}
