@@ -137,6 +137,10 @@ class _Compiler:
                                         [(_BOUNDS[k], schema[k]) for k in rules - {"type"}])
         if schema.get("type") == "object":
             checks = [self._object(schema)]
+        elif schema.get("type") == "array" and "items" in schema:
+            checks = self._array(schema, typed=True)
+            schema = {k: v for k, v in schema.items() if k != "items"}  # its items are judged
+            checks += [c for c in (self._members(schema), self._required(schema)) if c]
         else:
             checks = [_whole(self._type(schema["type"]))] if "type" in schema else []
             checks += [c for c in (self._members(schema), self._required(schema)) if c]
@@ -181,14 +185,15 @@ class _Compiler:
     def _object(self, schema: dict[str, Any]) -> Check:
         """``type: object`` with its object keywords, in one function (the common node)."""
         required = tuple(schema.get("required", ()))
-        members = self._members(schema, typed=True)
+        names = frozenset(required)
+        members = self._members(schema, typed=True) or _always
 
         def check_object(value: Any) -> bool:
-            if type(value) is not dict and not isinstance(value, dict):
+            if type(value) is dict:  # one set test; a subclass asks its own ``in``
+                return names <= value.keys() and members(value)
+            if not isinstance(value, dict) or not all(map(value.__contains__, required)):
                 return False
-            if not all(map(value.__contains__, required)):
-                return False
-            return members is None or members(value)
+            return members(value)
 
         return check_object
 
@@ -213,15 +218,16 @@ class _Compiler:
             return check
         return lambda v: not isinstance(v, dict) or check(v)
 
-    def _array(self, schema: dict[str, Any]) -> list[Check]:
+    def _array(self, schema: dict[str, Any], *, typed: bool = False) -> list[Check]:
+        """``items``; ``typed``: also ``type: array`` (a value that is no list fails)."""
         compiled = self.node(schema["items"]) if "items" in schema else ALWAYS
-        if compiled is ALWAYS:
+        if compiled is ALWAYS and not typed:
             return []
         exact, item = compiled
 
         def check_items(value: Any) -> bool:
             if type(value) is not list and not isinstance(value, list):
-                return True
+                return not typed
             if not exact:
                 return all(map(item, value))
             for x in value:  # noqa: SIM110 (a loop: all() with a generator costs more per item)
@@ -320,7 +326,15 @@ def _typed_bounds(typed: Typed, bounds: list[tuple[Callable[[Any, Any], bool], A
             return True
         return check_type(value) and (not _is_number(value) or in_bounds(value))
 
-    return check_bounded
+    if more or test is not _BOUNDS["minimum"]:
+        return check_bounded
+
+    def check_minimum(value: Any) -> bool:  # the common bound (counts, steps), test inlined
+        if type(value) in numeric:
+            return not value < limit
+        return check_bounded(value)
+
+    return check_minimum
 
 
 def _all_of(checks: list[Check]) -> Check:
@@ -397,28 +411,48 @@ def _keyed_members(
     extra: Typed,
 ) -> Check:
     """Every key of a dict against the subschemas that apply to its name (resolved once)."""
-    memo: dict[str, Typed] = {}
+    if not props and not patterns:
+        return _extra_members(extra)
+    exacts: dict[str, frozenset[type]] = {}  # per key name: the types valid whatever the value
+    checks: dict[str, Check] = {}  # per key name: the check of any other value
 
-    def for_key(key: str) -> Typed:
+    def for_key(key: str) -> Check:
         applies = [props[key]] if key in props else []
         matched = [typed for search, typed in patterns if search(key) is not None]
         applies += matched if matched or key in props else [extra]
         applies = [t for t in applies if t != ALWAYS]
-        typed = ALWAYS if not applies else applies[0] if len(applies) == 1 else (
-            _NONE, _all_of([_whole(t) for t in applies]))
-        if len(memo) < _KEY_MEMO:
-            memo[key] = typed
-        return typed
+        # a type valid for every subschema that applies is valid for their conjunction
+        exact = frozenset.intersection(*(e for e, _ in applies)) if applies else _NONE
+        check = _always if not applies else applies[0][1] if len(applies) == 1 else (
+            _all_of([_whole(t) for t in applies]))
+        if len(checks) < _KEY_MEMO:
+            exacts[key], checks[key] = exact, check
+        return check
 
     def check_keyed(value: Any) -> bool:
-        get = memo.get
+        exact_of, check_of = exacts.get, checks.get
         for key, item in value.items():
-            exact, check = get(key) or for_key(key)
-            if type(item) not in exact and not check(item):
+            if type(item) not in exact_of(key, _NONE) and not (
+                    check_of(key) or for_key(key))(item):
                 return False
         return True
 
     return check_keyed
+
+
+def _extra_members(extra: Typed) -> Check:
+    """``additionalProperties`` alone (on a dict): every value against one subschema."""
+    exact, check = extra
+    if (exact, check) == ALWAYS:
+        return _always
+
+    def check_values(value: Any) -> bool:
+        for item in value.values():
+            if type(item) not in exact and not check(item):
+                return False
+        return True
+
+    return check_values
 
 
 def compile_check(schema: Any) -> Check:
