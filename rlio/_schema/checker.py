@@ -134,7 +134,7 @@ class _Compiler:
             return self._type(schema["type"])
         if "type" in schema and rules - {"type"} <= set(_BOUNDS):
             return _NONE, _typed_bounds(self._type(schema["type"]),
-                                        [(_BOUNDS[k], schema[k]) for k in rules - {"type"}])
+                                        {k: schema[k] for k in rules - {"type"}})
         if schema.get("type") == "object":
             checks = [self._object(schema)]
         elif schema.get("type") == "array" and "items" in schema:
@@ -308,33 +308,39 @@ def _fold_bounds(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _typed_bounds(typed: Typed, bounds: list[tuple[Callable[[Any, Any], bool], Any]]) -> Check:
-    """A ``type`` with numeric bounds (counts, steps, durations): one test for an int or a
-    float; the bounds apply to numbers only."""
+def _typed_bounds(typed: Typed, bounds: dict[str, Any]) -> Check:
+    """A ``type`` with numeric bounds (counts, steps, durations, fractions): for an int or a
+    float one inline test of a lone ``minimum`` or a ``minimum`` with a ``maximum``; the bounds
+    apply to numbers only."""
     exact, check_type = typed
     numeric = exact & {int, float}
-    (test, limit), *more = bounds
+    tests = [(_BOUNDS[k], limit) for k, limit in bounds.items()]
 
     def in_bounds(value: Any) -> bool:
-        return bool(test(value, limit)) and all(t(value, b) for t, b in more)
+        return all(test(value, limit) for test, limit in tests)
 
     def check_bounded(value: Any) -> bool:
         t = type(value)
         if t in numeric:
-            return bool(test(value, limit)) and (not more or in_bounds(value))
+            return in_bounds(value)
         if t in exact:
             return True
         return check_type(value) and (not _is_number(value) or in_bounds(value))
 
-    if more or test is not _BOUNDS["minimum"]:
-        return check_bounded
+    low, high = bounds.get("minimum"), bounds.get("maximum")
 
-    def check_minimum(value: Any) -> bool:  # the common bound (counts, steps), test inlined
+    def check_minimum(value: Any) -> bool:
         if type(value) in numeric:
-            return not value < limit
+            return not value < low
         return check_bounded(value)
 
-    return check_minimum
+    def check_range(value: Any) -> bool:
+        if type(value) in numeric:
+            return not value < low and not value > high
+        return check_bounded(value)
+
+    return {frozenset({"minimum"}): check_minimum,
+            frozenset({"minimum", "maximum"}): check_range}.get(frozenset(bounds), check_bounded)
 
 
 def _all_of(checks: list[Check]) -> Check:
