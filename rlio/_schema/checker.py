@@ -132,6 +132,11 @@ class _Compiler:
         rules = set(schema) - _ANNOTATIONS
         if rules == {"type"}:
             return self._type(schema["type"])
+        if rules == {"anyOf"}:  # a type valid for one option whatever the value is valid
+            options = [self.node(s) for s in schema["anyOf"]]
+            return frozenset().union(*(e for e, _ in options)), _any_of(options)
+        if rules == {"type", "pattern"}:
+            return _NONE, _typed_pattern(self._type(schema["type"]), schema["pattern"])
         if "type" in schema and rules - {"type"} <= set(_BOUNDS):
             return _NONE, _typed_bounds(self._type(schema["type"]),
                                         {k: schema[k] for k in rules - {"type"}})
@@ -341,6 +346,20 @@ def _typed_bounds(typed: Typed, bounds: dict[str, Any]) -> Check:
 
     return {frozenset({"minimum"}): check_minimum,
             frozenset({"minimum", "maximum"}): check_range}.get(frozenset(bounds), check_bounded)
+
+
+def _typed_pattern(typed: Typed, pattern: str) -> Check:
+    """A ``type`` with a ``pattern`` (tags, splits, dates): one test for a str."""
+    exact, check_type = typed
+    search = re.compile(pattern).search
+
+    def check_pattern(value: Any) -> bool:
+        t = type(value)
+        if t in exact:
+            return t is not str or search(value) is not None
+        return check_type(value) and (not isinstance(value, str) or search(value) is not None)
+
+    return check_pattern
 
 
 def _all_of(checks: list[Check]) -> Check:

@@ -368,6 +368,8 @@ EDGE_SCHEMAS = [
     {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1}},
     {"type": "object", "required": ["a", "ab"]},
     {"type": "array", "items": True}, {"type": ["array", "null"], "items": {"type": "number"}},
+    {"type": ["string", "null"], "pattern": "^a"}, {"type": "integer", "pattern": "a"},
+    {"items": {"anyOf": [{"type": "string"}, {"type": "object", "required": ["a"]}]}},
 ]
 
 
