@@ -4,10 +4,11 @@ The floor is one ``orjson.loads`` of every line of the file (read in 1 MiB block
 report of every metric needs at least. rlio's side is ``render_run_report`` (validation included,
 as ``rlio report`` runs it: the charts read the validator's own parse), ``validate_run`` alone
 (what the report adds to it is the "over validate_run" row's ratio), and ``read_metrics`` alone
-(the charts' pass when the report runs without validation), interleaved with the floor in rounds. Two rows
-compare the peak Python heap (tracemalloc) of the report and of ``read_metrics`` at the full line
-count with a tenth of it: flat memory is a ratio near 1. Under the report's row, its pure-Python
-floor (no goal): the parse floor plus one type test per value of every line (``harness.touch``).
+(the charts' pass when the report runs without validation), interleaved with the floor in
+rounds. Two rows compare the peak Python heap (tracemalloc) of the report and of
+``read_metrics`` at the full line count with a tenth of it: flat memory is a ratio near 1. Under
+the report's row, its pure-Python floor (no goal): the parse floor plus one type test per value
+of every line (``harness.touch``).
 
 Usage: ``python benchmarks/report_floor.py [--quick]``; ``benchmarks/run_all.py`` prints its rows.
 """
