@@ -9,15 +9,18 @@ so a new rule cannot be silently ignored.
 A few compiled shapes keep it fast without a second engine (``benchmarks/writer_floor.py``,
 ``benchmarks/fleet.py`` and ``benchmarks/report_floor.py`` time them):
 
-- a subschema that is only a ``type`` is known by its exact Python types, so a container tests a
-  member's ``type(value)`` against that set in place instead of calling a function per value;
-- ``type: object`` with its required keys and members is one function, and a ``type`` with
-  numeric bounds one test (``allOf`` members holding only bounds, such as a warning-level range,
-  fold into their parent first);
+- a subschema that is only a ``type`` (or only an ``anyOf``: the union of its options') is known
+  by its exact Python types, so a container tests a member's ``type(value)`` against that set in
+  place instead of calling a function per value;
+- ``type: object`` with its required keys (one subset test) and members is one function, as is
+  ``type: array`` with its ``items``; a ``type`` with numeric bounds is one test (``allOf``
+  members holding only bounds, such as a warning-level range, fold into their parent first; a
+  lone ``minimum``, or one with a ``maximum``, is compared inline), and so is a ``type`` with a
+  ``pattern``;
 - an object's per-key checks (``properties``, ``patternProperties``, ``additionalProperties``)
-  are resolved once per key name and kept (at most ``_KEY_MEMO`` names per object schema), since
-  a metrics line repeats its keys every step and its ``^time/``-style regexes would otherwise run
-  per key per line.
+  are resolved once per key name and kept (at most ``_KEY_MEMO`` names per object schema), with
+  the exact types every subschema of that key accepts, since a metrics line repeats its keys
+  every step and its ``^time/``-style regexes would otherwise run per key per line.
 """
 
 from __future__ import annotations
