@@ -35,8 +35,14 @@ class UnsafeStorageError(RlioError, OSError):
 class MissingExtraError(RlioError, ImportError):
     """An optional dependency a feature needs is not installed; names the ``pip install`` line.
 
-    gs:// run directories need gcsfs, which the base install leaves out (most runs are local).
+    Each URI scheme's library comes with its extra (gs://: ``rlio[gcs]``, s3://: ``rlio[s3]``),
+    which the base install leaves out (most runs are local).
     """
+
+
+class StorageUnavailableError(RlioError, OSError):
+    """A remote store cannot be used: unreachable (no network, wrong endpoint), no credentials,
+    or credentials it refuses. One line naming the store and the problem; the CLI exits 2."""
 
 
 class RunNotFoundError(RlioError, FileNotFoundError):
@@ -71,5 +77,6 @@ class AppendError(RlioError, OSError):
 
 
 class NotARunError(RunNotFoundError):
-    """The path exists but is not a run: a file, or a folder without ``metrics.jsonl`` or
-    ``config.json`` at its root (``rlio.layout.is_run_root``)."""
+    """No run at the path: it is missing, a file, or a folder without ``metrics.jsonl``,
+    ``checkpoints.jsonl`` or per-iteration files, or ``config.json`` with ``code.diff``
+    (``rlio.layout.is_run_root``). ``strerror`` is the one line every command prints."""

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 from collections.abc import Sequence
 
 from rlio._version import __version__
 from rlio.cli.common import EXIT_OK, EXIT_UNREADABLE, fail
-from rlio.errors import MissingExtraError
+from rlio.errors import MissingExtraError, StorageUnavailableError
 
 #: Subcommands in the order ``rlio`` lists them; each is the module ``rlio.cli.<name>``, imported
 #: only when its parser is built (one command's start does not pay for the others' imports).
-COMMANDS = ("validate", "resume", "report", "show", "diff", "export", "demo", "schema")
+COMMANDS = ("validate", "resume", "report", "compare", "show", "diff", "query", "export", "demo",
+            "schema")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -42,10 +44,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         sys.stderr.write(parser.format_help())
         return EXIT_UNREADABLE
+    for name in ("gcsfs", "azure"):  # their retry logs are tracebacks; rlio says it in one line
+        logging.getLogger(name).addHandler(logging.NullHandler())
     try:
         code: int = args.handler(args)
     except BrokenPipeError:  # a closed pipe (``| head``) is success
         return EXIT_OK
     except MissingExtraError as exc:  # e.g. gs:// without gcsfs: one line naming the install
+        return fail(str(exc))
+    except StorageUnavailableError as exc:  # offline, no credentials: one line, no traceback
         return fail(str(exc))
     return code

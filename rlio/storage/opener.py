@@ -1,7 +1,10 @@
-"""``open_storage``: the backend for a local path or URI; fsspec, gcsfs imported here only.
+"""``open_storage``: the backend for a local path or URI; each scheme's library imported here only.
 
-Local runs need neither: the base install leaves them out, and a URI scheme whose library is
-absent raises ``MissingExtraError`` naming the install line (gs://: ``pip install 'rlio[gcs]'``).
+Local runs need none: the base install leaves them out, and a URI scheme whose library is
+absent raises ``MissingExtraError`` naming the install line (gs://: ``pip install 'rlio[gcs]'``,
+s3://: ``pip install 'rlio[s3]'``, az://: ``pip install 'rlio[azure]'``). A remote scheme is one
+entry of ``_REMOTE``: a function from the URI to its backend. A store that cannot be reached or
+has no credentials raises ``StorageUnavailableError`` within seconds.
 """
 
 from __future__ import annotations
@@ -9,9 +12,16 @@ from __future__ import annotations
 import errno
 import importlib
 import os
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
-from rlio.errors import MissingExtraError, RunNotFoundError, UnsafeStorageError
+from rlio.errors import (
+    MissingExtraError,
+    RunNotFoundError,
+    StorageUnavailableError,
+    UnsafeStorageError,
+)
 from rlio.storage.base import Storage
 from rlio.storage.local import LocalStorage
 
@@ -27,6 +37,39 @@ def _import_extra(module: str, location: str, install: str) -> ModuleType:
             f"{install}") from exc
 
 
+def bucket_and_prefix(location: str, what: str = "bucket") -> tuple[str, str]:
+    """``(bucket, prefix)`` of ``scheme://bucket/prefix``; ValueError without a bucket."""
+    scheme, _, rest = location.partition("://")
+    bucket, _, prefix = rest.partition("/")
+    if not bucket:
+        raise ValueError(f"a {scheme}:// URI needs a {what}, got {location!r} "
+                         f"(expected {scheme}://{what.upper()}/RUN)")
+    return bucket, prefix.strip("/")
+
+
+#: Seconds a cloud endpoint has to accept a TCP connection before it counts as unreachable.
+CONNECT_SECONDS = 3.0
+
+
+def _reachable(location: str, endpoint: str) -> None:
+    """Raise ``StorageUnavailableError`` unless ``endpoint`` (a URL or ``host:port``) accepts a
+    TCP connection within ``CONNECT_SECONDS``: a store that is not there fails at once, in one
+    line (gcsfs would retry an unreachable host for about 30 s, logging tracebacks; the Azure
+    SDK for seconds), while requests later in a run keep their clients' retries."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_SECONDS).close()
+    except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
+        raise StorageUnavailableError(
+            f"{location}: cannot reach {host}:{port} ({reason})") from None
+
+
 def _open_gcs(location: str) -> Storage:
     """A ``gs://bucket/prefix`` run over gcsfs's core filesystem (imported here, not before).
 
@@ -34,26 +77,99 @@ def _open_gcs(location: str) -> Storage:
     experimental zonal/HNS probing off (a gRPC call an emulator never answers: a minute per
     bucket). Listing caches are off: another process's writes must be seen at once.
     """
-    bucket, _, prefix = location.split("://", 1)[1].partition("/")
-    if not bucket:
-        raise ValueError(f"a gs:// URI needs a bucket, got {location!r} (expected gs://BUCKET/RUN)")
+    bucket, prefix = bucket_and_prefix(location)
     emulator = bool(os.environ.get("STORAGE_EMULATOR_HOST"))
     if emulator:
         os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
     gcsfs_core = _import_extra("gcsfs.core", location, "pip install 'rlio[gcs]'")
+    _reachable(location, os.environ.get("STORAGE_EMULATOR_HOST") or "https://storage.googleapis.com")
 
     from rlio.storage.gcs.storage import GcsStorage
 
     fs = gcsfs_core.GCSFileSystem(token="anon" if emulator else None, use_listings_cache=False)
-    return GcsStorage(fs, bucket, prefix.strip("/"))
+    return GcsStorage(fs, bucket, prefix)
+
+
+def _open_s3(location: str) -> Storage:
+    """An ``s3://bucket/prefix`` run over a boto3 S3 client (imported here, not before),
+    configured from the standard AWS environment (``rlio.storage.s3.api.client``)."""
+    bucket, prefix = bucket_and_prefix(location)
+    _import_extra("boto3", location, "pip install 'rlio[s3]'")
+
+    from rlio.storage.s3.storage import S3Storage
+
+    return S3Storage(bucket, prefix)
+
+
+def _azure_client(location: str, container: str) -> object:
+    """The container client of ``az://CONTAINER/...``, from the standard environment:
+    ``AZURE_STORAGE_CONNECTION_STRING``; else an account (``AZURE_STORAGE_ACCOUNT_NAME``, its
+    URL from ``AZURE_STORAGE_ACCOUNT_URL`` or the public endpoint) with
+    ``AZURE_STORAGE_ACCOUNT_KEY`` or ``AZURE_STORAGE_SAS_TOKEN``, or ``DefaultAzureCredential``
+    where azure-identity is installed."""
+    blob = _import_extra("azure.storage.blob", location, "pip install 'rlio[azure]'")
+    from rlio.storage.azure.api import client_options
+
+    env = os.environ
+    options = client_options()
+    conn = env.get("AZURE_STORAGE_CONNECTION_STRING")
+    try:
+        if conn:
+            service = blob.BlobServiceClient.from_connection_string(conn, **options)
+            return service.get_container_client(container)
+    except ValueError as exc:
+        raise StorageUnavailableError(
+            f"{location}: AZURE_STORAGE_CONNECTION_STRING is not a valid connection string "
+            f"({exc})") from None
+    account = env.get("AZURE_STORAGE_ACCOUNT_NAME") or env.get("AZURE_STORAGE_ACCOUNT")
+    if not account:
+        raise StorageUnavailableError(
+            f"{location}: no Azure credentials: set AZURE_STORAGE_CONNECTION_STRING, or "
+            "AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY")
+    url = env.get("AZURE_STORAGE_ACCOUNT_URL") or f"https://{account}.blob.core.windows.net"
+    credential: object = env.get("AZURE_STORAGE_ACCOUNT_KEY") or env.get("AZURE_STORAGE_SAS_TOKEN")
+    if credential and env.get("AZURE_STORAGE_ACCOUNT_KEY"):
+        credential = {"account_name": account, "account_key": credential}
+    if not credential:
+        try:
+            identity = importlib.import_module("azure.identity")
+        except ImportError:
+            raise StorageUnavailableError(
+                f"{location}: no Azure credentials for account {account!r}: set "
+                "AZURE_STORAGE_ACCOUNT_KEY (or AZURE_STORAGE_SAS_TOKEN), or install "
+                "azure-identity for DefaultAzureCredential") from None
+        credential = identity.DefaultAzureCredential()
+    return blob.ContainerClient(url, container, credential=credential, **options)
+
+
+def _open_azure(location: str) -> Storage:
+    """An ``az://container/prefix`` run over azure-storage-blob (imported here, not before)."""
+    container, prefix = bucket_and_prefix(location, "container")
+    client: Any = _azure_client(location, container)
+    _reachable(location, str(client.url))
+
+    from rlio.storage.azure.storage import AzureStorage
+
+    return AzureStorage(client, container, prefix)
+
+
+#: Remote URI schemes and the function opening each (its library imported only then).
+_REMOTE: dict[str, Callable[[str], Storage]] = {
+    "gs": _open_gcs,
+    "gcs": _open_gcs,
+    "s3": _open_s3,
+    "az": _open_azure,
+}
 
 
 def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> Storage:
-    """The backend for a local path or URI (``file://``, ``memory://``, ``gs://``).
+    """The backend for a local path or URI (``file://``, ``memory://``, ``gs://``, ``s3://``,
+    ``az://``).
 
     ``create`` (writers) makes the run when it is absent and, on an object store, sweeps the batch
     parts a crashed writer left; without it a missing run raises ``RunNotFoundError``. A scheme
-    whose library is missing raises ``MissingExtraError``; any other scheme
+    whose library is missing raises ``MissingExtraError``; a store that cannot be reached or
+    refuses the credentials ``StorageUnavailableError``; any other scheme
     ``UnsafeStorageError`` (rlio cannot write it safely).
     """
     loc = os.fspath(location)
@@ -67,13 +183,13 @@ def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> S
         from rlio.storage.memory import MemoryStorage
 
         storage = MemoryStorage(loc, fsspec.filesystem("memory"))
-    elif scheme in ("gs", "gcs"):
-        storage = _open_gcs(loc)
+    elif scheme in _REMOTE:
+        storage = _REMOTE[scheme](loc)
     else:
         raise UnsafeStorageError(
             errno.EPROTONOSUPPORT,
             f"{loc}: {scheme}:// run directories are not supported; use a local path, "
-            "file://, memory:// or gs://")
+            f"file://, memory:// or {', '.join(f'{s}://' for s in _REMOTE if s != 'gcs')}")
     if create:
         storage.create()
         if not storage.is_local:

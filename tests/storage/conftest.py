@@ -1,4 +1,4 @@
-"""Fixtures of the storage tests: the enforcing GCS emulator and one run location per backend."""
+"""Fixtures of the storage tests: the emulators and one run location per backend."""
 
 from __future__ import annotations
 
@@ -10,11 +10,14 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+import azurite
+import s3_emulator
 from gcs_emulator import Emulator, serving
 
 from rlio.storage import Storage, open_storage
 
 BUCKET = "rlio-test"
+CONTAINER = "rlio-test"
 
 
 @pytest.fixture(scope="session")
@@ -37,26 +40,100 @@ def emulator(gcs_emulator: Emulator) -> Iterator[Emulator]:
     gcs_emulator.set_faults([])
 
 
+@pytest.fixture(scope="session")
+def s3_session_emulator() -> Iterator[s3_emulator.Emulator]:
+    """moto behind the precondition-enforcing layer on a free loopback port, for the session;
+    the standard AWS variables point at it meanwhile (and in writer processes tests start)."""
+    with s3_emulator.serving(BUCKET) as emu:
+        yield emu
+
+
+@pytest.fixture
+def s3_emu(s3_session_emulator: s3_emulator.Emulator) -> Iterator[s3_emulator.Emulator]:
+    """The session S3 emulator with no fault rules and zeroed counters, before and after."""
+    s3_session_emulator.set_faults([])
+    s3_session_emulator.stats(reset=True)
+    yield s3_session_emulator
+    s3_session_emulator.set_faults([])
+
+
+@pytest.fixture
+def s3_uri(s3_emu: s3_emulator.Emulator) -> str:
+    """A fresh s3:// run URI on the emulator (a unique prefix per test)."""
+    return f"s3://{BUCKET}/t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def azurite_proxy() -> Iterator[azurite.FaultProxy]:
+    """Azurite on a free loopback port behind the fault proxy, for the whole session; skipped
+    (with the reason) where azurite-blob is not installed (``.ci/run`` installs it)."""
+    if azurite.binary() is None:
+        pytest.skip("azurite-blob is not installed (.ci/run puts it in .ci/node)")
+    with azurite.serving(CONTAINER) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+def az(azurite_proxy: azurite.FaultProxy) -> Iterator[azurite.FaultProxy]:
+    """The session's proxy with no fault rules and zeroed counters, before and after the test."""
+    azurite_proxy.set_faults([])
+    azurite_proxy.stats(reset=True)
+    yield azurite_proxy
+    azurite_proxy.set_faults([])
+
+
+@pytest.fixture
+def az_uri(az: azurite.FaultProxy) -> str:
+    """A fresh az:// run URI on Azurite (a unique prefix per test)."""
+    return f"az://{CONTAINER}/t-{uuid.uuid4().hex[:12]}"
+
+
 @pytest.fixture
 def gs_uri(emulator: Emulator) -> str:
     """A fresh run URI on the emulator (a unique prefix per test)."""
     return f"gs://{BUCKET}/t-{uuid.uuid4().hex[:12]}"
 
 
-def _memory_uri() -> str:
+#: The backends the storage contract suite runs against. A backend joins by adding its name here
+#: and a fixture ``<name>_contract_uri`` giving a fresh (not yet created) run location.
+CONTRACT_BACKENDS = ["local", "memory", "gs", "s3", "az"]
+
+
+@pytest.fixture
+def local_contract_uri(tmp_path: Path) -> str:
+    """A fresh local run folder."""
+    return str(tmp_path / "run")
+
+
+@pytest.fixture
+def memory_contract_uri() -> str:
+    """A fresh memory:// run."""
     return f"memory://rlio-{uuid.uuid4().hex[:12]}"
 
 
-@pytest.fixture(params=["local", "memory", "gs"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh run location of each kind: a local folder, memory:// and gs:// (emulator)."""
-    kind: str = request.param
-    if kind == "local":
-        return str(tmp_path / "run")
-    if kind == "memory":
-        return _memory_uri()
-    request.getfixturevalue("emulator")
+@pytest.fixture
+def gs_contract_uri(emulator: Emulator) -> str:
+    """A fresh gs:// run on the enforcing emulator."""
     return f"gs://{BUCKET}/c-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def s3_contract_uri(s3_emu: s3_emulator.Emulator) -> str:
+    """A fresh s3:// run on the enforcing S3 emulator."""
+    return f"s3://{BUCKET}/c-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def az_contract_uri(az: azurite.FaultProxy) -> str:
+    """A fresh az:// run on Azurite."""
+    return f"az://{CONTAINER}/c-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(params=CONTRACT_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """A fresh run location of each kind in ``CONTRACT_BACKENDS``."""
+    uri: str = request.getfixturevalue(f"{request.param}_contract_uri")
+    return uri
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The storage contract: one suite run against local folders, memory:// and gs:// (emulator).
+"""The storage contract: one suite run against every backend of ``conftest.CONTRACT_BACKENDS``.
 
 Differences between backends are part of the contract and are asserted as such: object stores
 have no directories (``walk`` yields files only) and refuse what they cannot do safely.

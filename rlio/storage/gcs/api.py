@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
+from rlio.errors import StorageUnavailableError
 from rlio.layout import TEXT_TYPE
 
 #: Where batch parts wait to be composed, where lease objects live, and the marker object of a
@@ -15,9 +16,8 @@ from rlio.layout import TEXT_TYPE
 PARTS_DIR = ".rlio-parts"
 LOCKS_DIR = ".rlio-locks"
 RUN_MARKER = ".rlio-run"
-#: Custom metadata on a log: the last batch sequence number each recent writer composed
-#: (``"<writer>:<seq> ..."``, most recent last), and how many times rlio rewrote the log.
-META_APPENDS = "rlio-appends"
+#: Custom metadata on a log: how many times rlio rewrote the log (the batches each writer
+#: composed are ``rlio.storage.batching.META_APPENDS``).
 META_REWRITES = "rlio-rewrites"
 #: A random id of the last rewrite, so that a rewrite whose answer was lost can recognise itself.
 META_REWRITE_ID = "rlio-rewrite-id"
@@ -26,6 +26,16 @@ META_REWRITE_ID = "rlio-rewrite-id"
 def generation(resource: Mapping[str, Any]) -> int:
     """The generation of an object resource (the API sends it as a string)."""
     return int(resource["generation"])
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """True for a failure to reach the store at all (after gcsfs's retries)."""
+    import asyncio
+
+    import aiohttp
+
+    return isinstance(exc, (aiohttp.ClientConnectionError, asyncio.TimeoutError,
+                            ConnectionError)) and not isinstance(exc, StorageUnavailableError)
 
 
 class GcsApi:
@@ -39,10 +49,23 @@ class GcsApi:
         self.fs = fs
         self.bucket = bucket
 
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        """``fs.call``, with a store that cannot be reached raised as
+        ``StorageUnavailableError`` (one line) instead of the HTTP client's error."""
+        try:
+            return self.fs.call(*args, **kwargs)
+        except Exception as exc:
+            if not _unreachable(exc):
+                raise
+            raise StorageUnavailableError(
+                f"gs://{self.bucket}: Google Cloud Storage is unreachable "
+                f"({str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__})"
+            ) from None
+
     def get(self, key: str) -> dict[str, Any] | None:
         """The object resource of ``key`` (size, generation, metadata), or None when absent."""
         try:
-            out: dict[str, Any] = self.fs.call("GET", "b/{}/o/{}", self.bucket, key,
+            out: dict[str, Any] = self.call("GET", "b/{}/o/{}", self.bucket, key,
                                                json_out=True)
         except FileNotFoundError:
             return None
@@ -52,7 +75,7 @@ class GcsApi:
         """Object resources whose names start with ``prefix``, in name order, all pages."""
         token: str | None = None
         while True:
-            out = self.fs.call(
+            out = self.call(
                 "GET", "b/{}/o", self.bucket, prefix=prefix, pageToken=token,
                 maxResults=max_results, json_out=True,
             )
@@ -81,7 +104,7 @@ class GcsApi:
         elif start:
             headers["Range"] = f"bytes={start}-"
         try:
-            got, data = self.fs.call("GET", "b/{}/o/{}", self.bucket, key, alt="media",
+            got, data = self.call("GET", "b/{}/o/{}", self.bucket, key, alt="media",
                                      generation=gen, headers=headers)
         except Exception as exc:
             if getattr(exc, "code", None) == 416:  # start is at or past the end of the object
@@ -113,7 +136,7 @@ class GcsApi:
             data,
             f"\r\n--{boundary}--".encode(),
         ])
-        out: dict[str, Any] = self.fs.call(
+        out: dict[str, Any] = self.call(
             "POST", f"{self.fs._location}/upload/storage/v1/b/{quote(self.bucket, safe='')}/o",
             uploadType="multipart", ifGenerationMatch=if_generation_match,
             headers={"Content-Type": f'multipart/related; boundary="{boundary}"'},
@@ -126,7 +149,7 @@ class GcsApi:
                 ctype: str = TEXT_TYPE) -> dict[str, Any]:
         """Concatenate ``sources`` (name, generation or None) into ``key``, conditionally."""
         src = [{"name": n} if g is None else {"name": n, "generation": str(g)} for n, g in sources]
-        out: dict[str, Any] = self.fs.call(
+        out: dict[str, Any] = self.call(
             "POST", "b/{}/o/{}/compose", self.bucket, key,
             ifGenerationMatch=if_generation_match, json_out=True,
             json={"kind": "storage#composeRequest", "sourceObjects": src,
@@ -137,7 +160,7 @@ class GcsApi:
     def delete(self, key: str, *, if_generation_match: int | None = None) -> bool:
         """Delete ``key``; False when it was already gone."""
         try:
-            self.fs.call("DELETE", "b/{}/o/{}", self.bucket, key,
+            self.call("DELETE", "b/{}/o/{}", self.bucket, key,
                          ifGenerationMatch=if_generation_match)
         except FileNotFoundError:
             return False

@@ -1,0 +1,1 @@
+"""Azure Blob Storage runs (``az://``): requests, the backend, append-blob appends, the lease."""

@@ -1,0 +1,105 @@
+"""Appends to one Azure append blob: batched, positioned, exactly once.
+
+An append blob is what a log needs: ``AppendBlock`` adds bytes at the end, server-side, so a
+batch costs its own bytes whatever the log's size. rlio sends every block with the
+``appendpos`` condition (``x-ms-blob-condition-appendpos``: land only if the blob is exactly
+``at`` bytes long), which makes each block land at a known offset or not at all:
+
+1. Batching is ``BatchingAppender``'s (a daemon thread, about one commit a second); a batch is
+   sent as blocks of whole lines of at most ``BLOCK_BYTES`` (a longer line alone).
+2. A block is sent at the size this writer last saw. A 412 (another writer appended first) means
+   reading the blob's size and sending again there.
+3. Exactly once: after any failure whose outcome is unknown (a 412 may answer a retry of a
+   block that landed, a dropped answer or a 5xx may follow a commit), the writer reads the size
+   and, when the blob grew past the offset it sent at, the bytes there: if they are the
+   block's own bytes, it landed (an ``appendpos`` block lands at that offset or nowhere).
+   A log that does not exist is first created empty (``If-None-Match: *``); a log another tool
+   wrote as a block blob is first made an append blob with the same bytes (staged, then copied
+   over it with ``If-Match``).
+
+Transient failures (unreachable store, 5xx past the SDK's retries) are retried here until
+``give_up_after`` seconds; then the error reaches the caller, and the batch is kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+
+from rlio.errors import StorageUnavailableError
+from rlio.storage.azure.api import META_REWRITES, AzureApi, blocks
+from rlio.storage.batching import BatchingAppender
+
+
+class AzureAppender(BatchingAppender):
+    """An open az:// log: batched AppendBlock requests on the one append blob."""
+
+    def __init__(self, api: AzureApi, key: str, staged_prefix: str, *, ctype: str,
+                 display: str) -> None:
+        self.api, self.key, self._ctype, self._staged = api, key, ctype, staged_prefix
+        self._size: int | None = None  # the blob's size after our last write (None: read it)
+        self._progress: tuple[int, int] = (0, 0)  # (seq, blocks of it landed)
+        self._sent_at: int | None = None  # the offset a block whose outcome is unknown went to
+        super().__init__(display)
+
+    def _commit(self, seq: int, data: bytes) -> None:
+        parts = blocks(data)
+        done = self._progress[1] if self._progress[0] == seq else 0
+        deadline = time.monotonic() + self.give_up_after
+        while done < len(parts):
+            self._land(parts[done], deadline)
+            done += 1
+            self._progress = (seq, done)
+
+    def _land(self, block: bytes, deadline: float) -> None:
+        """Put one block at the end of the log exactly once (module docstring, 2 and 3)."""
+        conflicts = 0
+        while True:
+            try:
+                if (self._size is None or self._sent_at is not None) and self._landed(block):
+                    return
+                self._sent_at = self._size
+                assert self._size is not None
+                self._size = self.api.append_block(self.key, block, at=self._size)[0]
+                self._sent_at = None
+                return
+            except FileExistsError:  # 412: another writer appended first (or a retry of ours)
+                conflicts += 1
+                time.sleep(random.uniform(0, min(0.005 * 2 ** min(conflicts, 8), 0.5)))
+            except StorageUnavailableError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1.0)
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"could not append {len(block)} bytes to {self.display} within "
+                    f"{self.give_up_after:.0f} s ({conflicts} conflicts with other writers)")
+
+    def _landed(self, block: bytes) -> bool:
+        """Read the log's size (creating it when absent); True when the block whose outcome was
+        unknown is there, at the offset it was sent to."""
+        props = self.api.props(self.key)
+        if props is None:
+            with contextlib.suppress(FileExistsError):  # another writer created it first
+                self.api.create_append(self.key, ctype=self._ctype,
+                                       metadata={META_REWRITES: "0"})
+            props = self.api.props(self.key)
+            if props is None:
+                raise FileNotFoundError(self.display)
+        if not props.append_blob:  # another tool's block blob (adlfs writes those): convert it
+            data, _, etag = self.api.read_ranged(self.key, 0)
+            with contextlib.suppress(FileExistsError):  # changed meanwhile: look again
+                self.api.stage_append(self.key, self._staged, data, ctype=self._ctype,
+                                      metadata={**props.metadata, META_REWRITES: "0"},
+                                      if_match=etag)
+            return self._landed(block)
+        at, self._size = self._sent_at, props.size
+        self._sent_at = None
+        if at is None or props.size < at + len(block):
+            return False
+        got = self.api.read_ranged(self.key, at, at + len(block))[0]
+        if got == block:
+            self._size = props.size
+            return True
+        return False

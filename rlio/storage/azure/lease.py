@@ -1,0 +1,103 @@
+"""The run lease on az://: an Azure blob lease on the blob ``<run>/.rlio-lease``.
+
+The blob holds the holder's JSON (host, pid, since). A writer creates it when absent
+(``If-None-Match: *``), then asks the service for a lease on it with a random proposed lease
+id, for ``duration(lease_seconds)`` seconds (Azure grants 15 to 60); a blob whose lease is live
+answers 409 (``LeaseAlreadyPresent``): ``RunInUseError`` naming the holder the blob records. The
+holder writes its record under its lease id and renews the lease every third of its duration on
+a daemon thread. A holder killed without releasing keeps the run for at most the duration; then
+the service lets the next writer acquire it. Acquiring again with the same proposed id is
+idempotent, so a retried acquire whose first answer was lost is not refused.
+
+Fencing: the service itself refuses the old holder: once another writer acquired the lease,
+the old id is rejected on renew, release and any write to the lease blob (409/412
+``LeaseIdMismatch``); the renewal thread then marks the lease ``lost`` and the writer
+acknowledges nothing more. Expiry is the service's clock, not the hosts'.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import uuid
+from typing import Any
+
+from rlio.storage.azure.api import AzureApi, LeaseTakenError
+from rlio.storage.lease import Lease, in_use, parse_holder
+
+_JSON = "application/json"
+
+
+def duration(lease_seconds: float) -> int:
+    """The Azure lease duration for ``lease_seconds``: rounded, clamped to 15..60."""
+    return int(min(60, max(15, round(lease_seconds))))
+
+
+class AzureLease(Lease):
+    """A held az:// lease (see the module docstring)."""
+
+    def __init__(self, api: AzureApi, key: str, where: str, *, lease_seconds: float) -> None:
+        if not lease_seconds > 0:
+            raise ValueError(f"lease_seconds must be > 0, got {lease_seconds!r}")
+        self._api, self._key, self._where = api, key, where
+        self.seconds = duration(lease_seconds)
+        self.lease_id = str(uuid.uuid4())
+        super().__init__()
+        self._take()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._renew_loop, name="rlio-lease-renew",
+                                        daemon=True)
+        self._thread.start()
+
+    def _take(self) -> None:
+        body = json.dumps(self.holder).encode()
+        blob = self._api.blob(self._key)
+        with contextlib.suppress(FileExistsError, LeaseTakenError):  # it exists already
+            self._api.upload(self._key, b"{}", ctype=_JSON, if_none_match=True)
+        for _ in range(20):
+            try:
+                self._api.call(lambda: blob.acquire_lease(lease_duration=self.seconds,
+                                                          lease_id=self.lease_id), self._key)
+                break
+            except LeaseTakenError:
+                raise in_use(self._where, self._holder()) from None
+            except FileNotFoundError:  # released and deleted meanwhile: create it again
+                with contextlib.suppress(FileExistsError, LeaseTakenError):
+                    self._api.upload(self._key, b"{}", ctype=_JSON, if_none_match=True)
+        else:
+            raise in_use(self._where, {})
+        self._api.upload(self._key, body, ctype=_JSON, lease=self.lease_id)
+
+    def _holder(self) -> dict[str, Any]:
+        try:
+            return parse_holder(self._api.read_ranged(self._key, 0)[0])
+        except (OSError, LeaseTakenError):
+            return {}
+
+    def renew(self) -> bool:
+        """Renew the lease once; False (and ``lost`` set) when the service says another lease
+        id holds it now or the blob is gone. A transient failure is not a loss (True)."""
+        try:
+            self._api.call(lambda: self._api.blob(self._key).renew_lease(lease=self.lease_id),
+                           self._key)
+        except (LeaseTakenError, FileNotFoundError):
+            self.lost = True
+            return False
+        except Exception:  # a transient failure past the SDK's retries: the next tick retries
+            pass
+        return True
+
+    def _renew_loop(self) -> None:
+        while not self._stop.wait(self.seconds / 3):
+            if not self.renew():
+                return
+
+    def release(self) -> None:
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self._thread.join(timeout=self.seconds)
+        if not self.lost:
+            with contextlib.suppress(OSError, LeaseTakenError):
+                self._api.delete(self._key, lease=self.lease_id)

@@ -1,0 +1,1 @@
+"""Amazon S3 runs (``s3://``): API requests, the backend, conditional appends, the lease."""

@@ -1,0 +1,365 @@
+"""An S3 emulator for rlio's s3:// tests: moto in server mode behind a precondition-enforcing layer.
+
+moto 5.x enforces ``If-Match`` / ``If-None-Match`` on PutObject (and ``If-None-Match`` on
+CompleteMultipartUpload) but not ``If-Match`` on CompleteMultipartUpload nor
+``x-amz-copy-source-if-match`` on UploadPartCopy, which rlio's multipart appends rely on. This
+module serves moto's WSGI app behind a layer that answers those as S3 does (412
+PreconditionFailed), and makes every check and the write it guards one atomic step (requests are
+served one at a time).
+
+Control endpoints (not S3): ``POST /_rlio/faults`` with a JSON list of rules, each
+``{"op": <op>, "name": <regex on the object key>, "mode": "503"|"commit_then_503"|
+"commit_then_drop"|"slow", "skip": n, "times": k, "seconds": s}``: after ``skip`` matching
+requests, the next ``times`` ones fail that way (``commit_then_*`` perform the request, then
+answer 503 or close the connection without an answer: the ambiguous failure; ``slow`` waits
+``seconds`` before serving). Ops: ``put``, ``get``, ``head``, ``list``, ``delete``,
+``create_mpu``, ``upload_part``, ``copy_part``, ``complete``, ``abort``, ``list_mpu``.
+``GET /_rlio/faults`` reports how many were injected; ``GET /_rlio/stats`` returns, per op, the
+request count, the bytes received (``bytes``: request line, headers and body) and the body bytes
+answered (``bytes_out``); ``POST /_rlio/stats`` resets them.
+
+Run as a script: ``python s3_emulator.py --port 0 --bucket NAME`` prints ``READY <port>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import logging
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+from urllib.parse import parse_qs, unquote
+
+_PRECONDITION = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>PreconditionFailed'
+                 b"</Code><Message>At least one of the pre-conditions you specified did not hold"
+                 b"</Message><Condition>%s</Condition></Error>")
+_UNAVAILABLE = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>ServiceUnavailable'
+                b"</Code><Message>injected fault</Message></Error>")
+
+
+def _op_of(method: str, key: str, query: dict[str, list[str]], environ: dict[str, Any]) -> str:
+    """The S3 operation of a path-style request."""
+    if not key:
+        if method == "GET":
+            return "list_mpu" if "uploads" in query else "list"
+        return "other"
+    if method == "PUT":
+        if "uploadId" in query:
+            return "copy_part" if environ.get("HTTP_X_AMZ_COPY_SOURCE") else "upload_part"
+        return "put"
+    if method == "POST":
+        if "uploads" in query:
+            return "create_mpu"
+        return "complete" if "uploadId" in query else "other"
+    if method == "DELETE":
+        return "abort" if "uploadId" in query else "delete"
+    return {"GET": "get", "HEAD": "head"}.get(method, "other")
+
+
+class _State:
+    """Fault rules and counters shared by every request."""
+
+    def __init__(self) -> None:
+        self.rules: list[dict[str, Any]] = []
+        self.injected = 0
+        self.stats: dict[str, dict[str, int]] = {}
+
+    def count(self, op: str, nbytes: int) -> None:
+        s = self.stats.setdefault(op, {"requests": 0, "bytes": 0, "bytes_out": 0})
+        s["requests"] += 1
+        s["bytes"] += nbytes
+
+    def count_out(self, op: str, nbytes: int) -> None:
+        self.stats.setdefault(op, {"requests": 0, "bytes": 0, "bytes_out": 0})
+        self.stats[op]["bytes_out"] += nbytes
+
+    def fault_for(self, op: str, name: str) -> dict[str, Any] | None:
+        """The fault rule to apply to this request; every matching rule counts it."""
+        for rule in self.rules:
+            if rule.get("op") != op or not re.search(rule.get("name", ""), name):
+                continue
+            if rule.get("skip", 0) > 0:
+                rule["skip"] -= 1
+            elif rule.get("times", 1) > 0:
+                rule["times"] = rule.get("times", 1) - 1
+                self.injected += 1
+                return rule
+        return None
+
+
+def _etag_of(bucket: str, key: str) -> str | None:
+    """The live ETag (unquoted) of ``bucket/key`` in moto's in-process backend, or None."""
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import s3_backends
+
+    backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+    try:
+        obj = backend.get_object(bucket, key)
+    except Exception:  # no such bucket
+        return None
+    return None if obj is None else str(obj.etag).strip('"')
+
+
+def _refusal(op: str, bucket: str, key: str, environ: dict[str, Any]) -> bytes | None:
+    """The failed condition moto does not check itself, or None when the request may go on."""
+    if op == "complete":
+        live = _etag_of(bucket, key)
+        want = environ.get("HTTP_IF_MATCH")
+        if want is not None and (live is None or want.strip('"') != live):
+            return b"If-Match"
+        if environ.get("HTTP_IF_NONE_MATCH") == "*" and live is not None:
+            return b"If-None-Match"
+    if op == "copy_part":
+        want = environ.get("HTTP_X_AMZ_COPY_SOURCE_IF_MATCH")
+        if want is not None:
+            src = unquote(environ["HTTP_X_AMZ_COPY_SOURCE"].split("?")[0]).lstrip("/")
+            sb, _, sk = src.partition("/")
+            if want.strip('"') != _etag_of(sb, sk):
+                return b"x-amz-copy-source-If-Match"
+    return None
+
+
+class Enforcer:
+    """WSGI middleware in front of moto's app: preconditions, faults, counters (see module)."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
+        self.app = app
+        self.state = _State()
+        self.lock = threading.Lock()  # one request at a time: a check and its write are atomic
+
+    def _control(self, environ: dict[str, Any], start: Callable[..., Any]) -> list[bytes]:
+        path, method = environ["PATH_INFO"], environ["REQUEST_METHOD"]
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        if path == "/_rlio/faults":
+            if method == "POST":
+                self.state.rules = json.loads(body or b"[]")
+                self.state.injected = 0
+            out: Any = {"rules": self.state.rules, "injected": self.state.injected}
+        else:
+            if method == "POST":
+                self.state.stats = {}
+            out = self.state.stats
+        data = json.dumps(out).encode()
+        start("200 OK", [("Content-Type", "application/json"),
+                         ("Content-Length", str(len(data)))])
+        return [data]
+
+    def __call__(self, environ: dict[str, Any], start: Callable[..., Any]) -> Iterable[bytes]:
+        if environ["PATH_INFO"].startswith("/_rlio/"):
+            with self.lock:
+                return self._control(environ, start)
+        method = environ["REQUEST_METHOD"]
+        bucket, _, key = unquote(environ["PATH_INFO"]).lstrip("/").partition("/")
+        query = parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True)
+        op = _op_of(method, key, query, environ)
+        length = environ.get("CONTENT_LENGTH")
+        body = environ["wsgi.input"].read(int(length)) if length else (
+            environ["wsgi.input"].read() if environ.get("wsgi.input_terminated") else b"")
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["CONTENT_LENGTH"] = str(len(body))
+        head = sum(len(k) + len(str(v)) + 4 for k, v in environ.items() if k.startswith("HTTP_"))
+        with self.lock:
+            self.state.count(op, len(method) + len(environ.get("RAW_URI", "")) + head + len(body))
+            rule = self.state.fault_for(op, key) if key else None
+        if rule is not None and rule["mode"] == "slow":
+            time.sleep(float(rule.get("seconds", 1.0)))
+        with self.lock:
+            return self._serve(environ, start, op, bucket, key, rule)
+
+    def _serve(self, environ: dict[str, Any], start: Callable[..., Any], op: str, bucket: str,
+               key: str, rule: dict[str, Any] | None) -> Iterable[bytes]:
+        mode = rule["mode"] if rule is not None else None
+        failed = _refusal(op, bucket, key, environ) if key else None
+        if failed is not None:
+            self.state.count(f"{op}:412", 0)
+            data = _PRECONDITION % failed
+            start("412 Precondition Failed", [("Content-Type", "application/xml"),
+                                              ("Content-Length", str(len(data)))])
+            return [data]
+        if mode == "503":
+            return self._unavailable(start)
+        captured: dict[str, Any] = {}
+
+        def capture(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            captured["status"], captured["headers"] = status, headers
+            return lambda chunk: None
+
+        result = self.app(environ, capture)
+        try:
+            data = b"".join(result)
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+        if str(captured.get("status", "")).startswith("412"):
+            self.state.count(f"{op}:412", 0)
+        if mode == "commit_then_503":
+            return self._unavailable(start)
+        if mode == "commit_then_drop":
+            sock = environ.get("werkzeug.socket")
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+            return []
+        self.state.count_out(op, len(data))
+        start(captured["status"], captured["headers"])
+        return [data]
+
+    def _unavailable(self, start: Callable[..., Any]) -> list[bytes]:
+        start("503 Service Unavailable", [("Content-Type", "application/xml"),
+                                          ("Content-Length", str(len(_UNAVAILABLE)))])
+        return [_UNAVAILABLE]
+
+
+class Emulator:
+    """The enforcing S3 emulator in a child process, with its control endpoints."""
+
+    def __init__(self, *, bucket: str = "rlio-test", host: str = "127.0.0.1") -> None:
+        self.bucket = bucket
+        self.host = host
+        self.port = 0
+        self._proc: subprocess.Popen[str] | None = None
+
+    @property
+    def url(self) -> str:
+        """The endpoint clients point AWS_ENDPOINT_URL at."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The standard AWS environment pointing boto3 (and rlio) at this emulator."""
+        return {"AWS_ENDPOINT_URL": self.url, "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+
+    def start(self) -> Emulator:
+        """Start the child and wait until it listens."""
+        self._proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--host", self.host, "--port", "0",
+             "--bucket", self.bucket],
+            stdout=subprocess.PIPE, text=True, start_new_session=True,
+        )
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()
+        if not line.startswith("READY "):
+            self.stop()
+            raise RuntimeError(f"S3 emulator did not start: {line!r}")
+        self.port = int(line.split()[1])
+        return self
+
+    def stop(self) -> None:
+        """Stop the child (it was started by us: ended by its pid)."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if proc is not None and proc.stdout is not None:
+            proc.stdout.close()
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.loads(r.read())
+
+    def set_faults(self, rules: list[dict[str, Any]]) -> None:
+        """Install fault rules (replacing any others); see the module docstring."""
+        self._call("POST", "/_rlio/faults", rules)
+
+    def injected(self) -> int:
+        """How many faults were injected since the rules were installed."""
+        return int(self._call("GET", "/_rlio/faults")["injected"])
+
+    def stats(self, *, reset: bool = False) -> dict[str, dict[str, int]]:
+        """Request counts and bytes received per op since the last reset."""
+        out: dict[str, dict[str, int]] = self._call("POST" if reset else "GET", "/_rlio/stats",
+                                                    {} if reset else None)
+        return out
+
+
+@contextlib.contextmanager
+def serving(bucket: str) -> Iterator[Emulator]:
+    """A started emulator holding ``bucket``, with the standard AWS variables pointing at it set in
+    ``os.environ`` meanwhile (so writer processes a test starts use it too); restored after."""
+    emu = Emulator(bucket=bucket).start()
+    names = [*emu.env, "AWS_PROFILE", "AWS_SESSION_TOKEN"]
+    saved = {k: os.environ.get(k) for k in names}
+    os.environ.update(emu.env)
+    os.environ.pop("AWS_PROFILE", None)
+    os.environ.pop("AWS_SESSION_TOKEN", None)
+    try:
+        yield emu
+    finally:
+        emu.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until SIGTERM; print ``READY <port>`` once listening."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--bucket", action="append", default=[])
+    args = p.parse_args(argv)
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
+    app = Enforcer(DomainDispatcherApplication(create_backend_app))
+    srv = make_server(args.host, args.port, app, threaded=True,
+                      request_handler=MotoRequestHandler)
+    srv.socket.listen(256)
+    port = srv.server_address[1]
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import s3_backends
+
+    for name in args.bucket or ["rlio-test"]:
+        s3_backends[DEFAULT_ACCOUNT_ID]["aws"].create_bucket(name, "us-east-1")
+
+    def _stop(*_: object) -> None:
+        threading.Thread(target=srv.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    sys.stdout.write(f"READY {port}\n")
+    sys.stdout.flush()
+    with contextlib.suppress(KeyboardInterrupt):
+        srv.serve_forever(poll_interval=0.2)
+    srv.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

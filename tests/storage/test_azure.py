@@ -1,0 +1,210 @@
+"""The az:// backend against Azurite behind the fault proxy: conditions, lost answers, faults,
+block-blob logs of other tools, tail moves and the bytes each append costs."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import pytest
+from azurite import FaultProxy
+
+from rlio.errors import UnsafeStorageError
+from rlio.storage import open_storage
+from rlio.storage.azure.api import PARTS_DIR, AzureApi, blocks
+from rlio.storage.azure.storage import AzureStorage
+
+
+def _az(uri: str) -> AzureStorage:
+    st = open_storage(uri, create=True)
+    assert isinstance(st, AzureStorage)
+    return st
+
+
+def _records(data: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def _parts(st: AzureStorage) -> list[str]:
+    return [name for name, _ in st.api.list(st.key(PARTS_DIR) + "/")]
+
+
+def _feed(st: AzureStorage, tags: tuple[str, ...], n: int) -> None:
+    """Each tag's thread appends ``n`` lines through its own appender, every third durably."""
+    def feed(tag: str) -> None:
+        app = st.appender("metrics.jsonl")
+        for i in range(n):
+            line = json.dumps({"w": tag, "i": i}).encode() + b"\n"
+            (app.append if i % 3 else app.append_durable)(line)
+        app.close()
+
+    threads = [threading.Thread(target=feed, args=(t,)) for t in tags]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def _assert_once_in_order(st: AzureStorage, tags: tuple[str, ...], n: int) -> None:
+    got = _records(st.read_bytes("metrics.jsonl"))
+    assert sorted((r["w"], r["i"]) for r in got) == sorted((w, i) for w in tags for i in range(n))
+    for w in tags:
+        assert [r["i"] for r in got if r["w"] == w] == list(range(n))
+
+
+def test_blocks_cut_at_line_ends_and_keep_a_long_line_whole() -> None:
+    """blocks() groups whole lines up to the limit and sends a longer line alone."""
+    data = b"aa\nbb\ncc\n" + b"x" * 10 + b"\n" + b"dd\n"
+    got = blocks(data, limit=6)
+    assert b"".join(got) == data
+    assert got == [b"aa\nbb\n", b"cc\n", b"x" * 10 + b"\n", b"dd\n"]
+    assert blocks(b"") == []
+
+
+def test_a_stale_append_position_is_refused_by_the_service(az_uri: str) -> None:
+    """AppendBlock at a position that is no longer the end gets 412 (FileExistsError)."""
+    st = _az(az_uri)
+    api: AzureApi = st.api
+    key = st.key("logs.log")
+    api.create_append(key, ctype="text/plain", metadata={})
+    assert api.append_block(key, b"a\n", at=0)[0] == 2
+    with pytest.raises(FileExistsError):
+        api.append_block(key, b"b\n", at=0)
+    assert st.read_bytes("logs.log") == b"a\n"
+
+
+def test_concurrent_appenders_retry_on_412_and_lose_nothing(az_uri: str, az: FaultProxy) -> None:
+    """Three appenders on one log, from threads: every line once, each writer's in order."""
+    st = _az(az_uri)
+    _feed(st, ("a", "b", "c"), 30)
+    _assert_once_in_order(st, ("a", "b", "c"), 30)
+
+
+def test_commits_whose_answer_is_lost_are_neither_duplicated_nor_dropped(
+        az_uri: str, az: FaultProxy) -> None:
+    """AppendBlocks that land and then answer 503 or drop the connection: every line once."""
+    st = _az(az_uri)
+    log = r"/metrics\.jsonl$"
+    az.set_faults([
+        {"op": "create", "name": log, "mode": "commit_then_503", "times": 1},
+        {"op": "append", "name": log, "mode": "commit_then_503", "skip": 1, "times": 1},
+        {"op": "append", "name": log, "mode": "commit_then_drop", "skip": 4, "times": 1},
+        {"op": "append", "name": log, "mode": "503", "skip": 9, "times": 1},
+    ])
+    _feed(st, ("a", "b"), 12)
+    assert az.injected == 4
+    _assert_once_in_order(st, ("a", "b"), 12)
+
+
+def test_slow_requests_delay_appends_but_lose_nothing(az_uri: str, az: FaultProxy) -> None:
+    """An AppendBlock answered after a delay lands once; the writers wait, then go on."""
+    st = _az(az_uri)
+    az.set_faults([{"op": "append", "name": r"/metrics\.jsonl$", "mode": "slow", "delay": 0.5,
+                    "skip": 2, "times": 2}])
+    _feed(st, ("a", "b"), 9)
+    assert az.injected == 2
+    _assert_once_in_order(st, ("a", "b"), 9)
+
+
+def test_a_block_blob_log_written_by_another_tool_becomes_an_append_blob(az_uri: str) -> None:
+    """A log another tool wrote as a block blob is converted (same bytes), then appended to."""
+    st = _az(az_uri)
+    st.api.upload(st.key("metrics.jsonl"), b'{"step": 0}\n')  # what adlfs writes
+    props = st.api.props(st.key("metrics.jsonl"))
+    assert props is not None and not props.append_blob
+    app = st.appender("metrics.jsonl")
+    app.append_durable(b'{"step": 1}\n')
+    app.close()
+    props = st.api.props(st.key("metrics.jsonl"))
+    assert props is not None and props.append_blob
+    assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n{"step": 1}\n'
+    assert _parts(st) == []
+
+
+def test_move_tail_keeps_appends_that_land_while_it_runs(az_uri: str, az: FaultProxy) -> None:
+    """An append landing between the tail's copy and the cut is kept after the cut (412, retry)."""
+    st = _az(az_uri)
+    app = st.appender("metrics.jsonl")
+    app.append_durable(b'{"step": 0}\n{"ste')
+    other = st.appender("metrics.jsonl")
+    # the first copy over the log is refused: an append lands just before it (the proxy's hook)
+    orig = st.api.copy
+    calls = {"n": 0}
+
+    def copy(key: str, source: str, **kw: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            other.append_durable(b'{"step": 9}\n')
+        orig(key, source, **kw)
+
+    st.api.copy = copy  # type: ignore[method-assign]
+    with st.lock("metrics.jsonl"):
+        assert st.move_tail("metrics.jsonl", 12, "metrics.jsonl.torn") == 5
+    app.close()
+    other.close()
+    assert calls["n"] == 2
+    assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n{"step": 9}\n'
+    assert st.read_bytes("metrics.jsonl.torn") == b'{"ste\n'
+    assert _parts(st) == []
+
+
+def test_move_tail_refuses_to_overwrite_a_foreign_rewrite(az_uri: str) -> None:
+    """If something else rewrites the log during move_tail, the log is left as that writer
+    left it."""
+    st = _az(az_uri)
+    app = st.appender("metrics.jsonl")
+    app.append_durable(b'{"step": 0}\n{"ste')
+    app.close()
+    orig = st.api.copy
+
+    def copy(key: str, source: str, **kw: Any) -> None:
+        if "torn" not in key and st.api.props(key) is not None:
+            st.api.upload(key, b"foreign\n")  # a block blob put over the log meanwhile
+        st.api.copy = orig  # type: ignore[method-assign]
+        orig(key, source, **kw)
+
+    st.api.copy = copy  # type: ignore[method-assign]
+    with pytest.raises(UnsafeStorageError, match="changed by another writer"):
+        st.move_tail("metrics.jsonl", 12, "metrics.jsonl.torn")
+    assert st.read_bytes("metrics.jsonl") == b"foreign\n"
+
+
+def test_a_rewrite_whose_answer_is_lost_recognises_itself(az_uri: str, az: FaultProxy) -> None:
+    """move_tail's conditional copy committing then answering 503 is not an error."""
+    st = _az(az_uri)
+    app = st.appender("metrics.jsonl")
+    app.append_durable(b'{"step": 0}\n{"step": 1}\n')
+    app.close()
+    az.set_faults([{"op": "copy", "name": r"/metrics\.jsonl$", "mode": "commit_then_503",
+                    "times": 1}])
+    assert st.move_tail("metrics.jsonl", 12, "metrics.jsonl.superseded") == 12
+    assert az.injected == 1
+    assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n'
+    app = st.appender("metrics.jsonl")  # still an append blob: appends go on after the cut
+    app.append_durable(b'{"step": 1}\n')
+    app.close()
+    assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n{"step": 1}\n'
+
+
+def test_bytes_sent_per_append_do_not_grow_with_the_file(az_uri: str, az: FaultProxy) -> None:
+    """A batch costs the same requests and bytes on a 10 KB log as on a 12 MB one."""
+    st = _az(az_uri)
+    app = st.appender("metrics.jsonl")
+    line = b'{"step": 1, "pad": "' + b"x" * 100 + b'"}\n'
+
+    def cost() -> tuple[int, int]:
+        az.stats(reset=True)
+        app.append_durable(line)
+        s = az.stats()
+        return sum(v["requests"] for v in s.values()), sum(v["bytes"] for v in s.values())
+
+    app.append_durable(line * 100)
+    small = cost()
+    for _ in range(3):
+        app.append_durable(line * 40_000)  # 4.2 MB, sent as one block of whole lines each
+    big = cost()
+    app.close()
+    assert st.size("metrics.jsonl") > 12_000_000
+    assert small[0] == big[0] == 1  # one AppendBlock request per batch
+    assert abs(big[1] - small[1]) < 64  # the same bytes, give or take a header's digits

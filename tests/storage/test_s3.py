@@ -1,0 +1,407 @@
+"""s3:// specifics against moto behind the enforcing layer: conflicts, faults, multipart, cost.
+
+Races are made deterministic by running another writer just before a chosen client call
+(``_HookedClient``), since the emulator serves one request at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from s3_emulator import Emulator
+
+from rlio.errors import StorageUnavailableError, UnsafeStorageError
+from rlio.storage import open_storage
+from rlio.storage.s3.api import LOCKS_DIR, MIN_PART, S3Api
+from rlio.storage.s3.storage import S3Storage
+
+BIG = b"x" * (MIN_PART + 1024) + b"\n"  # one line that takes a log past the multipart threshold
+
+
+def _s3(uri: str, *, create: bool = True) -> S3Storage:
+    st = open_storage(uri, create=create)
+    assert isinstance(st, S3Storage)
+    return st
+
+
+class _HookedClient:
+    """A boto3 client that runs ``hook`` once, just before the first call of ``method`` whose
+    keyword arguments satisfy ``when``."""
+
+    def __init__(self, base: Any, method: str, hook: Callable[[], None],
+                 when: Callable[[dict[str, Any]], bool] = lambda kw: True) -> None:
+        self._base, self._method, self._hook, self._when = base, method, hook, when
+        self.fired = False
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._base, name)
+        if name != self._method:
+            return attr
+
+        def call(**kwargs: Any) -> Any:
+            if not self.fired and self._when(kwargs):
+                self.fired = True
+                self._hook()
+            return attr(**kwargs)
+
+        return call
+
+
+def _hook(st: S3Storage, method: str, hook: Callable[[], None],
+          when: Callable[[dict[str, Any]], bool] = lambda kw: True) -> _HookedClient:
+    hooked = _HookedClient(st.api.s3, method, hook, when)
+    st.api = S3Api(hooked, st.bucket)
+    return hooked
+
+
+def _append(st: S3Storage, rel: str, data: bytes) -> None:
+    app = st.appender(rel)
+    try:
+        app.append_durable(data)
+    finally:
+        app.close()
+
+
+def _uploads(st: S3Storage) -> list[dict[str, Any]]:
+    return list(st.api.uploads(st.key("")))
+
+
+def _ops(emulator: Emulator) -> dict[str, int]:
+    return {op: s["requests"] for op, s in emulator.stats().items()}
+
+
+def test_emulator_answers_preconditions_as_s3_does(s3_uri: str, s3_emu: Emulator) -> None:
+    """The test layer gives 412 for a stale ETag on PutObject, UploadPartCopy and Complete."""
+    st = _s3(s3_uri)
+    api, key = st.api, st.key("obj")
+    e1 = api.put(key, b"one\n", create_only=True)
+    with pytest.raises(FileExistsError):
+        api.put(key, b"again\n", create_only=True)
+    e2 = api.put(key, BIG, if_match=e1)
+    with pytest.raises(FileExistsError):
+        api.put(key, b"stale\n", if_match=e1)
+    with pytest.raises(FileExistsError):  # the copied part is refused: x-amz-copy-source-if-match
+        api.append_multipart(key, len(BIG), b"tail\n", if_match=e1, metadata={})
+    assert _ops(s3_emu)["copy_part:412"] == 1
+    hooked = _hook(st, "complete_multipart_upload", lambda: S3Api(hooked._base, st.bucket).put(
+        key, BIG + b"other\n", if_match=e2))
+    with pytest.raises(FileExistsError):  # the object changed between the copy and the complete
+        st.api.append_multipart(key, len(BIG), b"tail\n", if_match=e2, metadata={})
+    assert _ops(s3_emu)["complete:412"] == 1
+    assert api.read(key, len(BIG), len(BIG) + 100) == b"other\n"
+    assert _uploads(st) == []  # both failed uploads were aborted
+    with pytest.raises(FileExistsError):
+        api.delete(key, if_match=e2)
+    with pytest.raises(FileExistsError):
+        api.read(key, 0, 4, if_match=e2)
+
+
+def test_a_stale_etag_is_refused_then_the_append_is_retried(s3_uri: str,
+                                                           s3_emu: Emulator) -> None:
+    """An appender writing on an ETag another writer replaced gets 412, then retries."""
+    st = _s3(s3_uri)
+    a, b = st.appender("metrics.jsonl"), st.appender("metrics.jsonl")
+    a.append_durable(b'{"a": 1}\n')
+    b.append_durable(b'{"b": 1}\n')
+    s3_emu.stats(reset=True)
+    a.append_durable(b'{"a": 2}\n')  # a still holds the ETag before b's append
+    a.close()
+    b.close()
+    ops = _ops(s3_emu)  # the refused put, the HEAD and GET of b's version, the put again
+    assert ops["put:412"] == 1 and ops["put"] == 2 and ops["head"] == 1 and ops["get"] == 1
+    assert st.read_bytes("metrics.jsonl") == b'{"a": 1}\n{"b": 1}\n{"a": 2}\n'
+
+
+@pytest.mark.parametrize("method", ["upload_part_copy", "complete_multipart_upload"])
+def test_a_multipart_append_racing_another_writer_is_retried_on_the_new_etag(
+        s3_uri: str, s3_emu: Emulator, method: str) -> None:
+    """Past 5 MiB, a write landing before the copy or before the complete refuses ours (412);
+    the appender lands it on top, once, and no upload is left behind."""
+    st = _s3(s3_uri)
+    _append(st, "logs.log", BIG)
+    other = _s3(s3_uri)
+    hooked = _hook(st, method, lambda: _append(other, "logs.log", b"other\n"))
+    s3_emu.stats(reset=True)
+    _append(st, "logs.log", b"mine\n")
+    assert hooked.fired
+    assert st.read_bytes("logs.log") == BIG + b"other\nmine\n"
+    ops = _ops(s3_emu)
+    refused = "copy_part:412" if method == "upload_part_copy" else "complete:412"
+    assert ops[refused] == 1
+    # the other's complete and ours (and, refused at the complete, our first one)
+    assert ops["complete"] == (2 if method == "upload_part_copy" else 3)
+    assert _uploads(st) == []
+
+
+def _records(data: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def _feed_two(st: S3Storage, rel: str, n: int, first: bytes = b"") -> None:
+    if first:
+        _append(st, rel, first)
+
+    def feed(tag: str) -> None:
+        app = st.appender(rel)
+        for i in range(n):
+            line = json.dumps({"w": tag, "i": i}).encode() + b"\n"
+            (app.append_durable if i % 3 else app.append)(line)
+        app.close()
+
+    threads = [threading.Thread(target=feed, args=(t,)) for t in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def _assert_each_once(data: bytes, n: int) -> None:
+    got = _records(data)
+    assert sorted((r["w"], r["i"]) for r in got) == sorted(
+        (w, i) for w in ("a", "b") for i in range(n))
+    for w in ("a", "b"):
+        assert [r["i"] for r in got if r["w"] == w] == list(range(n))
+
+
+def test_small_writes_whose_answer_is_lost_are_neither_duplicated_nor_dropped(
+        s3_uri: str, s3_emu: Emulator) -> None:
+    """Below 5 MiB, PutObjects that commit then answer 503 or drop the connection, and 503s
+    outlasting the client's retries: every line of two writers lands once, in order."""
+    st = _s3(s3_uri)
+    log = r"/metrics\.jsonl$"
+    s3_emu.set_faults([
+        {"op": "put", "name": log, "mode": "commit_then_503", "times": 1},  # the create
+        {"op": "put", "name": log, "mode": "commit_then_503", "skip": 2, "times": 2},
+        {"op": "put", "name": log, "mode": "commit_then_drop", "skip": 5, "times": 1},
+        {"op": "head", "name": log, "mode": "503", "skip": 1, "times": 3},  # the client gives up
+    ])
+    _feed_two(st, "metrics.jsonl", 12)
+    assert s3_emu.injected() == 7
+    _assert_each_once(st.read_bytes("metrics.jsonl"), 12)
+
+
+def test_multipart_writes_whose_answer_is_lost_are_neither_duplicated_nor_dropped(
+        s3_uri: str, s3_emu: Emulator) -> None:
+    """Past 5 MiB, completes that commit then answer 503 or drop, and failed copies and part
+    uploads: every line lands once, and no upload is left in progress."""
+    st = _s3(s3_uri)
+    log = r"/logs\.log$"
+    s3_emu.set_faults([
+        {"op": "complete", "name": log, "mode": "commit_then_503", "times": 2},
+        {"op": "complete", "name": log, "mode": "commit_then_drop", "skip": 3, "times": 1},
+        {"op": "copy_part", "name": log, "mode": "503", "skip": 1, "times": 3},
+        {"op": "upload_part", "name": log, "mode": "commit_then_503", "skip": 2, "times": 1},
+    ])
+    _feed_two(st, "logs.log", 8, first=BIG)
+    assert s3_emu.injected() == 7
+    data = st.read_bytes("logs.log")
+    assert data.startswith(BIG)
+    _assert_each_once(data[len(BIG):], 8)
+    assert _uploads(st) == []
+
+
+@pytest.mark.slow
+def test_slow_requests_racing_other_writers_land_each_batch_once(s3_uri: str,
+                                                                 s3_emu: Emulator) -> None:
+    """A PutObject and a Complete held 1.5 s while the other writer goes on: each line once."""
+    st = _s3(s3_uri)
+    s3_emu.set_faults([
+        {"op": "put", "name": r"/checkpoints\.jsonl$", "mode": "slow", "seconds": 1.5,
+         "skip": 1, "times": 1},
+    ])
+    _feed_two(st, "checkpoints.jsonl", 6)
+    s3_emu.set_faults([
+        {"op": "complete", "name": r"/logs\.log$", "mode": "slow", "seconds": 1.5,
+         "skip": 1, "times": 1},
+    ])
+    _feed_two(st, "logs.log", 4, first=BIG)
+    assert s3_emu.injected() == 1
+    _assert_each_once(st.read_bytes("checkpoints.jsonl"), 6)
+    _assert_each_once(st.read_bytes("logs.log")[len(BIG):], 4)
+
+
+def test_uploads_a_crashed_writer_left_are_aborted_when_a_writer_reopens(s3_uri: str) -> None:
+    """An upload in progress is invisible to readers, and open_storage(create=True) aborts it."""
+    st = _s3(s3_uri)
+    _append(st, "metrics.jsonl", b'{"step": 0}\n')
+    for _ in range(2):
+        st.api.s3.create_multipart_upload(Bucket=st.bucket, Key=st.key("metrics.jsonl"))
+    assert len(_uploads(st)) == 2
+    assert [e.path for e in _s3(s3_uri, create=False).walk()] == ["metrics.jsonl"]
+    _s3(s3_uri, create=True)
+    assert _uploads(st) == []
+    assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n'
+
+
+def test_an_upload_aborted_by_a_reopening_writer_is_started_again(s3_uri: str) -> None:
+    """A sweep aborting a live writer's upload costs it a retry, never a line."""
+    st = _s3(s3_uri)
+    _append(st, "logs.log", BIG)
+    sweeper = _s3(s3_uri, create=False)
+    swept: list[int] = []
+    _hook(st, "complete_multipart_upload", lambda: swept.append(sweeper.sweep_orphans()))
+    _append(st, "logs.log", b"mine\n")
+    assert swept == [1]
+    assert st.read_bytes("logs.log") == BIG + b"mine\n"
+
+
+def _is_rewrite_of(key: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda kw: kw["Key"] == key and "IfMatch" in kw
+
+
+def test_move_tail_keeps_appends_that_land_while_it_runs(s3_uri: str) -> None:
+    """An append landing between the tail's copy and the cut is kept after the cut (412, retry)."""
+    st = _s3(s3_uri)
+    _append(st, "metrics.jsonl", b'{"step": 0}\n{"step": 1}\n')
+    other = _s3(s3_uri)
+    hooked = _hook(st, "put_object",
+                   lambda: _append(other, "metrics.jsonl", b'{"step": 2}\n'),
+                   _is_rewrite_of(st.key("metrics.jsonl")))
+    with st.lock("metrics.jsonl"):
+        assert st.move_tail("metrics.jsonl", 12, "metrics.jsonl.superseded") == 12
+    assert hooked.fired
+    assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n{"step": 2}\n'
+    assert st.read_bytes("metrics.jsonl.superseded") == b'{"step": 1}\n'
+
+
+def test_move_tail_refuses_to_overwrite_a_foreign_rewrite(s3_uri: str) -> None:
+    """If something else rewrites the log during move_tail, the log is left as it was left."""
+    st = _s3(s3_uri)
+    _append(st, "metrics.jsonl", b'{"step": 0}\n{"step": 1}\n')
+    key, base = st.key("metrics.jsonl"), st.api.s3
+    _hook(st, "put_object",
+          lambda: base.put_object(Bucket=st.bucket, Key=key, Body=b'{"foreign": 1}\n'),
+          _is_rewrite_of(key))
+    with pytest.raises(UnsafeStorageError, match="both places"):
+        st.move_tail("metrics.jsonl", 12, "metrics.jsonl.superseded")
+    assert st.read_bytes("metrics.jsonl") == b'{"foreign": 1}\n'
+    assert st.read_bytes("metrics.jsonl.superseded") == b'{"step": 1}\n'
+
+
+def test_a_rewrite_whose_answer_is_lost_recognises_itself(s3_uri: str, s3_emu: Emulator) -> None:
+    """move_tail's conditional rewrite committing then answering 503 is not an error."""
+    st = _s3(s3_uri)
+    _append(st, "checkpoints.jsonl", b'{"name": "a"}\n{"name": "b"}\n')
+    s3_emu.set_faults([{"op": "put", "name": r"/checkpoints\.jsonl$",
+                        "mode": "commit_then_503", "times": 1}])
+    assert st.move_tail("checkpoints.jsonl", 14, "checkpoints.jsonl.torn") == 14
+    assert s3_emu.injected() == 1
+    assert st.read_bytes("checkpoints.jsonl") == b'{"name": "a"}\n'
+    _append(st, "checkpoints.jsonl", b'{"name": "c"}\n')
+    assert st.read_bytes("checkpoints.jsonl") == b'{"name": "a"}\n{"name": "c"}\n'
+
+
+def test_a_stale_lock_left_by_a_crashed_holder_is_broken(s3_uri: str) -> None:
+    """lock() takes over a lock object whose holder's expiry passed, and deletes it on exit."""
+    st = _s3(s3_uri)
+    key = f"{st.key(LOCKS_DIR)}/metrics.jsonl.lock"
+    st.api.put(key, b"{}", metadata={"rlio-lease-expires": f"{time.time() - 60:.3f}"})
+    with st.lock("metrics.jsonl"):
+        held = st.api.head(key)
+        assert held is not None and float(held.metadata["rlio-lease-expires"]) > time.time()
+    assert st.api.head(key) is None
+
+
+def test_bytes_sent_per_append_stay_flat_past_5_mib(s3_uri: str, s3_emu: Emulator) -> None:
+    """A batch on a 6 MiB log and on a 12 MiB one costs the same four requests and bytes."""
+    st = _s3(s3_uri)
+    app = st.appender("metrics.jsonl")
+    batch = b"".join(b'{"step": %d, "loss": 0.125, "pad": "%s"}\n' % (i, b"x" * 100)
+                     for i in range(64))
+    app.append_durable(BIG)
+
+    def cost() -> tuple[dict[str, int], int]:
+        s3_emu.stats(reset=True)
+        app.append_durable(batch)
+        stats = s3_emu.stats()
+        return _ops(s3_emu), sum(s["bytes"] for s in stats.values())
+
+    small_ops, small = cost()
+    for _ in range(4):
+        app.append_durable(b"y" * (2 << 20) + b"\n")
+    large_ops, large = cost()
+    app.close()
+    assert st.size("metrics.jsonl") > 12 << 20
+    assert small_ops == large_ops == {"create_mpu": 1, "copy_part": 1, "upload_part": 1,
+                                      "complete": 1}
+    assert len(batch) < small < len(batch) + 16_000  # the batch and the requests' headers
+    assert abs(large - small) <= 64  # only numbers in headers and metadata may grow a digit
+
+
+def test_a_log_below_5_mib_is_rewritten_whole_in_one_request(s3_uri: str,
+                                                             s3_emu: Emulator) -> None:
+    """A writer alone on a small log sends one conditional PutObject per batch (no reads)."""
+    st = _s3(s3_uri)
+    app = st.appender("metrics.jsonl")
+    app.append_durable(b'{"step": 0}\n')
+    s3_emu.stats(reset=True)
+    app.append_durable(b'{"step": 1}\n')
+    app.append_durable(b'{"step": 2}\n')
+    app.close()
+    assert _ops(s3_emu) == {"put": 2}
+    assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n{"step": 1}\n{"step": 2}\n'
+
+
+@pytest.mark.slow
+def test_an_unflushed_line_reaches_s3_within_about_a_second(s3_uri: str) -> None:
+    """A single append() with no flush is committed by the timer thread, not held until close."""
+    st = _s3(s3_uri)
+    app = st.appender("metrics.jsonl")
+    app.append(b'{"step": 0}\n')
+    deadline = time.monotonic() + 30
+    while st.stat("metrics.jsonl") is None:
+        assert time.monotonic() < deadline, "the buffered line never reached the log"
+        time.sleep(0.1)
+    assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n'
+    app.close()
+
+
+@pytest.mark.slow
+def test_lines_still_buffered_at_interpreter_exit_are_committed(s3_uri: str) -> None:
+    """A process that exits without closing its appender still lands what it appended."""
+    code = (
+        "import sys\nfrom rlio.storage import open_storage\n"
+        "app = open_storage(sys.argv[1], create=True).appender('metrics.jsonl')\n"
+        "app.append(b'{\"step\": 0}\\n')\n"
+    )
+    subprocess.run([sys.executable, "-c", code, s3_uri], check=True, timeout=120)
+    assert _s3(s3_uri, create=False).read_bytes("metrics.jsonl") == b'{"step": 0}\n'
+
+
+def test_refused_credentials_fail_the_first_request(s3_uri: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 403 answer is StorageUnavailableError naming the credentials, not a raw botocore error."""
+    st = _s3(s3_uri)
+
+    def refuse() -> None:
+        from botocore.exceptions import ClientError
+
+        raise ClientError({"Error": {"Code": "InvalidAccessKeyId", "Message": "no such key"},
+                           "ResponseMetadata": {"HTTPStatusCode": 403}}, "ListObjectsV2")
+
+    _hook(st, "list_objects_v2", refuse)
+    with pytest.raises(StorageUnavailableError, match="credentials"):
+        st.exists()
+
+
+def test_a_writer_without_permission_to_list_uploads_still_opens_the_run(s3_uri: str) -> None:
+    """A 403 on ListMultipartUploads leaves the sweep undone (0), never a refused writer."""
+    st = _s3(s3_uri)
+
+    def refuse() -> None:
+        from botocore.exceptions import ClientError
+
+        raise ClientError({"Error": {"Code": "AccessDenied", "Message": "not allowed"},
+                           "ResponseMetadata": {"HTTPStatusCode": 403}}, "ListMultipartUploads")
+
+    st.api.s3.create_multipart_upload(Bucket=st.bucket, Key=st.key("metrics.jsonl"))
+    _hook(st, "list_multipart_uploads", refuse)
+    assert st.sweep_orphans() == 0
+    assert len(list(S3Api(st.api.s3._base, st.bucket).uploads(st.key("")))) == 1
