@@ -325,17 +325,21 @@ class RunWriter:
             self._log_with_spans(metrics, step)
             return
         index = self._counts[L.METRICS]
-        line = None
         if type(step) is int and type(metrics) is dict and "step" not in metrics \
                 and self._nonfinite == "null" and step.bit_length() < 64:
             try:  # the step goes in front of the encoded metrics (no copy of the caller's dict)
                 body = orjson.dumps(metrics, normalize_value, _LINE_OPTS)
+            except (TypeError, ValueError, RecursionError):
+                body = None  # the record is built and encoded below, which names the problem
+            if body is not None:
                 line = (b'{"step":%d,' % step + body[1:] if len(body) > 3
                         else b'{"step":%d}\n' % step)
-            except (TypeError, ValueError, RecursionError):
-                pass  # the record is built and encoded below, which names the problem
-        record = metrics if line is not None else metrics_record(metrics, step, index)
-        _, line = self._line("metrics-line", record, "metrics record", index, line)
+                self._line("metrics-line", metrics, "metrics record", index, line)
+                self._append(L.METRICS, line, durable=False)
+                self._last_step = step
+                return
+        record = metrics_record(metrics, step, index)
+        _, line = self._line("metrics-line", record, "metrics record", index)
         self._append(L.METRICS, line, durable=False)
         self._last_step = record.get("step", self._last_step)
 
