@@ -506,6 +506,84 @@ def _cookbook_nested() -> Case:
                 forbidden=COOKBOOK_FORBIDDEN)
 
 
+TOKENS_061 = {"sampled": 18432, "prefill_cached": 4096, "prefill_uncached": 12288,
+              "trained": 17920}
+
+
+def _eval_event_061(step: int, elapsed: float, cost: float) -> dict[str, Any]:
+    """An async-eval metrics line of cookbook 0.6.1 (``log_metrics_event``): the evaluator's
+    metrics, the snapshot coordinates, and each metric again under eval/by_{step,cost,time}/."""
+    evals = {"test/env/all/correct": 0.25 + 0.25 * step, "test/env/all/reward/total": 0.5 + step}
+    line: dict[str, Any] = {"step": step, **evals,
+                            "eval/snapshot/training_step": step,
+                            "eval/snapshot/elapsed_seconds": elapsed,
+                            "eval/snapshot/cumulative_cost_usd": cost,
+                            "eval/completed_elapsed_seconds": elapsed + 4.5}
+    for axis in ("step", "cost", "time"):
+        line.update({f"eval/by_{axis}/{k}": v for k, v in evals.items()})
+    line["eval/timing/time/total"] = 4.5
+    return line
+
+
+@case
+def _cookbook_061() -> Case:
+    n = 3
+    files = base_run("nested", n, evals=("test",))
+    lines: list[dict[str, Any]] = []
+    for i in range(n):
+        lines.append({**metrics_line(i, n), "time/sample": 2.25, "time/train_step": 1.0,
+                      "time/total": 3.5, "tokens/sampled": 6144, "cost/step_usd": 0.04,
+                      "cost/cumulative_usd": 0.04 * (i + 1), "async/staleness_mean": 0.5,
+                      "total_cached_ob_tokens": 1024})
+        lines.append(_eval_event_061(i, 10.0 * i + 3.5, 0.04 * (i + 1)))
+    lines.append({"cost/total_usd": 0.12, "tokens/total": 18432})  # log_summary: no step
+    files["metrics.jsonl"] = jsonl(lines, cookbook)
+    files["checkpoints.jsonl"] = jsonl([
+        {"name": "000002", "batch": 2, "state_path": "tinker://run-7f3a/weights/000002",
+         "rolling": True, "cumulative_tokens": TOKENS_061,
+         "discarded_tokens": {k: 0 for k in TOKENS_061}},
+        {"name": "final", "batch": 3, "state_path": "tinker://run-7f3a/weights/final",
+         "sampler_path": "tinker://run-7f3a/sampler_weights/final",
+         "cumulative_tokens": TOKENS_061, "discarded_tokens": {k: 512 for k in TOKENS_061}},
+    ], cookbook)
+    files["trace_events.jsonl"] = jsonl([
+        {"name": "sample", "ph": "B", "pid": 4242, "tid": 1, "ts": 1740830400000000.0,
+         "args": {"step": 0}},
+        {"name": "process_name", "ph": "M", "pid": 4242, "tid": 1, "ts": 0.0,
+         "args": {"name": "train"}},
+        {"name": "sample", "ph": "E", "pid": 4242, "tid": 1, "ts": 1740830402250000.0,
+         "args": {}, "cat": "rl"},
+    ], cookbook)
+    files[".metrics.jsonl.4242.tmp"] = files["metrics.jsonl"][:40]
+    files["iteration_000001/.train_rollout_summaries.jsonl.4242.tmp"] = b""
+    return Case("cookbook_061_run", "What cookbook 0.6.1 writes: async-eval lines with "
+                "eval/snapshot/* coordinates and eval/by_{step,cost,time}/* aliases, tokens/, "
+                "cost/ and async/ keys, a log_summary row without step, span metrics without "
+                "_async, trace events (B/E/M), timing_gantt.html pages, logs.log, checkpoints "
+                "with cumulative_tokens/discarded_tokens and rolling, and two of the cookbook's "
+                "own interrupted-write temp files (.<name>.<pid>.tmp): RL306, not unknown files.",
+                "§1, §3, §5, §8", files,
+                [F("RL306", "info", ".metrics.jsonl.4242.tmp"),
+                 F("RL306", "info", "iteration_000001/.train_rollout_summaries.jsonl.4242.tmp")],
+                forbidden=["RL301", "RL302", "RL408", *CLEAN_FORBIDDEN])
+
+
+@case
+def _schema_checkpoint_tokens() -> Case:
+    files = metrics_only([0, 1, 2])
+    files["checkpoints.jsonl"] = jsonl([
+        ckpt("000001", 1, cumulative_tokens={**TOKENS_061, "sampled": -1}),
+        ckpt("000002", 2, discarded_tokens={**TOKENS_061, "trained": 1.5}),
+        ckpt("000003", 3, rolling="yes"),
+    ])
+    return Case("schema_checkpoint_tokens", "Checkpoint token counts and rolling: a negative "
+                "count is a warning (line 1), a fractional count (line 2) and a string rolling "
+                "(line 3) are errors.", "§5", files,
+                [F("RL205", "warning", "checkpoints.jsonl", 1, "/cumulative_tokens/sampled"),
+                 F("RL201", "error", "checkpoints.jsonl", 2, "/discarded_tokens/trained"),
+                 F("RL201", "error", "checkpoints.jsonl", 3, "/rolling")], exit_code=1)
+
+
 # ---- resume, rewind, sidecars, metrics order -----------------------------------------------
 
 
@@ -604,6 +682,41 @@ def _ckpt_no_batch() -> Case:
                 "(has state_path) has no batch: the cookbook's loop would crash resuming from "
                 "it. A sampler-only record without batch (line 2) is fine.", "§5", files,
                 [F("RL501", "error", "checkpoints.jsonl", 3)])
+
+
+@case
+def _ckpt_float_batch() -> Case:
+    files = metrics_only([0, 1, 2, 3, 4, 5])
+    files["checkpoints.jsonl"] = jsonl([ckpt("000002", 2), {**ckpt("000005", None), "batch": 5.0}])
+    return Case("resumable_checkpoint_float_batch", "The last resumable checkpoint's batch is "
+                "5.0: an integral float, which the schema's integer admits but no restart can "
+                "use (batch must be an int from 0 to 2**63 - 1); the writer refuses it.", "§5",
+                files, [F("RL501", "error", "checkpoints.jsonl", 2)])
+
+
+@case
+def _metrics_forward_jump_onto_checkpoint() -> Case:
+    files = metrics_only([0, 1, 2, 5])
+    files["checkpoints.jsonl"] = jsonl([ckpt("000005", 5)])
+    return Case("metrics_forward_jump_onto_checkpoint", "Steps jump from 2 to 5 and a checkpoint "
+                "sits at batch 5: a crash between a checkpoint and its metrics line loses one "
+                "line, not two, and a resume re-logs steps, it never skips forward, so the jump "
+                "is unexplained (RL408), not RL407.", "§9", files,
+                [F("RL408", "warning", "metrics.jsonl", 4, "/step")], forbidden=["RL407"])
+
+
+@case
+def _metrics_empty_key() -> Case:
+    files = metrics_only([0, 1, 2])
+    lines = [metrics_line(s, 3) for s in range(3)]
+    lines[1][""] = 1.0
+    lines[2]["loss/"] = 1.0
+    files["metrics.jsonl"] = jsonl(lines)
+    return Case("metrics_empty_and_slash_keys", "An empty metric key (line 2) is an error (no "
+                "reader can name it; the writer refuses it); a key ending in '/' (line 3) is a "
+                "warning (a name part is missing).", "§3", files,
+                [F("RL201", "error", "metrics.jsonl", 2, "/"),
+                 F("RL205", "warning", "metrics.jsonl", 3, "/loss~1")])
 
 
 # ---- parse and I/O -------------------------------------------------------------------------
@@ -834,6 +947,32 @@ def _run_is_file() -> Case:
     return Case("run_is_a_file", "The run location is a regular file, not a directory: the run "
                 "cannot be read. The CLI exits 2 with no report; the API raises.", "§10", {},
                 run_is_file=True, exit_code=2, no_errors=True)
+
+
+@case
+def _config_only_not_a_run() -> Case:
+    return Case("not_a_run_config_only", "A folder holding only config.json (a model folder, "
+                "say) is not a run: a run holds metrics.jsonl, checkpoints.jsonl or per-iteration "
+                "files, or config.json together with code.diff. The CLI exits 2 with no report "
+                "(\"no run found\"); the API raises.", "§1",
+                {"config.json": compact(CONFIG) + b"\n"}, exit_code=2, no_errors=True)
+
+
+@case
+def _config_and_code_diff() -> Case:
+    return Case("config_and_code_diff_is_a_run", "config.json together with code.diff is a run "
+                "that has logged nothing yet: metrics.jsonl missing is RL116 info while the run "
+                "holds no record.", "§1", {"config.json": compact(CONFIG) + b"\n",
+                                           "code.diff": CODE_DIFF},
+                [F("RL116", "info", "metrics.jsonl")], no_errors=True)
+
+
+@case
+def _long_evaluator_label() -> Case:
+    return Case("long_evaluator_label", "A 120-character evaluator label, written uncut as the "
+                "cookbook writes it (every file name fits 255 bytes): clean.", "§1",
+                base_run("flat", 2, evals=("e" * 120,)), no_errors=True,
+                forbidden=CLEAN_FORBIDDEN)
 
 
 # ---- schema, per file type -----------------------------------------------------------------

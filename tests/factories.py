@@ -395,3 +395,193 @@ def strict_json(obj: Any) -> Any:
     if isinstance(obj, list):
         return [strict_json(v) for v in obj]
     return obj
+
+
+# -- sweeps (rlio compare, rlio query) --------------------------------------------------------
+
+SWEEP_SYSTEM = "You are a careful assistant."
+
+
+def sweep_prompt(j: int) -> list[dict[str, Any]]:
+    """The conversation of prompt ``j`` in a sweep run (its key depends on ``j`` only)."""
+    return [{"role": "system", "content": SWEEP_SYSTEM},
+            {"role": "user", "content": f"Question {j}: what is {j} + {j}?"},
+            {"role": "assistant", "content": f"The answer is {2 * j}."}]
+
+
+def sweep_metrics(rewards: list[float], *, cost: bool, late_key: bool) -> list[dict[str, Any]]:
+    """One training line per reward (``progress/batch`` = index), with a loss, cumulative tokens,
+    ``time/total`` and, with ``cost``, ``cost/cumulative_usd``; with ``late_key`` the last line
+    carries ``late/key``, a key no earlier line had."""
+    lines = []
+    for i, r in enumerate(rewards):
+        line: dict[str, Any] = {"step": i, "progress/batch": i,
+                                "progress/done_frac": (i + 1) / len(rewards),
+                                "env/all/reward/total": r, "train/loss": round(1.0 - r, 6),
+                                "tokens/cumulative/sampled": 100 * (i + 1),
+                                "tokens/cumulative/trained": 50 * (i + 1), "time/total": 2.0}
+        if cost:
+            line["cost/cumulative_usd"] = 0.25 * (i + 1)
+        if late_key and i == len(rewards) - 1:
+            line["late/key"] = 7
+        lines.append(line)
+    return lines
+
+
+def sweep_rollout(group: int, reward: float) -> dict[str, Any]:
+    """A one-step trajectory of ``group`` whose final reward is ``reward``."""
+    return {"group_idx": group, "traj_idx": 0, "tags": ["sweep"], "sampling_client_step": 0,
+            "total_reward": reward, "final_reward": reward, "trajectory_metrics": {"turns": 1},
+            "steps": [{"step_idx": 0, "ob_len": 10, "ac_len": 5, "reward": 0.0,
+                       "episode_done": True, "metrics": {}, "logs": {}}],
+            "final_ob_len": 15}
+
+
+def sweep_logtree(lt: Any, prompt_rewards: list[float]) -> None:
+    """The cookbook's structure: group j logs prompt j in ``Trajectory 0``."""
+    for j, _ in enumerate(prompt_rewards):
+        with lt.section(f"Group {j}"), lt.section("Trajectory 0 Episode"):
+            lt.conversation(sweep_prompt(j))
+
+
+def sweep_run(root: Path, *, config: dict[str, Any], rewards: list[float],
+              prompt_rewards: list[float], layout_name: layout.Layout = "flat",
+              cost: bool = True, late_key: bool = True, by_writer: bool = True) -> Path:
+    """A demo-style run of ``len(rewards)`` iterations: config, metrics (``sweep_metrics``),
+    checkpoints ending in ``final``, and at the last iteration a logtree and rollout summaries
+    of ``len(prompt_rewards)`` prompts (prompt j scoring ``prompt_rewards[j]``). Written through
+    ``RunWriter``, or (``by_writer=False``) file by file as the cookbook writes it."""
+    last = len(rewards) - 1
+    records = [sweep_rollout(j, r) for j, r in enumerate(prompt_rewards)]
+    if by_writer:
+        with RunWriter(root, layout=layout_name) as run:
+            run.write_config(config)
+            for line in sweep_metrics(rewards, cost=cost, late_key=late_key):
+                run.log_metrics({k: v for k, v in line.items() if k != "step"}, step=line["step"])
+            with run.logtree(last, title=f"RL Iteration {last}") as lt:
+                sweep_logtree(lt, prompt_rewards)
+            run.write_rollout_summaries(last, records)
+            run.record_checkpoint("final", batch=len(rewards), state_path="tinker://s/final")
+        return root
+    from rlio.logtree import LogTree
+
+    write_json(root, "config.json", config, indent=2)
+    write_jsonl(root, "metrics.jsonl", sweep_metrics(rewards, cost=cost, late_key=late_key))
+    write_jsonl(root, "checkpoints.jsonl", [checkpoint_line(f"{len(rewards):06d}",
+                                                            len(rewards))])
+    lt = LogTree(f"RL Iteration {last}")
+    sweep_logtree(lt, prompt_rewards)
+    write_json(root, layout.iteration_path(layout_name, last, "logtree"), lt.to_json(), indent=2)
+    write(root, layout.iteration_path(layout_name, last, "html"), lt.to_html())
+    write_jsonl(root, layout.iteration_path(layout_name, last, "rollout_summaries"),
+                [{"schema_version": 1, "split": "train", "iteration": last, **r}
+                 for r in records])
+    return root
+
+
+#: The seeded sweep's prompt rewards: against ``base``, ``regressed`` loses prompts 0-2 (by 0.5,
+#: 0.25, 0.75), gains prompt 3 (by 0.5) and keeps prompts 4-5.
+SWEEP_PROMPTS = {"base": [1.0, 0.75, 1.0, 0.0, 0.5, 0.25],
+                 "regressed": [0.5, 0.5, 0.25, 0.5, 0.5, 0.25]}
+
+
+def seeded_sweep(root: Path) -> Path:
+    """Four runs under ``root/sweep`` with known differences: ``lr-1e-5/base`` (flat, rlio),
+    ``lr-4e-5/regressed`` (nested, rlio, an extra config key, the regressed prompts),
+    ``lr-1e-4/cookbook`` (flat, written as the cookbook writes, no cost keys) and ``lr-1e-4/empty``
+    (a config and a code diff only: a run that logged nothing yet);
+    and ``root/sweep/notes`` (no run)."""
+    sweep = root / "sweep"
+    base_cfg = {"learning_rate": 1e-5, "model_name": "m/8b",
+                "sampling": {"temperature": 1.0, "max_tokens": 256}, "seed": 0}
+    sweep_run(sweep / "lr-1e-5" / "base", config=base_cfg,
+              rewards=[0.1, 0.3, 0.5, 0.4, 0.6], prompt_rewards=SWEEP_PROMPTS["base"])
+    sweep_run(sweep / "lr-4e-5" / "regressed",
+              config={**base_cfg, "learning_rate": 4e-5, "extra": True,
+                      "sampling": {"temperature": 0.7, "max_tokens": 256}},
+              rewards=[0.2, 0.1, 0.05, 0.3, 0.2], prompt_rewards=SWEEP_PROMPTS["regressed"],
+              layout_name="nested")
+    sweep_run(sweep / "lr-1e-4" / "cookbook", config={**base_cfg, "learning_rate": 1e-4},
+              rewards=[0.0, 0.2, 0.9, 0.8], prompt_rewards=[0.0] * 6, cost=False,
+              by_writer=False, late_key=False)
+    write_json(sweep / "lr-1e-4" / "empty", "config.json", {**base_cfg, "seed": 1})
+    (sweep / "lr-1e-4" / "empty" / "code.diff").write_text("", encoding="utf-8")
+    (sweep / "notes").mkdir(parents=True)
+    return sweep
+
+
+# -- the real tinker-cookbook's loops (tests/unit/test_cookbook_loops.py, tests/storage/, crash) ---
+
+
+COOKBOOK_TOKENS = {"sampled": 1200, "prefill_cached": 300, "prefill_uncached": 900, "trained": 1100}
+COOKBOOK_CONFIG = {"model_name": "Qwen/Qwen3-8B", "learning_rate": 4e-5, "batch_size": 8}
+
+
+def cookbook_session(log_dir: Path | str, storage: Any, steps: range, *,
+                     resume_from: int | None) -> None:
+    """One training process of a cookbook RL loop, writing through ``storage`` (None: the
+    cookbook's default backend), as rl/train.py does: rewind on resume, then per step.
+    Needs tinker-cookbook (imported here, never at module import)."""
+    from tinker_cookbook import stores
+    from tinker_cookbook.utils import ml_log, trace
+
+    store = stores.TrainingRunStore(storage) if storage is not None else None
+    logger = ml_log.JsonLogger(str(log_dir), store=store)
+    store = logger.store
+    if resume_from is not None:
+        store.truncate_metrics(resume_from)
+    else:
+        logger.log_hparams(COOKBOOK_CONFIG)
+    for i in steps:
+        with trace.trace_iteration(step=i) as window:
+            with trace.scope_span_sync("sample"):
+                pass
+            with trace.scope_span_sync("train_step"):
+                pass
+        store.write_rollouts(i, [trajectory(i, 0, t) for t in range(2)])
+        store.write_logtree(i, logtree_doc(f"RL Iteration {i}", None,
+                                           "2026-12-01T00:00:00+00:00"))
+        metrics = {"progress/batch": i, "env/all/reward/total": 0.75, "optim/lr": 4e-5}
+        logger.log_metrics({**metrics, **{k: 0.01 for k in window.get_timing_metrics()}},
+                           step=i)
+        window.save_timing(i, store=store)
+        if i % 2 == 1:
+            store.write_checkpoint({
+                "name": f"{i + 1:06d}", "batch": i + 1, "state_path": f"tinker://r/w/{i + 1}",
+                "cumulative_tokens": COOKBOOK_TOKENS,
+                "discarded_tokens": dict.fromkeys(COOKBOOK_TOKENS, 0)})
+    logger.log_summary({"cost/total_usd": 1.25})
+    logger.close()
+
+
+def cookbook_two_sessions(log_dir: Path | str, make_storage: Any) -> None:
+    """A run killed after step 4 and resumed from its checkpoint at batch 4, then steps 4-5."""
+    first = make_storage(log_dir)
+    cookbook_session(log_dir, first, range(5), resume_from=None)
+    if first is not None:
+        first.close()
+    second = make_storage(log_dir)
+    cookbook_session(log_dir, second, range(4, 6), resume_from=4)
+    if second is not None:
+        second.close()
+
+
+def cookbook_files(run: Path) -> dict[str, bytes]:
+    """Every file of a run but the timing spans (wall times differ run to run) and code.diff."""
+    return {p.relative_to(run).as_posix(): p.read_bytes() for p in sorted(run.rglob("*"))
+            if p.is_file() and p.name not in ("timing_spans.jsonl", "code.diff")}
+
+
+def cookbook_readers(store: Any) -> dict[str, Any]:
+    """What the cookbook's readers return for a run."""
+    iterations = store.list_iterations()
+    return {
+        "config": store.read_config(), "metrics": store.read_metrics(),
+        "checkpoints": store.read_checkpoints(),
+        "timing": [(r["step"], [s["name"] for s in r["spans"]]) for r in store.read_timing()],
+        "iterations": [(it.iteration, it.has_train_rollouts, it.has_train_logtree)
+                       for it in iterations],
+        "rollouts": [store.read_rollouts(it.iteration) for it in iterations],
+        "logtrees": [store.read_logtree(it.iteration) for it in iterations],
+        "keys": store.metric_keys(),
+    }

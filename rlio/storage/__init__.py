@@ -1,8 +1,10 @@
 """Where bytes go: one interface (``base``), a backend per kind of location.
 
-Backends: ``local`` (plain ``os`` calls), ``memory`` (fsspec's memory filesystem) and ``gcs/``
-(the JSON API over a gcsfs session). ``opener.open_storage`` picks one; those two backends,
-fsspec and gcsfs are imported only when a URI needs them. ``tail`` moves a torn last line aside.
+Backends: ``local`` (plain ``os`` calls), ``memory`` (fsspec's memory filesystem), ``gcs/``
+(the JSON API over a gcsfs session), ``s3/`` (a boto3 client) and ``azure/`` (the Azure Blob
+SDK); object stores share ``batching`` (appends committed off the caller's thread).
+``opener.open_storage`` picks one; every backend but the local one, and its library, is imported
+only when a URI needs it. ``tail`` moves a torn last line aside.
 """
 
 from rlio.storage.base import TEMP_INFIX, Appender, Entry, Storage

@@ -17,12 +17,12 @@ import os
 import stat
 import time
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from rlio.errors import AppendError
 from rlio.storage import intent, locking
 from rlio.storage.base import HIDDEN_PREFIXES, TEMP_INFIX, Appender, Entry, Storage, is_log
-from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease, LocalLease
+from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease, LocalLease, local_holder
 
 #: Where the ``filelock`` fallback keeps its lock files when ``fcntl`` is missing.
 LOCKS_DIR = ".rlio-locks"
@@ -96,6 +96,16 @@ class _LocalAppender(Appender):
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
+
+
+def _temp_name(name: str) -> str:
+    """The temp file of an atomic replace of ``name``: ``.NAME.rlio-tmp-XXXXXXXX``, with NAME
+    cut so that it stays within 255 bytes (a 250-byte run file is still written atomically)."""
+    tail = f"{TEMP_INFIX}{os.urandom(4).hex()}"
+    room = 255 - 1 - len(tail.encode())
+    head = os.fsencode(name)[:room].decode("utf-8", "ignore") if len(os.fsencode(name)) > room \
+        else name
+    return f".{head}{tail}"
 
 
 class LocalStorage(Storage):
@@ -196,7 +206,7 @@ class LocalStorage(Storage):
                 full = self._abs(rel)
                 parent, name = os.path.split(full)
                 os.makedirs(parent or ".", exist_ok=True)
-                tmp = os.path.join(parent, f".{name}{TEMP_INFIX}{os.urandom(4).hex()}")
+                tmp = os.path.join(parent, _temp_name(name))
                 temps.append((tmp, full))
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
                 try:
@@ -243,6 +253,10 @@ class LocalStorage(Storage):
     def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
         """An exclusive lock on ``<run>/.rlio-lease`` the OS drops when the holder dies."""
         return LocalLease(self._abs(LEASE_NAME))
+
+    def lease_holder(self) -> dict[str, Any] | None:
+        """See ``Storage.lease_holder``: the lease file's holder, if its process is alive."""
+        return local_holder(self._abs(LEASE_NAME))
 
     def sweep_orphans(self, *, older_than: float | None = None) -> int:
         """Undo half-done tail moves (``intent.recover``), then delete the temp files of atomic
@@ -295,6 +309,20 @@ class LocalStorage(Storage):
         locking.fsync_path(full)
         intent.clear(record)
         return len(moved)
+
+    def remove(self, rel: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._abs(rel))
+
+    def remove_dir(self, rel: str) -> None:
+        with contextlib.suppress(OSError):  # missing or not empty: left alone
+            os.rmdir(self._abs(rel))
+
+    def mtime(self, rel: str) -> float | None:
+        try:
+            return os.lstat(self._abs(rel)).st_mtime
+        except (FileNotFoundError, NotADirectoryError):
+            return None
 
     def open(self, rel: str, mode: str = "rb") -> BinaryIO:
         if mode != "ab":

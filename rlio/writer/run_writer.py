@@ -108,6 +108,9 @@ class RunWriter:
         if nonfinite not in ("null", "token"):
             raise ValueError(f"nonfinite must be 'null' or 'token', got {nonfinite!r}")
         self.log_path: str = os.fspath(log_path)
+        if os.path.lexists(self.log_path) and not os.path.isdir(self.log_path):
+            raise ValueError(f"RunWriter(log_path={self.log_path!r}): that path is a file, not a "
+                             "run directory; pass a folder (it is created when absent)")
         self._attach = attach
         self._nonfinite: NonFinite = nonfinite
         self._check = check
@@ -119,6 +122,7 @@ class RunWriter:
         self._counts = dict.fromkeys(_APPENDED, 0)  # lines appended: the next record's index
         self._labels: dict[str, str] = {}  # label -> the evaluator name that claimed it
         self._timer = SpanTimer()
+        self._last_step = 0  # where spans pending at close() are filed
         self._closed = False
         self.resume_state: ResumeState | None = None
         self._storage = open_storage(self.log_path, create=not attach)
@@ -194,9 +198,18 @@ class RunWriter:
     def close(self) -> None:
         """Make the appended lines durable and close the handles.
 
-        Idempotent; every verb raises ``ValueError`` afterwards. A writer that lost its lease
-        closes its handles without writing anything more, then raises ``LeaseLostError``.
+        Spans ``timer`` measured since the last ``log_metrics`` are written first, as one
+        ``timing_spans.jsonl`` line for the last step logged (0 when none was). Idempotent;
+        every verb raises ``ValueError`` afterwards. A writer that lost its lease closes its
+        handles without writing anything more, then raises ``LeaseLostError``.
         """
+        try:
+            if not self._closed and self._timer.spans:
+                self.log_timing_spans(self._last_step, self._timer.take())
+        finally:
+            self._close()
+
+    def _close(self) -> None:
         with self._lock:
             if self._closed:
                 return
@@ -265,20 +278,25 @@ class RunWriter:
         plain = to_json_value(record, what=what, index=index)
         return encode_line(plain, nonfinite=self._nonfinite, index=index)
 
-    def _line(self, schema: str, record: Any, what: str, index: int) -> tuple[Any, bytes]:
-        """The line of ``record``, and the record as the validator will read it: the line
-        decoded (NaN tokens as the null they stand for), judged by schema ``schema``'s checker.
-        Without ``check``: ``record`` and its line.
+    def _line(self, schema: str, record: Any, what: str, index: int,
+              line: bytes | None = None) -> tuple[Any, bytes]:
+        """The line of ``record`` (``line`` when given), and the record as the validator will
+        read it: the line decoded (NaN tokens as the null they stand for), judged by schema
+        ``schema``'s checker. Without ``check``: ``record`` and its line.
 
         Raises:
             RecordError: naming ``what``, the index and the JSON pointer of the problem.
         """
-        line = self._encode(record, what, index)
+        if line is None:
+            line = self._encode(record, what, index)
         if not self._check:
             return record, line
-        image, nonfinite = decode(line)
-        if nonfinite:
-            image = nonfinite_to_none(image)
+        try:
+            image = orjson.loads(line)
+        except orjson.JSONDecodeError:  # the token policy's NaN: read as the null it stands for
+            image, nonfinite = decode(line)
+            if nonfinite:
+                image = nonfinite_to_none(image)
         if self._checks[schema](image):
             return image, line
         pointer, reason = explain(schema, image) or ("", f"does not match schema {schema}")
@@ -326,9 +344,23 @@ class RunWriter:
             self._log_with_spans(metrics, step)
             return
         index = self._counts[L.METRICS]
+        if type(step) is int and type(metrics) is dict and "step" not in metrics \
+                and self._nonfinite == "null" and step.bit_length() < 64:
+            try:  # the step goes in front of the encoded metrics (no copy of the caller's dict)
+                body = orjson.dumps(metrics, normalize_value, _LINE_OPTS)
+            except (TypeError, ValueError, RecursionError):
+                body = None  # the record is built and encoded below, which names the problem
+            if body is not None:
+                line = (b'{"step":%d,' % step + body[1:] if len(body) > 3
+                        else b'{"step":%d}\n' % step)
+                self._line("metrics-line", metrics, "metrics record", index, line)
+                self._append(L.METRICS, line, durable=False)
+                self._last_step = step
+                return
         record = metrics_record(metrics, step, index)
         _, line = self._line("metrics-line", record, "metrics record", index)
         self._append(L.METRICS, line, durable=False)
+        self._last_step = record.get("step", self._last_step)
 
     def _log_with_spans(self, metrics: Mapping[str, Any], step: int | None) -> None:
         """``log_metrics`` with the pending spans: ``time/<name>`` metrics, then their line."""
@@ -367,7 +399,8 @@ class RunWriter:
 
         The spans measured since the last ``log_metrics`` are written with the next
         ``log_metrics(..., step=s)``: one ``timing_spans.jsonl`` line for step ``s`` and
-        ``time/<name>`` metrics (seconds, summed per name; a key the call gives wins).
+        ``time/<name>`` metrics (seconds, summed per name; a key the call gives wins). Spans
+        still pending at ``close()`` are written then, under the last step logged.
         """
         self._require_open()
         return self._timer.measure(name)
@@ -439,8 +472,12 @@ class RunWriter:
             data = git_diff()
         elif isinstance(text, bytes):
             data = text
-        else:
+        elif isinstance(text, str):
             data = text.encode("utf-8", "surrogateescape")
+        else:
+            raise TypeError(f"write_code_diff(text=...) takes the diff as str or bytes (or None "
+                            f"for the git diff of the current directory), got "
+                            f"{type(text).__name__} {text!r:.80}")
         self._storage.replace(L.CODE_DIFF, data)
 
     # -- per-iteration files ----------------------------------------------------------------

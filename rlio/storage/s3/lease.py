@@ -37,6 +37,23 @@ META_EPOCH = "rlio-lease-epoch"
 _JSON = "application/json"
 
 
+def live_holder(api: S3Api, key: str) -> dict[str, Any] | None:
+    """The holder of the lease object ``key`` while it has not expired, else None (read only)."""
+    cur = api.head(key)
+    if cur is None:
+        return None
+    try:
+        expires = float(cur.metadata.get(META_EXPIRES, "inf"))
+    except ValueError:
+        expires = float("inf")
+    if expires <= time.time():
+        return None
+    try:
+        return parse_holder(api.read(key, 0, cur.size, if_match=cur.etag))
+    except Exception:  # released or renewed between the two reads: no name to give
+        return {}
+
+
 class S3Lease(Lease):
     """A held s3:// run lease (see the module docstring)."""
 
@@ -129,6 +146,14 @@ class S3Lease(Lease):
             return
         self._stop.set()
         self._thread.join(timeout=max(5.0, self._seconds))
-        if not self.lost:
+        if self.lost:
+            return
+        try:
+            self._api.delete(self._key, if_match=self._etag)
+        except (FileExistsError, FileNotFoundError):
+            pass  # taken over or gone: not ours to delete
+        except OSError:  # a store without conditional deletes: delete it if it is still ours
             with contextlib.suppress(OSError):
-                self._api.delete(self._key, if_match=self._etag)
+                cur = self._api.head(self._key)
+                if cur is not None and cur.metadata.get(META_TOKEN) == self._token:
+                    self._api.delete(self._key)

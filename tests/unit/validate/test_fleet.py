@@ -110,7 +110,7 @@ def test_fleet_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     capsys.readouterr()
     assert main(["validate", str(runs["a"]), str(tmp_path / "notes"), "-j", "1"]) == 2
     err = capsys.readouterr().err
-    assert f"no run found at {tmp_path / 'notes'}" in err
+    assert f"no run found at '{tmp_path / 'notes'}'" in err
 
 
 @pytest.mark.parametrize("what", ["/etc", "empty", "file"])
@@ -125,7 +125,7 @@ def test_cli_not_a_run_exits_2(tmp_path: Path, what: str) -> None:
     else:
         target = str(write(tmp_path, "f.txt", "x"))
     proc = run_cli("validate", target)
-    assert proc.returncode == 2 and f"no run found at {target}" in proc.stderr
+    assert proc.returncode == 2 and f"no run found at '{target}'" in proc.stderr
     assert "Traceback" not in proc.stderr
     proc = run_cli("validate", target, "--format", "json")
     assert proc.returncode == 2
@@ -210,3 +210,26 @@ def test_a_run_the_walk_cannot_read_is_reported_unreadable_and_fails() -> None:
         import shutil
 
         shutil.rmtree(base)
+
+
+def test_no_path_means_the_cookbooks_run_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a PATH, discovery and `rlio validate` look under $TINKER_COOKBOOK_RUNS_DIR."""
+    cookbook_run(tmp_path / "runs" / "math" / "exp1")
+    monkeypatch.setenv("TINKER_COOKBOOK_RUNS_DIR", str(tmp_path / "runs"))
+    assert discover([]) == [str(tmp_path / "runs" / "math" / "exp1")]
+    assert [r.run for r in validate_runs([], jobs=1).runs] == discover([])
+    assert main(["validate", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"][0]["run"].endswith("exp1")
+
+
+def test_no_path_falls_back_to_tinker_runs_in_home(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Unset, the root is ~/tinker-runs; when it is missing the CLI says so and exits 2."""
+    monkeypatch.delenv("TINKER_COOKBOOK_RUNS_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert main(["validate"]) == 2
+    assert "tinker-runs is not a folder (set TINKER_COOKBOOK_RUNS_DIR" in capsys.readouterr().err
+    cookbook_run(tmp_path / "tinker-runs" / "exp2")
+    assert discover([]) == [str(tmp_path / "tinker-runs" / "exp2")]
