@@ -150,7 +150,7 @@ def test_move_tail_keeps_appends_that_land_while_it_runs(az_uri: str, az: FaultP
 
 
 def test_move_tail_refuses_to_overwrite_a_foreign_rewrite(az_uri: str) -> None:
-    """If something else rewrites the log during move_tail, the log is left as that writer left it."""
+    """A foreign rewrite during move_tail is refused: the log stays as that writer left it."""
     st = _az(az_uri)
     app = st.appender("metrics.jsonl")
     app.append_durable(b'{"step": 0}\n{"ste')

@@ -3,7 +3,8 @@
 Errors are mapped once, here, to what the rest of rlio catches: a missing blob or container is
 ``FileNotFoundError``; a condition that did not hold (412, or 409 for a blob that already
 exists) is ``FileExistsError``; a lease held by someone else is ``LeaseTakenError``; no
-network, an unreachable endpoint or refused credentials are ``StorageUnavailableError``. The
+network, an unreachable endpoint, refused credentials and 5xx/429 answers that outlived the
+SDK's retries are ``StorageUnavailableError``. The
 SDK's own retry policy (``client_options``: a few quick retries) runs first.
 """
 
@@ -82,8 +83,8 @@ def _translate(exc: Exception, where: str) -> Exception:
     code = str(getattr(exc, "error_code", "") or "")
     if isinstance(exc, ae.ResourceNotFoundError):
         return FileNotFoundError(errno.ENOENT, f"not found ({code or 'no such blob'})", where)
-    if "Lease" in code and isinstance(exc, ae.HttpResponseError) and exc.status_code in (
-            409, 412):
+    if "lease" in code.lower() and isinstance(exc, ae.HttpResponseError) and exc.status_code in (
+            409, 412):  # the code is a string or a StorageErrorCode (LEASE_ID_MISSING)
         return LeaseTakenError(code)
     if isinstance(exc, (ae.ResourceExistsError, ae.ResourceModifiedError)) or (
             isinstance(exc, ae.HttpResponseError) and exc.status_code == 412):
@@ -93,6 +94,11 @@ def _translate(exc: Exception, where: str) -> Exception:
             f"{where}: Azure refused the credentials ({code or exc.__class__.__name__}); set "
             "AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT_NAME and "
             "AZURE_STORAGE_ACCOUNT_KEY")
+    status = getattr(exc, "status_code", None)
+    if isinstance(exc, ae.HttpResponseError) and status is not None and (
+            status >= 500 or status == 429):  # still failing after the SDK's retries
+        return StorageUnavailableError(f"{where}: Azure Blob Storage answered {status} "
+                                       f"({code or 'server busy'})")
     if isinstance(exc, (ae.ServiceRequestError, ae.ServiceResponseError)):
         reason = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
         return StorageUnavailableError(f"{where}: Azure Blob Storage is unreachable ({reason})")

@@ -17,8 +17,8 @@ batch costs its own bytes whatever the log's size. rlio sends every block with t
    wrote as a block blob is first made an append blob with the same bytes (staged, then copied
    over it with ``If-Match``).
 
-Transient failures (unreachable store, 5xx past the SDK's retries) are retried here until
-``give_up_after`` seconds; then the error reaches the caller, and the batch is kept.
+Transient failures (unreachable store, 5xx past the SDK's retries) are retried here for
+``unavailable_for`` seconds; then the error reaches the caller, and the batch is kept.
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ from rlio.storage.batching import BatchingAppender
 
 class AzureAppender(BatchingAppender):
     """An open az:// log: batched AppendBlock requests on the one append blob."""
+
+    #: Seconds a store may stay unreachable before a commit gives up (as gcsfs's retries do).
+    unavailable_for = 30.0
 
     def __init__(self, api: AzureApi, key: str, staged_prefix: str, *, ctype: str,
                  display: str) -> None:
@@ -54,7 +57,7 @@ class AzureAppender(BatchingAppender):
 
     def _land(self, block: bytes, deadline: float) -> None:
         """Put one block at the end of the log exactly once (module docstring, 2 and 3)."""
-        conflicts = 0
+        conflicts, down = 0, 0.0
         while True:
             try:
                 if (self._size is None or self._sent_at is not None) and self._landed(block):
@@ -68,8 +71,9 @@ class AzureAppender(BatchingAppender):
                 conflicts += 1
                 time.sleep(random.uniform(0, min(0.005 * 2 ** min(conflicts, 8), 0.5)))
             except StorageUnavailableError:
-                if time.monotonic() > deadline:
-                    raise
+                down = down or time.monotonic()
+                if time.monotonic() > min(deadline, down + self.unavailable_for):
+                    raise  # to the caller; the batch is kept and tried again later
                 time.sleep(1.0)
             if time.monotonic() > deadline:
                 raise TimeoutError(

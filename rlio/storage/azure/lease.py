@@ -78,13 +78,15 @@ class AzureLease(Lease):
     def renew(self) -> bool:
         """Renew the lease once; False (and ``lost`` set) when the service says another lease
         id holds it now or the blob is gone. A transient failure is not a loss (True)."""
+        from azure.storage.blob import BlobLeaseClient
+
+        held = BlobLeaseClient(self._api.blob(self._key), lease_id=self.lease_id)
         try:
-            self._api.call(lambda: self._api.blob(self._key).renew_lease(lease=self.lease_id),
-                           self._key)
+            self._api.call(held.renew, self._key)
         except (LeaseTakenError, FileNotFoundError):
             self.lost = True
             return False
-        except Exception:  # a transient failure past the SDK's retries: the next tick retries
+        except (OSError, ValueError):  # transient, past the SDK's retries: the next tick retries
             pass
         return True
 
