@@ -118,6 +118,7 @@ _ATTACHED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # a few seconds of requests; the default suite keeps one of each kind
 def test_attached_az_writers_append_exactly_once_beside_the_holder(az_uri: str,
                                                                    az: FaultProxy) -> None:
     """Two attached processes x 40 checkpoints beside the lease holder: each record once."""

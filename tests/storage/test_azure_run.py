@@ -53,6 +53,7 @@ def test_a_fleet_on_az_validates_and_reads_as_its_local_copies(
     assert repr(list(remote.follow_metrics(idle_timeout=0.1))) == repr(disk.metrics())
 
 
+@pytest.mark.slow  # a few seconds of requests; the default suite keeps one of each kind
 def test_the_cli_reads_and_reports_an_az_run(az_uri: str, az: FaultProxy, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """validate, resume, report (pages written back into the run), show, diff and export work
