@@ -207,6 +207,7 @@ def test_multipart_writes_whose_answer_is_lost_are_neither_duplicated_nor_droppe
     assert _uploads(st) == []
 
 
+@pytest.mark.slow
 def test_slow_requests_racing_other_writers_land_each_batch_once(s3_uri: str,
                                                                  s3_emu: Emulator) -> None:
     """A PutObject and a Complete held 1.5 s while the other writer goes on: each line once."""
@@ -348,6 +349,7 @@ def test_a_log_below_5_mib_is_rewritten_whole_in_one_request(s3_uri: str,
     assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n{"step": 1}\n{"step": 2}\n'
 
 
+@pytest.mark.slow
 def test_an_unflushed_line_reaches_s3_within_about_a_second(s3_uri: str) -> None:
     """A single append() with no flush is committed by the timer thread, not held until close."""
     st = _s3(s3_uri)
@@ -361,6 +363,7 @@ def test_an_unflushed_line_reaches_s3_within_about_a_second(s3_uri: str) -> None
     app.close()
 
 
+@pytest.mark.slow
 def test_lines_still_buffered_at_interpreter_exit_are_committed(s3_uri: str) -> None:
     """A process that exits without closing its appender still lands what it appended."""
     code = (

@@ -16,9 +16,9 @@ from s3_emulator import Emulator
 
 from rlio import RunInUseError, RunWriter
 from rlio.storage import open_storage
+from rlio.storage.lease import LEASE_NAME
 from rlio.storage.s3.lease import META_EXPIRES
 from rlio.storage.s3.storage import S3Storage
-from rlio.storage.lease import LEASE_NAME
 
 
 def _lease(uri: str) -> dict[str, str] | None:
@@ -41,6 +41,7 @@ def test_a_second_s3_writer_is_refused_and_the_lease_goes_with_close(
     RunWriter(s3_uri, resume=True).close()
 
 
+@pytest.mark.slow
 def test_the_lease_is_renewed_past_its_expiry_while_the_writer_lives(s3_uri: str,
                                                                      s3_emu: Emulator) -> None:
     """With lease_seconds=1.5 a live writer still holds the run 4 s later (renewed)."""
@@ -96,6 +97,7 @@ _ATTACHED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_attached_s3_writers_append_exactly_once_beside_the_holder(s3_uri: str,
                                                                    s3_emu: Emulator) -> None:
     """Two attached processes x 40 checkpoints beside the lease holder: each record once."""

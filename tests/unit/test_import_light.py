@@ -1,5 +1,5 @@
-"""`import rlio`, writing a local run and validating a valid one stay light: no jsonschema, fsspec
-or gcsfs imported."""
+"""`import rlio`, writing a local run and validating a valid one stay light: no jsonschema, fsspec,
+gcsfs or boto3 imported."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 from factories import run_python
 
-FORBIDDEN = ("jsonschema", "fsspec", "gcsfs")
+FORBIDDEN = ("jsonschema", "fsspec", "gcsfs", "boto3", "botocore")
 
 
 def test_import_rlio_imports_no_heavy_dependency() -> None:
@@ -69,7 +69,7 @@ def test_writing_a_local_run_imports_no_heavy_dependency(tmp_path: pathlib.Path)
 
 def test_validating_a_valid_run_imports_no_heavy_dependency(tmp_path: pathlib.Path) -> None:
     """`rlio validate` of a valid local run reports it valid without importing jsonschema (it
-    only explains failures), fsspec or gcsfs."""
+    only explains failures), fsspec, gcsfs or boto3."""
     run = tmp_path / "run"
     with_writer = run_python(f"""
         from rlio import RunWriter

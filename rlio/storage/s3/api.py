@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import math
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
@@ -52,15 +53,19 @@ class ObjectInfo(NamedTuple):
     metadata: dict[str, str]
 
 
+_CLIENT_LOCK = threading.Lock()  # boto3's default session is not safe to share across threads
+
+
 def client() -> Any:
     """A boto3 S3 client configured from the standard AWS environment (see module)."""
     import boto3
     from botocore.config import Config
 
-    config = Config(connect_timeout=2, read_timeout=30,
+    config = Config(connect_timeout=1.5, read_timeout=30,
                     retries={"mode": "standard", "total_max_attempts": 3})
     try:
-        return boto3.client("s3", config=config)
+        with _CLIENT_LOCK:
+            return boto3.client("s3", config=config)
     except Exception as exc:  # a missing profile, a malformed config file or endpoint
         raise StorageUnavailableError(errno.EINVAL, f"cannot configure S3: {exc}") from None
 

@@ -81,18 +81,19 @@ class S3Appender(BatchingAppender):
         failures = 0
         try:
             while True:
-                if verify or known is None:
-                    self._body = None
-                    known = self.api.head(self.key)
-                    if landed(known.metadata if known else None, self.writer, seq):
-                        break
-                verify = True  # from here on, any failure is checked against the log first
                 try:
+                    if verify or known is None:
+                        self._body = None
+                        known = self.api.head(self.key)
+                        if landed(known.metadata if known else None, self.writer, seq):
+                            break
+                    verify = True  # from here on, any failure is checked against the log first
                     known = self._land(known, seq, data)
                     break
                 except (FileExistsError, FileNotFoundError, S3Unavailable) as exc:
                     # 412: another writer came first (or we did); 404: the log was rewritten
                     # or our upload swept; S3Unavailable: try again until the deadline
+                    verify = True
                     failures += 1
                     if time.monotonic() > deadline:
                         raise StorageUnavailableError(

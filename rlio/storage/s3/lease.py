@@ -1,15 +1,17 @@
 """The run lease on s3://: an object taken with a conditional write, renewed while held.
 
 ``<run>/.rlio-lease`` (and each ``S3Storage.lock`` object, the same way) holds the holder's JSON
-(host, pid, since, and the expiry and token below, so that every write of it has a new ETag) and,
-in its user metadata, when the lease expires (``rlio-lease-expires``, seconds since the epoch by
-the holder's clock) and a random token of the holder. It is created with ``If-None-Match: *``;
-a daemon thread rewrites it every third of ``lease_seconds`` with ``If-Match: <its ETag>``,
-pushing the expiry on. A writer that finds a lease past its expiry takes it over with
-``If-Match`` on the ETag it read (so of two takers one wins); one that finds it live gets
-``RunInUseError``. A holder whose renewal gets 412 and finds another token has lost the lease
-(``lost``: the writer acknowledges nothing more); a request whose answer was lost and whose
-retry got 412 is recognised by the token. Release deletes it with ``If-Match``.
+(host, pid, since, and the epoch, expiry and token below, so that every write of it has a new
+ETag) and, in its user metadata, when the lease expires (``rlio-lease-expires``, seconds since
+the epoch by the holder's clock), a random token of the holder and its epoch
+(``rlio-lease-epoch``: one more than the holder it took over from). It is created with
+``If-None-Match: *``; a daemon thread rewrites it every third of ``lease_seconds`` with
+``If-Match: <its ETag>``, pushing the expiry on (``valid_until``: until when, by this host's
+monotonic clock, the lease is surely still held). A writer that finds a lease past its expiry
+takes it over with ``If-Match`` on the ETag it read (so of two takers one wins); one that finds
+it live gets ``RunInUseError``. A holder whose renewal gets 412 and finds another token has
+lost the lease (``lost``: the writer acknowledges nothing more); a request whose answer was lost
+and whose retry got 412 is recognised by the token. Release deletes it with ``If-Match``.
 
 Clocks: expiry is judged by the taker's clock against the holder's; hosts are assumed to agree
 within a small fraction of ``lease_seconds``.
@@ -29,6 +31,9 @@ from rlio.storage.s3.api import ObjectInfo, S3Api
 
 META_EXPIRES = "rlio-lease-expires"
 META_TOKEN = "rlio-lease-token"
+#: Which holder of the run this is: one more than the holder it took the lease over from
+#: (1 for a lease created afresh), so that a later holder always has a larger epoch.
+META_EPOCH = "rlio-lease-epoch"
 _JSON = "application/json"
 
 
@@ -42,6 +47,10 @@ class S3Lease(Lease):
         self._seconds = float(lease_seconds)
         self._token = secrets.token_hex(8)
         super().__init__()
+        self.epoch = 1
+        #: ``time.monotonic()`` until which the lease is surely still ours: the start of the last
+        #: write of it that landed, plus ``lease_seconds``.
+        self.valid_until = 0.0
         self._etag = self._take()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew_loop, name="rlio-lease-renew",
@@ -49,15 +58,20 @@ class S3Lease(Lease):
         self._thread.start()
 
     def _put(self, *, if_match: str | None) -> str:
+        start = time.monotonic()
         expires = f"{time.time() + self._seconds:.3f}"
-        body = json.dumps({**self.holder, "expires": expires, "token": self._token}).encode()
-        return self._api.put(self._key, body, metadata={META_EXPIRES: expires,
-                                                        META_TOKEN: self._token},
-                             if_match=if_match, create_only=if_match is None, ctype=_JSON)
+        body = json.dumps({**self.holder, "epoch": self.epoch, "expires": expires,
+                           "token": self._token}).encode()
+        etag = self._api.put(self._key, body, metadata={
+            META_EXPIRES: expires, META_TOKEN: self._token, META_EPOCH: str(self.epoch)},
+            if_match=if_match, create_only=if_match is None, ctype=_JSON)
+        self.valid_until = start + self._seconds
+        return etag
 
     def _take(self) -> str:
         """Create the lease, or take over an expired one; RunInUseError while it is live."""
         for _ in range(20):
+            self.epoch = 1
             try:
                 return self._put(if_match=None)
             except FileExistsError:
@@ -73,6 +87,8 @@ class S3Lease(Lease):
                 expires = float("inf")
             if expires > time.time():
                 raise in_use(self._where, self._holder_of(cur))
+            before = cur.metadata.get(META_EPOCH, "0")
+            self.epoch = (int(before) if before.isascii() and before.isdigit() else 0) + 1
             try:
                 return self._put(if_match=cur.etag)  # expired: take it over
             except (FileExistsError, FileNotFoundError):

@@ -1,4 +1,5 @@
-"""open_run on gs:// (the enforcing emulator): the same records as the local copy of the run."""
+"""open_run on gs:// and s3:// (the storage tests' enforcing emulators): the same records as the
+local copy of the run."""
 
 from __future__ import annotations
 
@@ -15,22 +16,26 @@ from rlio.reader import open_run
 from rlio.storage import open_storage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "storage"))
-from gcs_emulator import Emulator, serving
+import gcs_emulator
+import s3_emulator
 
-pytestmark = pytest.mark.gcs
+pytestmark = [pytest.mark.gcs, pytest.mark.s3]
 BUCKET = "rlio-reader"
+#: Each remote scheme and the emulator module serving it.
+EMULATORS = {"gs": gcs_emulator, "s3": s3_emulator}
 
 
-@pytest.fixture(scope="module")
-def gs_env() -> Iterator[Emulator]:
-    """The storage tests' enforcing emulator on a free loopback port, for this module."""
-    with serving(BUCKET) as emu:
-        yield emu
+@pytest.fixture(scope="module", params=sorted(EMULATORS))
+def remote(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A URI scheme whose emulator serves on a free loopback port, for this module."""
+    scheme: str = request.param
+    with EMULATORS[scheme].serving(BUCKET):
+        yield scheme
 
 
-def _upload(local: Path) -> str:
-    """Copy a local run to a fresh gs:// prefix, file by file; returns its URI."""
-    uri = f"gs://{BUCKET}/r-{uuid.uuid4().hex[:12]}"
+def _upload(local: Path, scheme: str) -> str:
+    """Copy a local run to a fresh prefix of ``scheme``, file by file; returns its URI."""
+    uri = f"{scheme}://{BUCKET}/r-{uuid.uuid4().hex[:12]}"
     store = open_storage(uri, create=True)
     for path in sorted(local.rglob("*")):
         if path.is_file():
@@ -39,13 +44,13 @@ def _upload(local: Path) -> str:
 
 
 @pytest.mark.parametrize("layout_name", ["flat", "nested"])
-def test_a_gs_run_reads_like_its_local_copy(gs_env: Emulator, tmp_path: Path,
-                                            layout_name: layout.Layout) -> None:
+def test_a_remote_run_reads_like_its_local_copy(remote: str, tmp_path: Path,
+                                                layout_name: layout.Layout) -> None:
     """Metrics, checkpoints, iterations, rollouts, conversations and resume match the local run."""
     local = cookbook_run(tmp_path / "run", 3, layout_name=layout_name)
     with (local / layout.METRICS).open("ab") as f:
         f.write(b'{"step": 9, "torn')  # a torn tail, skipped on both
-    a, b = open_run(local), open_run(_upload(local))
+    a, b = open_run(local), open_run(_upload(local, remote))
     assert b.layout == a.layout == layout_name
     assert repr(b.metrics()) == repr(a.metrics())
     assert b.checkpoints() == a.checkpoints()
