@@ -7,7 +7,9 @@ through ``rlio.storage``:
 - ``append_durable`` of one ~150 B metrics line (one AppendBlock with the ``appendpos``
   condition per call);
 - ordinary ``append`` calls committed as one batch by ``flush`` (one AppendBlock per batch of
-  whole lines up to 4 MiB), counted per line.
+  whole lines up to 4 MiB), counted per line;
+- baseline: read-modify-write of a block blob of the same size with ``If-Match`` (HEAD, GET,
+  conditional Put Blob), what a store without append needs for the same safety.
 
 Requests and bytes are counted by the proxy: ``sent`` is what the client sent (request line,
 headers, body), ``recv`` the body bytes it got back. The log grows between measurements by large
@@ -61,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-mb", type=int, default=50)
     p.add_argument("--samples", type=int, default=20, help="durable appends measured per size")
     p.add_argument("--batch", type=int, default=100, help="lines per batched commit")
+    p.add_argument("--baseline-samples", type=int, default=3)
     args = p.parse_args(argv)
     sizes_mb = [s for s in (0, 1, 10, 50) if s <= args.max_mb]
     mod = _azurite_module()
@@ -70,8 +73,24 @@ def main(argv: list[str] | None = None) -> int:
     with mod.serving("rlio-bench") as proxy:
         sys.path.insert(0, str(ROOT))
         from rlio.storage import open_storage
+        from rlio.storage.azure.storage import AzureStorage
 
         st = open_storage("az://rlio-bench/rlio", create=True)
+        base = open_storage("az://rlio-bench/baseline", create=True)
+        assert isinstance(base, AzureStorage)
+        bkey = base.key("metrics.jsonl")
+
+        def rmw(i: int) -> None:
+            while True:
+                p = base.api.props(bkey)
+                old = base.api.read_ranged(bkey, 0, etag=p.etag)[0]
+                try:
+                    base.api.upload(bkey, old + RECORD % (i, i),
+                                    if_match=p.etag)
+                    return
+                except FileExistsError:
+                    continue
+
         app = st.appender("metrics.jsonl")
         app.append_durable(RECORD % (0, 0))  # the log exists from here on
         filler = b"".join(RECORD % (i, i) for i in range(7_000))  # ~1 MB of ~150 B lines
@@ -84,17 +103,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"record size {len(RECORD % (0, 0))} B; {args.samples} durable appends and "
               f"{args.samples} batches of {args.batch} lines per size")
         head = (f"{'log size':>9} | {'durable req':>11} {'sent B':>8} {'recv B':>7} {'ms':>6} | "
-                f"{'batched req/line':>16} {'sent B/line':>11} {'ms/line':>7}")
+                f"{'batched req/line':>16} {'sent B/line':>11} {'ms/line':>7} | "
+                f"{'rewrite req':>11} {'sent B':>10} {'recv B':>10} {'ms':>6}")
         print(head)
         print("-" * len(head))
         for mb in sizes_mb:
             while st.size("metrics.jsonl") < mb << 20:
                 app.append_durable(filler)
             size = st.size("metrics.jsonl")
+            base.api.upload(bkey, (filler * (size // len(filler) + 1))[:size])
+            w = _measure(proxy, rmw, args.baseline_samples)
             d = _measure(proxy, lambda i: app.append_durable(RECORD % (i, i)), args.samples)
             b = _measure(proxy, batch, args.samples, args.batch)
             print(f"{size / (1 << 20):>6.1f} MB | {d[0]:>11.2f} {d[1]:>8.0f} {d[2]:>7.0f} "
-                  f"{d[3]:>6.1f} | {b[0]:>16.3f} {b[1]:>11.1f} {b[3]:>7.3f}")
+                  f"{d[3]:>6.1f} | {b[0]:>16.3f} {b[1]:>11.1f} {b[3]:>7.3f} | "
+                  f"{w[0]:>11.2f} {w[1]:>10.0f} {w[2]:>10.0f} {w[3]:>6.1f}")
         app.close()
     return 0
 
