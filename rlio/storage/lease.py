@@ -9,7 +9,8 @@ the lease so that a refused writer can say who holds the run.
   so a SIGKILLed writer never blocks its restart. The file is removed on release. Where
   ``fcntl`` is missing, ``filelock`` locks ``<run>/.rlio-lease.lock`` instead.
 - memory:// (``InProcessLease``): a table in this process, where memory:// runs live.
-- gs:// has its own, renewed lease object (``rlio.storage.gcs.lease``).
+- gs:// and s3:// have their own, renewed lease objects (``rlio.storage.gcs.lease``,
+  ``rlio.storage.s3.lease``); az:// an Azure blob lease (``rlio.storage.azure.lease``).
 """
 
 from __future__ import annotations
