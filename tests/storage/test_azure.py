@@ -207,3 +207,17 @@ def test_bytes_sent_per_append_do_not_grow_with_the_file(az_uri: str, az: FaultP
     assert st.size("metrics.jsonl") > 12_000_000
     assert small[0] == big[0] == 1  # one AppendBlock request per batch
     assert abs(big[1] - small[1]) < 64  # the same bytes, give or take a header's digits
+
+
+def test_an_account_name_and_key_work_without_a_connection_string(
+        az_uri: str, az: FaultProxy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """AZURE_STORAGE_ACCOUNT_NAME + _KEY (+ _URL for a non-public endpoint) reach the same
+    container as the connection string does."""
+    import azurite
+
+    _az(az_uri).replace("config.json", b"{}")
+    monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING")
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_NAME", azurite.ACCOUNT)
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_KEY", azurite.KEY)
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_URL", f"http://127.0.0.1:{az.port}/{azurite.ACCOUNT}")
+    assert open_storage(az_uri).read_bytes("config.json") == b"{}"
