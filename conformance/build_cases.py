@@ -606,6 +606,41 @@ def _ckpt_no_batch() -> Case:
                 [F("RL501", "error", "checkpoints.jsonl", 3)])
 
 
+@case
+def _ckpt_float_batch() -> Case:
+    files = metrics_only([0, 1, 2, 3, 4, 5])
+    files["checkpoints.jsonl"] = jsonl([ckpt("000002", 2), {**ckpt("000005", None), "batch": 5.0}])
+    return Case("resumable_checkpoint_float_batch", "The last resumable checkpoint's batch is "
+                "5.0: an integral float, which the schema's integer admits but no restart can "
+                "use (batch must be an int from 0 to 2**63 - 1); the writer refuses it.", "§5",
+                files, [F("RL501", "error", "checkpoints.jsonl", 2)])
+
+
+@case
+def _metrics_forward_jump_onto_checkpoint() -> Case:
+    files = metrics_only([0, 1, 2, 5])
+    files["checkpoints.jsonl"] = jsonl([ckpt("000005", 5)])
+    return Case("metrics_forward_jump_onto_checkpoint", "Steps jump from 2 to 5 and a checkpoint "
+                "sits at batch 5: a crash between a checkpoint and its metrics line loses one "
+                "line, not two, and a resume re-logs steps, it never skips forward, so the jump "
+                "is unexplained (RL408), not RL407.", "§9", files,
+                [F("RL408", "warning", "metrics.jsonl", 4, "/step")], forbidden=["RL407"])
+
+
+@case
+def _metrics_empty_key() -> Case:
+    files = metrics_only([0, 1, 2])
+    lines = [metrics_line(s, 3) for s in range(3)]
+    lines[1][""] = 1.0
+    lines[2]["loss/"] = 1.0
+    files["metrics.jsonl"] = jsonl(lines)
+    return Case("metrics_empty_and_slash_keys", "An empty metric key (line 2) is an error (no "
+                "reader can name it; the writer refuses it); a key ending in '/' (line 3) is a "
+                "warning (a name part is missing).", "§3", files,
+                [F("RL201", "error", "metrics.jsonl", 2, "/"),
+                 F("RL205", "warning", "metrics.jsonl", 3, "/loss~1")])
+
+
 # ---- parse and I/O -------------------------------------------------------------------------
 
 
@@ -834,6 +869,32 @@ def _run_is_file() -> Case:
     return Case("run_is_a_file", "The run location is a regular file, not a directory: the run "
                 "cannot be read. The CLI exits 2 with no report; the API raises.", "§10", {},
                 run_is_file=True, exit_code=2, no_errors=True)
+
+
+@case
+def _config_only_not_a_run() -> Case:
+    return Case("not_a_run_config_only", "A folder holding only config.json (a model folder, "
+                "say) is not a run: a run holds metrics.jsonl, checkpoints.jsonl or per-iteration "
+                "files, or config.json together with code.diff. The CLI exits 2 with no report "
+                "(\"no run found\"); the API raises.", "§1",
+                {"config.json": compact(CONFIG) + b"\n"}, exit_code=2, no_errors=True)
+
+
+@case
+def _config_and_code_diff() -> Case:
+    return Case("config_and_code_diff_is_a_run", "config.json together with code.diff is a run "
+                "that has logged nothing yet: metrics.jsonl missing is RL116 info while the run "
+                "holds no record.", "§1", {"config.json": compact(CONFIG) + b"\n",
+                                           "code.diff": CODE_DIFF},
+                [F("RL116", "info", "metrics.jsonl")], no_errors=True)
+
+
+@case
+def _long_evaluator_label() -> Case:
+    return Case("long_evaluator_label", "A 120-character evaluator label, written uncut as the "
+                "cookbook writes it (every file name fits 255 bytes): clean.", "§1",
+                base_run("flat", 2, evals=("e" * 120,)), no_errors=True,
+                forbidden=CLEAN_FORBIDDEN)
 
 
 # ---- schema, per file type -----------------------------------------------------------------

@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "Severity": "rlio.findings",
     "UnsafeStorageError": "rlio.errors",
     "open_run": "rlio.reader",
+    "query": "rlio.reader.sql",
     "read_resume_state": "rlio.resume",
     "validate_run": "rlio.validate",
     "validate_runs": "rlio.validate.fleet",
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
         Run,
         open_run,
     )
+    from rlio.reader.sql import query
     from rlio.resume import ResumeState, read_resume_state
     from rlio.validate.engine import validate_run
     from rlio.validate.fleet import FleetReport, validate_runs

@@ -77,5 +77,6 @@ class AppendError(RlioError, OSError):
 
 
 class NotARunError(RunNotFoundError):
-    """The path exists but is not a run: a file, or a folder without ``metrics.jsonl`` or
-    ``config.json`` at its root (``rlio.layout.is_run_root``)."""
+    """No run at the path: it is missing, a file, or a folder without ``metrics.jsonl``,
+    ``checkpoints.jsonl`` or per-iteration files, or ``config.json`` with ``code.diff``
+    (``rlio.layout.is_run_root``). ``strerror`` is the one line every command prints."""

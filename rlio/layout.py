@@ -100,10 +100,16 @@ SUPERSEDED_SUFFIX: Final = ".superseded"
 #: ``metrics.jsonl.pre_resume_NNNNNN``: a known sidecar too.
 _PRE_RESUME = re.compile(re.escape(METRICS) + r"\.pre_resume_[0-9]+")
 
-#: Longest evaluator label; a longer sanitized name is cut and ends in ``-`` plus 8 hex digits
-#: of a hash of the raw name, so two long names never share a label and no file name grows past
-#: what file systems accept (255 bytes).
-MAX_LABEL: Final = 100
+#: A file name's limit on the file systems runs live on (ext4, APFS, NTFS: 255 bytes).
+MAX_NAME_BYTES: Final = 255
+#: The longest name around a label: ``eval_<label>_iteration_NNNNNN_rollout_summaries.jsonl``
+#: (a six-digit iteration, the longest per-iteration suffix).
+_LABEL_FRAME: Final = len("eval_") + len("_iteration_") + 6 + len("_rollout_summaries.jsonl")
+#: Longest evaluator label (209): the longest whose every file name fits ``MAX_NAME_BYTES``
+#: at a six-digit iteration. A longer sanitized name is cut and ends in ``-`` plus 8 hex digits
+#: of a hash of the raw name, so two long names never share a label. Shorter labels are never
+#: cut: the cookbook writes them as they are.
+MAX_LABEL: Final = MAX_NAME_BYTES - _LABEL_FRAME
 _LABEL_HASH: Final = 8
 #: Largest iteration: a signed 64-bit integer, which every JSON reader keeps exactly and every
 #: file name holds.
@@ -124,17 +130,25 @@ _NESTED_FILE = re.compile(r"(?:train|eval_(?P<label>.+?))" + _SUFFIXES)
 _FLAT_GANTT = re.compile(r"timing_gantt_(?P<n>[0-9]+)\.html")
 
 
-#: The files whose presence at a folder's root makes it a run (format contract, "what is a run").
-RUN_MARKERS: Final = (METRICS, CONFIG)
+#: What makes a folder a run (docs/format.md §1, "What counts as a run"), as messages say it.
+RUN_DEFINITION: Final = (f"{METRICS}, {CHECKPOINTS} or per-iteration files, "
+                         f"or {CONFIG} together with {CODE_DIFF}")
+_PER_ITERATION: Final = frozenset(k.kind for k in FILE_KINDS if k.per_iteration)
 
 
 def is_run_root(names: Iterable[str]) -> bool:
-    """Whether a folder whose direct children are ``names`` is a run (holds a run marker).
+    """Whether a folder whose direct children are ``names`` is a run: it holds ``metrics.jsonl``,
+    ``checkpoints.jsonl`` or per-iteration files (flat names or ``iteration_NNNNNN`` folders),
+    or ``config.json`` together with ``code.diff``.
 
-    The one definition of "a run": ``rlio validate`` says "no run found" for any other folder,
-    and fleet discovery descends into folders until it finds one.
+    The one definition of "a run": every command says "no run found" for any other folder (a
+    model folder holding only ``config.json`` is not a run), and fleet discovery descends into
+    folders until it finds one.
     """
-    return any(name in RUN_MARKERS for name in names)
+    seen = set(names)
+    if METRICS in seen or CHECKPOINTS in seen or {CONFIG, CODE_DIFF} <= seen:
+        return True
+    return any(is_iteration_dir(n) or parse_path(n).kind in _PER_ITERATION for n in seen)
 
 
 def is_iteration_dir(name: str) -> bool:
@@ -174,14 +188,19 @@ def format_iteration(iteration: int) -> str:
     return f"{iteration_number(iteration):06d}"
 
 
-def sanitize_label(name: str) -> str:
-    """An evaluator name's label (docs/format.md §1): ``"test set (v2)"`` -> ``"test_set_v2"``.
+def uncut_label(name: str) -> str:
+    """An evaluator name's label before any cut (docs/format.md §1): ``"test set (v2)"`` ->
+    ``"test_set_v2"``; what the cookbook names files with, whatever its length."""
+    return _LABEL_OUTSIDE.sub("_", str(name)).strip("._") or "unnamed"
 
-    A label longer than ``MAX_LABEL`` characters is cut and ends in ``-`` plus a stable 8-hex
-    hash of the raw name (``MAX_LABEL`` characters in all).
+
+def sanitize_label(name: str) -> str:
+    """An evaluator name's label as rlio writes it: ``uncut_label``, unless longer than
+    ``MAX_LABEL`` characters; such a label is cut and ends in ``-`` plus a stable 8-hex hash of
+    the raw name (``MAX_LABEL`` characters in all), so every file name of it fits 255 bytes.
     """
     text = str(name)
-    label = _LABEL_OUTSIDE.sub("_", text).strip("._") or "unnamed"
+    label = uncut_label(text)
     if len(label) <= MAX_LABEL:
         return label
     import hashlib  # only a long label needs it (an import a command's start pays otherwise)
@@ -189,6 +208,14 @@ def sanitize_label(name: str) -> str:
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"),
                              digest_size=_LABEL_HASH // 2).hexdigest()
     return f"{label[:MAX_LABEL - _LABEL_HASH - 1]}-{digest}"
+
+
+def label_candidates(evaluator: str) -> tuple[str, ...]:
+    """The labels a file of ``evaluator`` (a name or a label) may carry on disk: rlio's, the
+    cookbook's uncut one, and the name itself as a file may hold it unsanitized (readers match
+    listed files against these; never a guessed path).
+    """
+    return tuple(dict.fromkeys((sanitize_label(evaluator), uncut_label(evaluator), evaluator)))
 
 
 def is_valid_label(label: str) -> bool:
@@ -218,6 +245,9 @@ def iteration_path(
         raise ValueError(f"evaluator label {label!r} is not sanitized; use sanitize_label()")
     stem = "train" if label is None else f"eval_{label}"
     suffix = _ARTIFACT_SUFFIX[artifact]
+    if len(f"{stem}_iteration_{n}{suffix}") > MAX_NAME_BYTES:
+        raise ValueError(f"evaluator label {label!r} is too long for iteration {n}: the file "
+                         f"name would exceed {MAX_NAME_BYTES} bytes; use a shorter evaluator name")
     if layout == "flat":
         return f"{stem}_iteration_{n}{suffix}"
     if layout == "nested":

@@ -39,6 +39,7 @@ from rlio._supersede import (
     whole_file_cut,
 )
 from rlio.errors import ResumeError, RunNotFoundError, StorageUnavailableError
+from rlio.rules import is_restart_index
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
 
@@ -230,6 +231,11 @@ class ResumeState:
         With ``lines`` False no line is numbered from the start of a file (that reads every byte
         before it): lines are placed from the end, what the backward read already knows.
         """
+        return "\n".join(self.describe_lines(lines=lines))
+
+    def describe_lines(self, *, lines: bool = True) -> list[str]:
+        """``describe`` as a list of lines: a field holding a newline (a ``state_path`` from
+        the ledger) stays inside its line, for a caller that escapes each line."""
         ck = self.checkpoint
         epoch = "" if self.next_epoch is None else f", epoch {self.next_epoch}"
         where = f"line {self.line}" if lines else _from_end_text(self._from_end)
@@ -260,7 +266,7 @@ class ResumeState:
         n = len(self.superseded_iteration_files)
         out.append(f"  supersedes {n} per-iteration file{'' if n == 1 else 's'} "
                    f"(iteration >= {self.next_batch})")
-        return "\n".join(out)
+        return out
 
 
 def _from_end_text(after: int) -> str:
@@ -272,10 +278,6 @@ def _as_storage(log_path: str | os.PathLike[str] | Storage) -> Storage:
     return log_path if isinstance(log_path, Storage) else open_storage(log_path)
 
 
-def _nonneg_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
 def _state_from_scan(storage: Storage, scan: _LedgerScan, required_key: str) -> ResumeState | None:
     record = scan.record
     if record is None:
@@ -284,16 +286,16 @@ def _state_from_scan(storage: Storage, scan: _LedgerScan, required_key: str) -> 
     problem = None
     if "batch" not in record or batch is None:
         problem = "has no 'batch'"
-    elif not _nonneg_int(batch):
+    elif not is_restart_index(batch):
         problem = f"has batch {batch!r}"
-    elif epoch is not None and not _nonneg_int(epoch):
+    elif epoch is not None and not is_restart_index(epoch):
         problem = f"has epoch {epoch!r}"
     if problem is not None or not isinstance(batch, int):
         line = count_newlines(storage, layout.CHECKPOINTS, scan.offset) + 1
         raise ResumeError(
             f"{storage.display(layout.CHECKPOINTS)}:{line}: resumable checkpoint "
             f"{record.get('name')!r} ({required_key}={record.get(required_key)!r}) {problem}; "
-            "expected an integer >= 0 (the iteration training restarts at)",
+            "expected an int from 0 to 2**63 - 1 (the iteration training restarts at)",
             line=line,
         )
     return ResumeState(
@@ -352,7 +354,9 @@ def resume_document(
     """The JSON document of ``rlio resume --format json``.
 
     ``{"checkpoint", "line", "next_batch", "next_epoch", "torn_tail", "superseded":
-    {"metrics_lines": [first, last] | null, "iteration_files": [...]}}``.
+    {"metrics_lines": [first, last] | null, "iteration_files": [...]}}``. ``torn_tail`` is about
+    ``checkpoints.jsonl`` only: whether its last line is torn (a torn ``metrics.jsonl`` tail is
+    not counted in ``metrics_lines`` and is moved aside by the writer).
 
     ``line`` and ``superseded.metrics_lines`` are numbered from the start of their files, which
     reads every byte before them; with ``lines`` False (``rlio resume`` without ``--line``) both

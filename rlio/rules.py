@@ -97,4 +97,20 @@ def resume_problem(record: Any, required_key: str = RESUME_KEY) -> str | None:
             return (f"has {required_key} and epoch but no batch: a restart needs batch "
                     "(SL/DPO restart at (epoch, batch))")
         return f"has {required_key} but no batch: a restart needs the iteration to restart at"
+    for key in ("batch", "epoch"):
+        value = record.get(key)
+        if value is not None and not is_restart_index(value):  # null: the schema's RL201
+            return (f"has {key} {value!r}: a restart needs an int from 0 to 2**63 - 1 "
+                    "(not a float, not a bool)")
     return None
+
+
+#: The largest ``batch`` or ``epoch`` a restart uses: a signed 64-bit integer, which every JSON
+#: reader keeps exactly (``rlio.layout.MAX_ITERATION``: a file name holds it too).
+MAX_RESTART_INDEX: Final = 2**63 - 1
+
+
+def is_restart_index(value: Any) -> bool:
+    """Whether ``value`` can be where a restart begins (``batch``, ``epoch``): an ``int`` from 0
+    to ``MAX_RESTART_INDEX``; an integral float (``5.0``, ``1e30``) or a bool is not."""
+    return type(value) is int and 0 <= value <= MAX_RESTART_INDEX

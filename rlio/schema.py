@@ -121,6 +121,9 @@ def _part_validator(name: str, part: str) -> Any:
 
 def _one_line(error: Any) -> str:
     msg = str(error.message)
+    if error.validator == "not" and isinstance(error.schema, dict) and error.schema.get(
+            "description"):  # "x should not be valid under {}" says nothing: the schema says why
+        msg = str(error.schema["description"])
     if len(msg) > 300:
         msg = msg[:297] + "..."
     where = "/".join(str(p) for p in error.absolute_path)

@@ -395,3 +395,114 @@ def strict_json(obj: Any) -> Any:
     if isinstance(obj, list):
         return [strict_json(v) for v in obj]
     return obj
+
+
+# -- sweeps (rlio compare, rlio query) --------------------------------------------------------
+
+SWEEP_SYSTEM = "You are a careful assistant."
+
+
+def sweep_prompt(j: int) -> list[dict[str, Any]]:
+    """The conversation of prompt ``j`` in a sweep run (its key depends on ``j`` only)."""
+    return [{"role": "system", "content": SWEEP_SYSTEM},
+            {"role": "user", "content": f"Question {j}: what is {j} + {j}?"},
+            {"role": "assistant", "content": f"The answer is {2 * j}."}]
+
+
+def sweep_metrics(rewards: list[float], *, cost: bool, late_key: bool) -> list[dict[str, Any]]:
+    """One training line per reward (``progress/batch`` = index), with a loss, cumulative tokens,
+    ``time/total`` and, with ``cost``, ``cost/cumulative_usd``; with ``late_key`` the last line
+    carries ``late/key``, a key no earlier line had."""
+    lines = []
+    for i, r in enumerate(rewards):
+        line: dict[str, Any] = {"step": i, "progress/batch": i,
+                                "progress/done_frac": (i + 1) / len(rewards),
+                                "env/all/reward/total": r, "train/loss": round(1.0 - r, 6),
+                                "tokens/cumulative/sampled": 100 * (i + 1),
+                                "tokens/cumulative/trained": 50 * (i + 1), "time/total": 2.0}
+        if cost:
+            line["cost/cumulative_usd"] = 0.25 * (i + 1)
+        if late_key and i == len(rewards) - 1:
+            line["late/key"] = 7
+        lines.append(line)
+    return lines
+
+
+def sweep_rollout(group: int, reward: float) -> dict[str, Any]:
+    """A one-step trajectory of ``group`` whose final reward is ``reward``."""
+    return {"group_idx": group, "traj_idx": 0, "tags": ["sweep"], "sampling_client_step": 0,
+            "total_reward": reward, "final_reward": reward, "trajectory_metrics": {"turns": 1},
+            "steps": [{"step_idx": 0, "ob_len": 10, "ac_len": 5, "reward": 0.0,
+                       "episode_done": True, "metrics": {}, "logs": {}}],
+            "final_ob_len": 15}
+
+
+def sweep_logtree(lt: Any, prompt_rewards: list[float]) -> None:
+    """The cookbook's structure: group j logs prompt j in ``Trajectory 0``."""
+    for j, _ in enumerate(prompt_rewards):
+        with lt.section(f"Group {j}"), lt.section("Trajectory 0 Episode"):
+            lt.conversation(sweep_prompt(j))
+
+
+def sweep_run(root: Path, *, config: dict[str, Any], rewards: list[float],
+              prompt_rewards: list[float], layout_name: layout.Layout = "flat",
+              cost: bool = True, late_key: bool = True, by_writer: bool = True) -> Path:
+    """A demo-style run of ``len(rewards)`` iterations: config, metrics (``sweep_metrics``),
+    checkpoints ending in ``final``, and at the last iteration a logtree and rollout summaries
+    of ``len(prompt_rewards)`` prompts (prompt j scoring ``prompt_rewards[j]``). Written through
+    ``RunWriter``, or (``by_writer=False``) file by file as the cookbook writes it."""
+    last = len(rewards) - 1
+    records = [sweep_rollout(j, r) for j, r in enumerate(prompt_rewards)]
+    if by_writer:
+        with RunWriter(root, layout=layout_name) as run:
+            run.write_config(config)
+            for line in sweep_metrics(rewards, cost=cost, late_key=late_key):
+                run.log_metrics({k: v for k, v in line.items() if k != "step"}, step=line["step"])
+            with run.logtree(last, title=f"RL Iteration {last}") as lt:
+                sweep_logtree(lt, prompt_rewards)
+            run.write_rollout_summaries(last, records)
+            run.record_checkpoint("final", batch=len(rewards), state_path="tinker://s/final")
+        return root
+    from rlio.logtree import LogTree
+
+    write_json(root, "config.json", config, indent=2)
+    write_jsonl(root, "metrics.jsonl", sweep_metrics(rewards, cost=cost, late_key=late_key))
+    write_jsonl(root, "checkpoints.jsonl", [checkpoint_line(f"{len(rewards):06d}",
+                                                            len(rewards))])
+    lt = LogTree(f"RL Iteration {last}")
+    sweep_logtree(lt, prompt_rewards)
+    write_json(root, layout.iteration_path(layout_name, last, "logtree"), lt.to_json(), indent=2)
+    write(root, layout.iteration_path(layout_name, last, "html"), lt.to_html())
+    write_jsonl(root, layout.iteration_path(layout_name, last, "rollout_summaries"),
+                [{"schema_version": 1, "split": "train", "iteration": last, **r}
+                 for r in records])
+    return root
+
+
+#: The seeded sweep's prompt rewards: against ``base``, ``regressed`` loses prompts 0-2 (by 0.5,
+#: 0.25, 0.75), gains prompt 3 (by 0.5) and keeps prompts 4-5.
+SWEEP_PROMPTS = {"base": [1.0, 0.75, 1.0, 0.0, 0.5, 0.25],
+                 "regressed": [0.5, 0.5, 0.25, 0.5, 0.5, 0.25]}
+
+
+def seeded_sweep(root: Path) -> Path:
+    """Four runs under ``root/sweep`` with known differences: ``lr-1e-5/base`` (flat, rlio),
+    ``lr-4e-5/regressed`` (nested, rlio, an extra config key, the regressed prompts),
+    ``lr-1e-4/cookbook`` (flat, written as the cookbook writes, no cost keys) and ``lr-1e-4/empty``
+    (a config only); and ``root/sweep/notes`` (no run)."""
+    sweep = root / "sweep"
+    base_cfg = {"learning_rate": 1e-5, "model_name": "m/8b",
+                "sampling": {"temperature": 1.0, "max_tokens": 256}, "seed": 0}
+    sweep_run(sweep / "lr-1e-5" / "base", config=base_cfg,
+              rewards=[0.1, 0.3, 0.5, 0.4, 0.6], prompt_rewards=SWEEP_PROMPTS["base"])
+    sweep_run(sweep / "lr-4e-5" / "regressed",
+              config={**base_cfg, "learning_rate": 4e-5, "extra": True,
+                      "sampling": {"temperature": 0.7, "max_tokens": 256}},
+              rewards=[0.2, 0.1, 0.05, 0.3, 0.2], prompt_rewards=SWEEP_PROMPTS["regressed"],
+              layout_name="nested")
+    sweep_run(sweep / "lr-1e-4" / "cookbook", config={**base_cfg, "learning_rate": 1e-4},
+              rewards=[0.0, 0.2, 0.9, 0.8], prompt_rewards=[0.0] * 6, cost=False,
+              by_writer=False, late_key=False)
+    write_json(sweep / "lr-1e-4" / "empty", "config.json", {**base_cfg, "seed": 1})
+    (sweep / "notes").mkdir(parents=True)
+    return sweep

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rlio.cli.common import EXIT_OK, add_command, fail, printable
+from rlio.cli.common import EXIT_OK, add_command, fail, printable, run_failure
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,10 +39,12 @@ def run(args: argparse.Namespace) -> int:
         try:
             runs.append(open_run(location))
         except OSError as exc:
-            return fail(f"cannot read run {location!r}: {exc.strerror or exc}")
+            return run_failure(location, exc)
     try:
         lines = diff_lines(runs[0], runs[1], args.metric)
     except OSError as exc:
         return fail(f"cannot read runs: {exc}")
+    except ValueError as exc:  # a --metric neither run logged
+        return fail(str(exc))
     sys.stdout.write("".join(printable(line) + "\n" for line in lines))
     return EXIT_OK

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rlio.cli.common import EXIT_OK, add_command, fail, printable
+from rlio.cli.common import EXIT_OK, add_command, fail, printable, run_failure
 
 FORMATS = ("parquet",)
 
@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     # the paths are gathered whole and a --format among them is taken out in run().
     p.add_argument("paths", nargs=argparse.REMAINDER, metavar="RUN... OUT",
                    help="runs (local paths or URIs), then a new (or empty) local folder")
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, parser=p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
     from rlio.reader.export import export_parquet
 
     paths, fmt = _take_format(list(args.paths), args.format)
+    unknown = [a for a in paths if a.startswith("-") and a != "-"]
+    if unknown:  # REMAINDER takes options too: an unknown one is never a RUN or OUT
+        args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if fmt not in FORMATS:
         return fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if len(paths) < 2:
@@ -61,7 +64,9 @@ def run(args: argparse.Namespace) -> int:
     *runs, out = paths
     try:
         result = export_parquet(runs, out)
-    except (RlioError, OSError) as exc:  # includes a missing extra (it names the pip command)
+    except OSError as exc:
+        return run_failure(exc.filename or runs[0], exc)
+    except RlioError as exc:  # includes a missing extra (it names the pip command)
         return fail(str(exc))
     for kind, rows in result.rows.items():
         sys.stdout.write(f"{kind}: {rows} row(s)\n")

@@ -6,7 +6,14 @@ import argparse
 import os
 import sys
 
-from rlio.cli.common import EXIT_OK, add_command, fail, printable
+from rlio.cli.common import (
+    EXIT_OK,
+    EXIT_UNREADABLE,
+    add_command,
+    fail,
+    printable,
+    run_failure,
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -19,6 +26,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             ("rlio report runs/exp1", "write runs/exp1/report.html"),
             ("rlio report runs/exp1 -o /tmp/exp1.html --metric optim/lr",
              "write elsewhere and also chart optim/lr"),
+        ),
+        exit_codes=(
+            (EXIT_OK, "the page was written (a run with findings too: the page shows them)"),
+            (EXIT_UNREADABLE, "no run found at RUN (nothing is written), the page could not be "
+                              "written, or the command was misused"),
         ),
     )
     p.add_argument("run", metavar="RUN", help="local path or URI")
@@ -37,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         where = write_run_report(args.run, output=args.output, metrics=args.metric)
     except (RunNotFoundError, NotADirectoryError) as exc:
-        return fail(f"cannot read run {args.run!r}: {exc.strerror or exc}")
+        return run_failure(args.run, exc)
     except UnicodeError as exc:  # a file name (or the path) that is not UTF-8
         return fail(f"cannot write a report of run {args.run!r}: a file name in it is not "
                     f"valid UTF-8 ({exc})")

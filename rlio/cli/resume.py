@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rlio.cli.common import EXIT_OK, add_command, emit_json, fail, printable
+from rlio.cli.common import EXIT_OK, add_command, emit_json, fail, printable, run_failure
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,20 +36,22 @@ def run(args: argparse.Namespace) -> int:
     """Print the resume state of ``args.run``."""
     from rlio.errors import ResumeError, RunNotFoundError
     from rlio.resume import read_resume_state, resume_document
+    from rlio.storage.run_root import open_run_storage
 
     try:
+        open_run_storage(args.run)  # a folder that is not a run is not "a fresh run" here
         state = read_resume_state(args.run, required_key=args.required_key)
         doc = resume_document(state, run=args.run, lines=args.line)  # a missing run raises here
     except ResumeError as exc:
         return fail(str(exc))
     except (RunNotFoundError, NotADirectoryError) as exc:
-        return fail(f"cannot read run {args.run!r}: {exc.strerror or exc}")
+        return run_failure(args.run, exc)
     if args.format == "json":
         emit_json(doc)
     elif state is None:
         sys.stdout.write(f"{printable(args.run)}: no resumable checkpoint; start from "
                          "iteration 0\n")
     else:  # one output line per line of the description, each terminal-safe
-        text = state.describe(lines=args.line)
-        sys.stdout.write("".join(printable(line) + "\n" for line in text.split("\n")))
+        text = state.describe_lines(lines=args.line)  # a newline in a field stays escaped
+        sys.stdout.write("".join(printable(line) + "\n" for line in text))
     return EXIT_OK

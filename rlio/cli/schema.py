@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rlio.cli.common import EXIT_OK, add_command, emit_json, fail
+from rlio.cli.common import EXIT_OK, EXIT_UNREADABLE, add_command, emit_json, fail
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,6 +24,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
              "every schema in one file; validate against #/$defs/NAME"),
             ("rlio schema logtree --bundle > logtree.schema.json",
              "the bundle with the logtree schema at its root (for check-jsonschema)"),
+        ),
+        exit_codes=(
+            (EXIT_OK, "success"),
+            (EXIT_UNREADABLE, "no schema of that NAME (the names are listed), or the command "
+                              "was misused"),
         ),
     )
     p.add_argument("name", nargs="?", metavar="NAME", help="schema name; omit to list them")

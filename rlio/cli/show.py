@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rlio.cli.common import EXIT_OK, add_command, fail, printable
+from rlio.cli.common import EXIT_OK, add_command, printable, run_failure
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,6 +35,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         lines = show_lines(open_run(args.run), validate=args.validate)
     except OSError as exc:
-        return fail(f"cannot read run {args.run!r}: {exc.strerror or exc}")
+        return run_failure(args.run, exc)
     sys.stdout.write("".join(printable(line) + "\n" for line in lines))
     return EXIT_OK

@@ -2,12 +2,12 @@
 
 The page is still one self-contained document (no script, no network, the strict CSP of
 ``rlio.logtree.html``). The table comes from the rollout summaries (docs/format.md §6), one row a
-trajectory; a failing trajectory (reward <= 0 or NaN, or never done) carries the class ``fail`` and
-a visible marker. Rows link to the trajectory's transcript where the tree logged one: the k-th
-top-level section whose heading starts with "Group" is group k (the cookbook logs the first
-``num_groups_to_log`` groups in order), and inside it a section headed ``Trajectory <i> ...`` is
-trajectory i (else the i-th conversation is). The first conversation of a trajectory gets the
-anchor ``traj-<group>-<traj>``.
+trajectory; a failing trajectory (reward <= 0, NaN or a null total, or never done) carries the
+class ``fail`` and a visible marker. Rows link to the trajectory's transcript where the tree
+logged one: the k-th top-level section whose heading starts with "Group" is group k (the
+cookbook logs the first ``num_groups_to_log`` groups in order), and inside it a section headed
+``Trajectory <i> ...`` is trajectory i (else the i-th conversation is). The first conversation
+of a trajectory gets the anchor ``traj-<group>-<traj>``.
 """
 
 from __future__ import annotations
@@ -52,7 +52,11 @@ class Trajectory:
 
     @property
     def failing(self) -> bool:
-        """Reward <= 0 or NaN (either reward), or the episode never finished."""
+        """Reward <= 0, either reward NaN, ``total_reward`` null (a sum is a number: ``null``
+        is a NaN written under the default ``nonfinite="null"``), or the episode never
+        finished."""
+        if self.total_reward is None:
+            return True
         for r in (self.total_reward, self.final_reward):
             if r is not None and math.isnan(r):
                 return True

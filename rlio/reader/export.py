@@ -146,11 +146,12 @@ def _arrow_column(pa: Any, table: Table, key: str) -> Any:
     return pa.array([None if c is None else _text(c) for c in cells], pa.string())
 
 
-def _to_arrow(pa: Any, table: Table) -> Any:
+def to_arrow(pa: Any, table: Table) -> Any:
+    """``table`` as an Arrow table, one explicitly typed column per key (gaps as nulls)."""
     return pa.table({key: _arrow_column(pa, table, key) for key in table.columns})
 
 
-def _unify(pa: Any, tables: Sequence[Any]) -> list[Any]:
+def unify(pa: Any, tables: Sequence[Any]) -> list[Any]:
     """The tables with one schema: every column everywhere, conflicts widened (module doc)."""
     types: dict[str, list[Any]] = {}
     for t in tables:
@@ -202,7 +203,8 @@ def export_parquet(runs: Sequence[Run | str | os.PathLike[str]],
     Raises:
         RlioError: ``out`` exists and is not an empty folder (an export never mixes with an
             older one).
-        RunNotFoundError: a run cannot be opened.
+        RunNotFoundError: a run cannot be opened (``NotARunError``: it is not a run); nothing
+            is written then.
         MissingExtraError: pyarrow is not installed (``pip install 'rlio[parquet]'``).
     """
     pa = require("pyarrow", "parquet", purpose="the Parquet export")
@@ -212,6 +214,7 @@ def export_parquet(runs: Sequence[Run | str | os.PathLike[str]],
         raise RlioError(f"{root}: exists and is not an empty folder; export to a new folder")
     opened = [r if isinstance(r, Run) else open_run(r) for r in runs]
     names = _unique_names(opened)
+    root.mkdir(parents=True, exist_ok=True)  # "wrote 0 file(s) under OUT" names a folder
     result = ExportResult()
     for kind in KINDS:
         parts: list[tuple[str, str, Table]] = []
@@ -225,7 +228,7 @@ def export_parquet(runs: Sequence[Run | str | os.PathLike[str]],
             parts.extend((name, split, table) for split, table in found.items())
         if not parts:
             continue
-        tables = _unify(pa, [_to_arrow(pa, t) for _, _, t in parts])
+        tables = unify(pa, [to_arrow(pa, t) for _, _, t in parts])
         for (name, split, _), table in zip(parts, tables, strict=True):
             folder = root / kind / f"run={quote(name, safe='')}" / f"split={quote(split, safe='')}"
             folder.mkdir(parents=True, exist_ok=True)

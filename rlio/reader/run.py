@@ -10,14 +10,14 @@ and never repairs: a torn line stays on disk and is skipped, ``metrics.jsonl.sup
 
 from __future__ import annotations
 
-import errno
 import os
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from rlio import layout
-from rlio.errors import RunNotFoundError
+from rlio.errors import NotARunError
 from rlio.layout import Artifact
 from rlio.reader.conversations import Conversation, iter_conversations
 from rlio.reader.records import (
@@ -30,12 +30,12 @@ from rlio.reader.records import (
 from rlio.reader.source import LineStats, iter_records, read_document
 from rlio.resume import ResumeState, read_resume_state
 from rlio.storage.base import Storage
-from rlio.storage.opener import open_storage
+from rlio.storage.run_root import open_run_storage
 
 if TYPE_CHECKING:
     from rlio.reader.frames import Backend
 
-__all__ = ["IterationInfo", "Run", "open_run"]
+__all__ = ["IterationInfo", "Run", "open_run", "run_status"]
 
 _ITERATION_KINDS = frozenset({"html", "logtree", "rollout_summaries", "timing_gantt"})
 _LAYOUTS: tuple[layout.Layout, ...] = ("flat", "nested")
@@ -57,24 +57,43 @@ class IterationInfo:
     files: tuple[str, ...]
 
 
-def open_run(location: str | os.PathLike[str] | Storage) -> Run:
+def open_run(location: str | os.PathLike[str] | Storage, *, wait: float | None = None,
+             poll: float = 0.5) -> Run:
     """Open the run at ``location`` (a local folder, ``gs://bucket/run``, ``memory://...``) to read.
 
+    Args:
+        wait: seconds to wait for the run to appear (a follower started before the trainer:
+            ``open_run(path, wait=600).follow_metrics()``); None: do not wait.
+        poll: seconds between looks while waiting.
+
     Raises:
-        RunNotFoundError: the location does not exist, or holds neither ``metrics.jsonl`` nor
-            ``config.json`` (docs/format.md §8: what counts as a run).
+        NotARunError: the location does not exist or is not a run (``rlio.layout.is_run_root``,
+            docs/format.md §1: what counts as a run), after ``wait`` seconds when given.
+        RunNotFoundError: it cannot be listed.
     """
-    storage = location if isinstance(location, Storage) else open_storage(location)
+    if wait is not None and not wait >= 0:
+        raise ValueError(f"wait must be None or seconds >= 0, got {wait!r}")
+    if not poll >= 0:
+        raise ValueError(f"poll must be seconds >= 0, got {poll!r}")
+    deadline = None if wait is None else time.monotonic() + wait
+    while True:
+        try:
+            storage = open_run_storage(location)
+            break
+        except NotARunError:
+            left = 0.0 if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                raise
+            time.sleep(min(poll, left))
     shown = storage.root if isinstance(location, Storage) else os.fspath(location)
-    if not any(storage.stat(marker) is not None for marker in layout.RUN_MARKERS):
-        raise RunNotFoundError(
-            errno.ENOENT, f"no run here: neither {' nor '.join(layout.RUN_MARKERS)} found", shown
-        )
     return Run(storage, shown)
 
 
-def _label(evaluator: str | None) -> str | None:
-    return None if evaluator is None else layout.sanitize_label(evaluator)
+def run_status(checkpoints: Iterable[Mapping[str, Any]]) -> str:
+    """``finished`` when a checkpoint record is the final one (named ``final``, or with
+    ``final: true``), else ``incomplete`` (still running, or stopped before its end)."""
+    done = any(c.get("name") == "final" or c.get("final") is True for c in checkpoints)
+    return "finished" if done else "incomplete"
 
 
 class Run:
@@ -171,20 +190,61 @@ class Run:
         return [IterationInfo(i, tuple(sorted(found[i][0])), tuple(sorted(found[i][1])))
                 for i in sorted(found)]
 
+    def _index(self) -> dict[tuple[int, str, str | None], list[str]]:
+        """Every per-iteration file by ``(iteration, artifact, label)``: run-relative paths, the
+        layout the run mostly uses first (found by listing, never by guessing a name)."""
+        index: dict[tuple[int, str, str | None], list[str]] = {}
+        for entry in self._files():
+            rp = layout.parse_path(entry.path)
+            if rp.kind in _ITERATION_KINDS and rp.iteration is not None:
+                index.setdefault((rp.iteration, rp.kind, rp.label), []).append(entry.path)
+        nested_first = self._layout == "nested"
+        for paths in index.values():
+            paths.sort(key=lambda p: ("/" in p) != nested_first)
+        return index
+
+    def _labels(self, index: dict[tuple[int, str, str | None], list[str]],
+                evaluator: str | None) -> tuple[str | None, ...]:
+        """The labels files of ``evaluator`` carry in this run (None: training).
+
+        Raises:
+            ValueError: no file of the run belongs to ``evaluator``; names the evaluators that
+                have files.
+        """
+        if evaluator is None:
+            return (None,)
+        if not isinstance(evaluator, str):
+            raise TypeError(f"evaluator must be a str (an evaluator's name or label), "
+                            f"got {evaluator!r}")
+        wanted = layout.label_candidates(evaluator)
+        present = {label for (_, _, label) in index if label is not None}
+        if not present.intersection(wanted):
+            names = ", ".join(repr(x) for x in sorted(present)) or "none"
+            raise ValueError(f"no evaluator {evaluator!r} in run {self.location!r}; "
+                             f"evaluators with files: {names}")
+        return wanted
+
     def path_of(self, iteration: int, artifact: Artifact, *,
                 evaluator: str | None = None) -> str | None:
         """The run-relative path of one per-iteration file in whichever layout holds it, or None.
 
         ``evaluator`` is the evaluator's name or label (``"test"``); None means the training
-        rollouts.
+        rollouts. Files are found by listing the run (a cookbook's uncut long label too).
+
+        Raises:
+            ValueError: the run has no file of ``evaluator`` at all (names those it has).
         """
-        label = _label(evaluator)
-        order = _LAYOUTS if self._layout != "nested" else _LAYOUTS[::-1]
-        for lay in order:
-            rel = layout.iteration_path(lay, iteration, artifact, label=label)
-            entry = self._storage.stat(rel)
-            if entry is not None and entry.kind == "file":
-                return rel
+        index = self._index()
+        return self._find(index, layout.iteration_number(iteration), artifact,
+                          self._labels(index, evaluator))
+
+    @staticmethod
+    def _find(index: dict[tuple[int, str, str | None], list[str]], iteration: int,
+              artifact: str, labels: tuple[str | None, ...]) -> str | None:
+        for label in labels:
+            paths = index.get((iteration, artifact, label))
+            if paths:
+                return paths[0]
         return None
 
     def rollouts(self, iteration: int | Iterable[int] | None = None, *,
@@ -195,15 +255,28 @@ class Run:
             iteration: one iteration, several, or None for every iteration in order.
             evaluator: an evaluator's name or label for its rollouts (``"test"``); None for the
                 training rollouts.
+
+        Raises:
+            ValueError: the run has no file of ``evaluator`` at all (names those it has); raised
+                at the call, before anything is yielded.
         """
         if iteration is None:
-            wanted: Iterable[int] = [it.index for it in self.iterations()]
+            wanted: Iterable[int] | None = None
         elif isinstance(iteration, Iterable):
             wanted = [layout.iteration_number(i) for i in iteration]
         else:  # an int, or any integer type (numpy)
             wanted = [layout.iteration_number(iteration)]
+        index = self._index()
+        labels = self._labels(index, evaluator)
+        if wanted is None:
+            wanted = sorted({i for (i, _, _) in index})
+        return self._iter_rollouts(index, wanted, labels)
+
+    def _iter_rollouts(self, index: dict[tuple[int, str, str | None], list[str]],
+                       wanted: Iterable[int], labels: tuple[str | None, ...]
+                       ) -> Iterator[RolloutSummary]:
         for i in wanted:
-            rel = self.path_of(i, "rollout_summaries", evaluator=evaluator)
+            rel = self._find(index, i, "rollout_summaries", labels)
             if rel is not None:
                 yield from cast(Iterator[RolloutSummary], iter_records(self._storage, rel))
 
@@ -237,6 +310,9 @@ class Run:
     def follow_metrics(self, *, poll: float = 1.0, idle_timeout: float | None = None,
                        from_start: bool = True) -> Iterator[MetricsRecord]:
         """Yield ``metrics.jsonl`` records as a live run appends them (see ``rlio.reader.follow``).
+
+        To start following before the trainer has created the run, open it with
+        ``open_run(path, wait=seconds)``.
 
         Args:
             poll: seconds between looks at the file once its end is reached.

@@ -235,7 +235,11 @@ def render_diff(a: Run, b: Run, metrics: Sequence[str] = ()) -> str:
 
 
 def diff_lines(a: Run, b: Run, metrics: Sequence[str] = ()) -> list[str]:
-    """``render_diff``'s lines (escape each for a terminal, as for ``show_lines``)."""
+    """``render_diff``'s lines (escape each for a terminal, as for ``show_lines``).
+
+    Raises:
+        ValueError: a key of ``metrics`` is in neither run; names the metrics both logged.
+    """
     lines = [f"A  {a.location}", f"B  {b.location}", ""]
     diffs = config_diff(a.config() or {}, b.config() or {})
     lines.append(f"config: {len(diffs)} difference(s)")
@@ -246,6 +250,7 @@ def diff_lines(a: Run, b: Run, metrics: Sequence[str] = ()) -> list[str]:
             lines.append(f"  {path}: {how} ({fmt(va if how == 'only in A' else vb)})")
     ra, rb = a.metrics(), b.metrics()
     keys = list(metrics) or _default_keys(ra, rb)
+    _require_metrics(metrics, ra, rb)
     sa, sb = step_series(ra, keys), step_series(rb, keys)
     lines += ["", "metrics at matching steps:"]
     header = ["key", "steps", "last A", "last B", "min A", "min B", "max A", "max B"]
@@ -261,6 +266,18 @@ def diff_lines(a: Run, b: Run, metrics: Sequence[str] = ()) -> list[str]:
                      *_min_max(ya, yb)])
     lines += _table(rows) if keys else ["  no metric both runs logged"]
     return lines
+
+
+def _require_metrics(metrics: Sequence[str], ra: list[Any], rb: list[Any]) -> None:
+    """Raise ``ValueError`` for a wanted metric neither run logged (a typo, not a "none" row)."""
+    seen = {k for rec in (*ra, *rb) for k in rec}
+    missing = [k for k in metrics if k not in seen]
+    if not missing:
+        return
+    both = _default_keys(ra, rb)
+    shown = ", ".join(both[:20]) + (f", ... ({len(both) - 20} more)" if len(both) > 20 else "")
+    raise ValueError(f"--metric {', '.join(map(repr, missing))}: neither run logged it; "
+                     f"metrics both runs logged: {shown or 'none'}")
 
 
 def _min_max(ya: list[float], yb: list[float]) -> list[str]:

@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final, Literal
 
-__all__ = ["GAP", "Kind", "Table", "metrics_table", "rollouts_table"]
+__all__ = ["GAP", "Kind", "Table", "flatten", "metrics_table", "rollouts_table"]
 
 Kind = Literal["int", "float", "bool", "str", "list", "mixed", "empty"]
 
@@ -149,3 +149,13 @@ def rollouts_table(records: Iterable[Mapping[str, Any]], *, steps: bool = False)
     for row in (step_rows(records) if steps else trajectory_rows(records)):
         table.add(row)
     return table
+
+
+def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """``(path, leaf)`` pairs of a config: nested objects' keys joined with ``.``
+    (``sampling.temperature``); lists, and empty objects below the top, are leaves."""
+    if isinstance(value, Mapping) and (value or not prefix):
+        for k, v in value.items():
+            yield from flatten(v, f"{prefix}.{k}" if prefix else str(k))
+    else:
+        yield prefix, value

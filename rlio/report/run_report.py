@@ -38,6 +38,7 @@ from rlio.report.trajectories import (
 )
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
+from rlio.storage.run_root import open_run_storage
 
 #: File name of the report when it is written inside the run.
 REPORT_NAME = "report.html"
@@ -106,7 +107,7 @@ def _read_config(storage: Storage) -> tuple[str, bool] | None:
 
 def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bool,
             write: Callable[[str, bytes], None] | None) -> str:
-    storage = open_storage(run_s)
+    storage = open_run_storage(run_s)
     wanted = [*DEFAULT_METRICS, _KL_V2, *metrics]
     stand_in = {} if _KL_V2 in metrics else {_KL_V2: _KL_V1}  # v2 is charted only without v1
     inside = _run_relative(storage, output)
@@ -128,7 +129,7 @@ def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bo
     run_href = _linker(storage, output, inside)
     rollouts, tracker = Rollouts(), PromptTracker()
     for p, trajs, transcripts in iterate(storage, places, report_name, run_href, write):
-        rollouts.add(p.split, p.iteration, trajs, quote(p.location))
+        rollouts.add(p.split, p.iteration, trajs, quote(p.location), transcripts)
         tracker.add(p.split, p.iteration, p.location, transcripts, trajs)
     prompt_href: dict[str, str] = {}
     for track in tracker.pages():
@@ -186,8 +187,12 @@ def write_run_report(run: str | os.PathLike[str], *, output: str | None = None,
     inside), default ``<run>/report.html``. Every page is replaced atomically but not synced
     (``replace_derived``): it is derived from the run and can be written again. ``metrics`` and
     ``validate`` are ``render_run_report``'s.
+
+    Raises:
+        NotARunError: ``run`` is missing or not a run (nothing is written).
     """
     run_s = os.fspath(run)
+    open_run_storage(run_s)  # nothing is written for a location that is not a run
     local = None if output is None else _local_output(output)
     if output is not None and local is not None and os.path.isdir(local):
         output, local = os.path.join(output, REPORT_NAME), os.path.join(local, REPORT_NAME)

@@ -292,3 +292,53 @@ def timeline(marks: Sequence[Mark], *, x_max: float, max_marks: int = 250) -> st
                 tx=f"{x - 5 if end else x + 5:.1f}", anchor="end" if end else "start"))
     parts.append("</svg>")
     return "".join(parts)
+
+
+#: Series colours of an overlay chart cycle through this many CSS classes (``s0``..), each
+#: later cycle dashed, so a legend entry and its line share a class.
+PALETTE = 10
+
+
+def series_class(index: int) -> str:
+    """The CSS classes of the ``index``-th series: a colour, and a dash after each cycle."""
+    dash = (index // PALETTE) % 3
+    return f"s{index % PALETTE}" + (f" d{dash}" if dash else "")
+
+
+def overlay_chart(series: Sequence[tuple[int, Series]], *, x_label: str, chart_id: str,
+                  label: str, max_points: int = MAX_POINTS) -> str:
+    """An inline ``<svg>`` of several series on shared axes, one polyline each (classes from
+    ``series_class`` of its index), each downsampled to ``max_points`` keeping its extremes;
+    a polyline carries ``data-series`` (the index), ``data-points`` and ``data-total``."""
+    cid = escape(chart_id)
+    drawn = [(i, *downsample_minmax(s.xs, s.ys, max(4, max_points)), s) for i, s in series]
+    pw, ph = _W - _L - _R, _H - _T - _B
+    parts = [f'<svg class="chart overlay" id="{cid}" viewBox="0 0 {_W} {_H}" role="img" '
+             f'aria-labelledby="{cid}-t" data-series="{sum(1 for d in drawn if d[1])}">'
+             f'<title id="{cid}-t">{escape(label)} against {escape(x_label)}</title>'
+             f'<rect class="plot" x="{_L}" y="{_T}" width="{pw}" height="{ph}"/>']
+    all_x = [x for _, xs, _, _ in drawn for x in xs]
+    all_y = [y for _, _, ys, _ in drawn for y in ys]
+    if not all_x:
+        return "".join([*parts, _empty(_H, "no run has finite values here"), "</svg>"])
+    x0, x1 = (min(all_x), max(all_x)) if max(all_x) > min(all_x) else _scale(all_x[0], all_x[0])
+    y0, y1 = _scale(min(all_y), max(all_y))
+
+    def px(x: float) -> float:
+        return _L + _ratio(x, x0, x1) * pw
+
+    def py(y: float) -> float:
+        return _T + (1 - _ratio(y, y0, y1)) * ph
+
+    parts.append(_axes(px, py, _H, [t for t in nice_ticks(y0, y1, 5) if y0 <= t <= y1],
+                       [t for t in nice_ticks(x0, x1, 6)
+                        if x0 <= t <= x1 and (t == int(t) or x1 - x0 < 10)], x_grid=True))
+    for i, xs, ys, s in drawn:
+        if not xs:
+            continue
+        coords = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys, strict=True))
+        parts.append(f'<polyline class="line {series_class(i)}" data-series="{i}" '
+                     f'data-points="{len(xs)}" data-total="{s.total}" points="{coords}">'
+                     f"<title>{escape(s.key)}</title></polyline>")
+    parts.append("</svg>")
+    return "".join(parts)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from html import escape
 
@@ -21,7 +21,7 @@ from rlio.report.page import section, table
 
 #: The worst and the best table each list this many trajectories.
 TOP_TRAJECTORIES = 15
-_Rated = tuple[float, int, Trajectory, str]  # (reward or its negation, arrival, row, page)
+_Rated = tuple[float, int, Trajectory, str]  # (reward or its negation, arrival, row, link)
 
 
 def split_title(split: str) -> str:
@@ -83,8 +83,11 @@ class Rollouts:
         self.best: list[_Rated] = []
         self.seen = 0
 
-    def add(self, split: str, it: int, trajs: Sequence[Trajectory] | None, href: str) -> None:
-        """One iteration's rows (None without the file); ``href``: its page from the report."""
+    def add(self, split: str, it: int, trajs: Sequence[Trajectory] | None, href: str,
+            linked: Collection[tuple[int, int]] = ()) -> None:
+        """One iteration's rows (None without the file); ``href``: its page from the report;
+        ``linked``: the (group, traj) pairs whose transcript the page anchors (a row of any
+        other links to the page itself, never to a missing ``#traj-G-T``)."""
         st = IterationStats(it, href)
         self.listing.setdefault(split, []).append(st)
         if trajs is None:
@@ -103,8 +106,9 @@ class Rollouts:
         for t in trajs:
             if t.reward is not None and not math.isnan(t.reward):
                 self.seen += 1
-                _offer(self.best, (t.reward, self.seen, t, href))
-                _offer(self.worst, (-t.reward, self.seen, t, href))
+                link = f"{href}#{t.anchor}" if (t.group, t.traj) in linked else href
+                _offer(self.best, (t.reward, self.seen, t, link))
+                _offer(self.worst, (-t.reward, self.seen, t, link))
 
 
 def section_rewards(ro: Rollouts) -> str:
@@ -137,12 +141,12 @@ def section_rewards(ro: Rollouts) -> str:
     return section("rewards", "Reward distributions", "".join(out))
 
 
-def _row(t: Trajectory, href: str) -> str:
+def _row(t: Trajectory, link: str) -> str:
     cls = ' class="fail"' if t.failing else ""
     return (f"<tr{cls}><td>{escape(t.split)}</td><td>{t.iteration}</td><td>{t.group}</td>"
             f'<td>{t.traj}</td><td class="num">{fmt(t.total_reward)}</td><td class="num">'
             f'{fmt(t.final_reward)}</td><td>{"yes" if t.done else "no"}</td><td><a href="'
-            f'{escape(href)}#{t.anchor}">page</a></td></tr>')
+            f'{escape(link)}">page</a></td></tr>')
 
 
 def section_extremes(ro: Rollouts) -> str:

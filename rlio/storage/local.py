@@ -125,6 +125,16 @@ class _LocalAppender(Appender):
             os.close(fd)
 
 
+def _temp_name(name: str) -> str:
+    """The temp file of an atomic replace of ``name``: ``.NAME.rlio-tmp-XXXXXXXX``, with NAME
+    cut so that it stays within 255 bytes (a 250-byte run file is still written atomically)."""
+    tail = f"{TEMP_INFIX}{os.urandom(4).hex()}"
+    room = 255 - 1 - len(tail.encode())
+    head = os.fsencode(name)[:room].decode("utf-8", "ignore") if len(os.fsencode(name)) > room \
+        else name
+    return f".{head}{tail}"
+
+
 class LocalStorage(Storage):
     """A run directory on a local filesystem: plain ``os`` calls, fsync and ``os.replace``."""
 
@@ -223,7 +233,7 @@ class LocalStorage(Storage):
                 full = self._abs(rel)
                 parent, name = os.path.split(full)
                 os.makedirs(parent or ".", exist_ok=True)
-                tmp = os.path.join(parent, f".{name}{TEMP_INFIX}{os.urandom(4).hex()}")
+                tmp = os.path.join(parent, _temp_name(name))
                 temps.append((tmp, full))
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
                 try:

@@ -21,10 +21,11 @@ import orjson
 
 from rlio import layout
 from rlio._codec.lines import MAX_LINE, ForwardLines, next_line_start
-from rlio.errors import NotARunError, RunNotFoundError, StorageUnavailableError
+from rlio.errors import RunNotFoundError, StorageUnavailableError
 from rlio.findings import Finding, Report, finding
 from rlio.storage.base import TEMP_INFIX, Entry, Storage
 from rlio.storage.opener import open_storage
+from rlio.storage.run_root import no_run, top_level_names
 from rlio.validate.checks.cross_file import CROSS_FILE_CHECKS
 from rlio.validate.checks.registry import (
     KIND_CHECKS,
@@ -81,8 +82,8 @@ def validate_run(
 
     Raises:
         RunNotFoundError: the run does not exist or cannot be listed. Bad data never raises.
-        NotARunError: ``location`` is a file, or a folder that is not a run (no run marker at its
-            root, ``rlio.layout.is_run_root``).
+        NotARunError: ``location`` is missing, a file, or a folder that is not a run
+            (``rlio.layout.is_run_root``).
         StorageUnavailableError: a cloud store that cannot be reached (or has no credentials).
     """
     return validate_run_sized(location, max_findings_per_code=max_findings_per_code,
@@ -98,10 +99,7 @@ def validate_run_sized(
     try:
         storage = open_storage(loc)
     except RunNotFoundError:
-        if os.path.lexists(loc) and not os.path.isdir(loc):  # a local file (URIs never exist)
-            raise NotARunError(errno.ENOTDIR, "no run found (a file, not a run folder)",
-                               loc) from None
-        raise
+        raise no_run(loc) from None
     except StorageUnavailableError:
         raise  # the store cannot be reached: not "no run here"
     except (OSError, ValueError, NotImplementedError, ImportError) as exc:
@@ -115,18 +113,17 @@ def validate_run_sized(
 
 
 def require_run(storage: Storage, location: str) -> list[Entry]:
-    """The entries of the run at ``location``; raises unless it is a run that can be listed."""
+    """The entries of the run at ``location``; raises unless it is a run that can be listed
+    (``NotARunError`` in the words of ``rlio.storage.run_root.no_run``)."""
     if storage.is_local and not os.path.isdir(storage.root):
-        raise NotARunError(errno.ENOTDIR, "no run found (a file, not a run folder)", location)
-    if storage.is_local and not os.access(storage.root, os.R_OK | os.X_OK):
-        raise RunNotFoundError(errno.EACCES, "run directory cannot be listed", location)
+        raise no_run(location)
+    top_level_names(storage, location)  # a folder that cannot be listed says so
     try:
         entries = list(storage.walk())
     except OSError as exc:
         raise RunNotFoundError(errno.EIO, f"run cannot be listed ({exc})", location) from exc
     if not layout.is_run_root(e.path for e in entries if "/" not in e.path):
-        raise NotARunError(errno.ENOENT, "no run found (no "
-                           f"{' or '.join(layout.RUN_MARKERS)} at its root)", location)
+        raise no_run(location)
     return entries
 
 

@@ -27,6 +27,7 @@ from rlio._version import __version__
 from rlio.errors import NotARunError, RunNotFoundError
 from rlio.findings import Report, Severity
 from rlio.storage.opener import open_storage
+from rlio.storage.run_root import no_run
 from rlio.validate.engine import validate_run_sized
 
 
@@ -119,10 +120,7 @@ def uri_scheme(location: str) -> str | None:
 def _local_runs(root: str) -> list[str]:
     """Every run folder under the local folder ``root`` (``root`` itself included)."""
     if not os.path.isdir(root):
-        if os.path.lexists(root):
-            raise NotARunError(errno.ENOTDIR, f"no run found at {root} (a file, not a folder)",
-                               root)
-        raise RunNotFoundError(errno.ENOENT, f"cannot read {root}: no such folder", root)
+        raise no_run(root)
     found: list[str] = []
     stack = [root]
     while stack:
@@ -183,8 +181,7 @@ def _runs_at(path: str) -> list[str]:
     else:
         runs = _remote_runs(path)
     if not runs:
-        raise NotARunError(errno.ENOENT, f"no run found at {path} (no folder with "
-                           f"{' or '.join(layout.RUN_MARKERS)} at its root)", path)
+        raise no_run(path)
     return runs
 
 
@@ -206,6 +203,62 @@ def discover(paths: Iterable[str | os.PathLike[str]],
                 raise
             unreadable.append(Unreadable(shown, f"{exc.strerror or exc}"))  # names the path
     return found
+
+
+def each_run(fn: Callable[..., Any], locations: Sequence[str], *args: Any,
+             executor: Executor | None = None, jobs: int | None = None) -> Iterator[Any]:
+    """``fn(location, *args)`` of each location, in order, computed in parallel as
+    ``validate_runs`` runs its checks: on ``executor`` (a Dask or Ray cluster's), else a process
+    pool of ``jobs`` workers (None: the CPU count; 1, or a single location: in this process).
+    At most twice as many runs as workers are in flight, so results do not pile up in memory.
+    ``fn`` must be a module-level function returning plain values, so any executor ships it."""
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    if executor is None and (workers <= 1 or len(locations) <= 1):
+        yield from (fn(loc, *args) for loc in locations)
+        return
+    own = None
+    if executor is None:
+        from concurrent.futures import ProcessPoolExecutor  # here: see validate_runs
+
+        executor = own = ProcessPoolExecutor(max_workers=min(workers, len(locations)))
+    window = 2 * max(1, workers)
+    try:
+        pending: list[Any] = []
+        for loc in locations:
+            pending.append(executor.submit(fn, loc, *args))
+            if len(pending) >= window:
+                yield pending.pop(0).result()
+        for f in pending:
+            yield f.result()
+    finally:
+        if own is not None:
+            own.shutdown(wait=True, cancel_futures=True)
+
+
+def discover_named(paths: Iterable[str | os.PathLike[str]],
+                   unreadable: list[Unreadable] | None = None) -> list[tuple[str, str]]:
+    """``(name, location)`` of every run ``discover`` finds under ``paths``; the name is the
+    run's path relative to the PATH it was found under (the PATH's last part when the PATH is
+    the run itself), made distinct with ``-2``, ``-3``... when two PATHs give the same one."""
+    out: list[tuple[str, str]] = []
+    names: set[str] = set()
+    seen: set[str] = set()
+    for p in paths:
+        base = os.fspath(p).rstrip("/")
+        for loc in discover([p], unreadable):
+            if loc in seen:
+                continue
+            seen.add(loc)
+            rel = loc[len(base):].strip("/") if loc.startswith(base) else ""
+            last = (base.rsplit("/", 1)[-1] if uri_scheme(base)
+                    else os.path.basename(os.path.abspath(base or ".")))
+            name = rel.replace(os.sep, "/") or last or base
+            unique, n = name, 2
+            while unique in names:
+                unique, n = f"{name}-{n}", n + 1
+            names.add(unique)
+            out.append((unique, loc))
+    return out
 
 
 # -- validation -----------------------------------------------------------------------------

@@ -102,6 +102,9 @@ class RunWriter:
         if nonfinite not in ("null", "token"):
             raise ValueError(f"nonfinite must be 'null' or 'token', got {nonfinite!r}")
         self.log_path: str = os.fspath(log_path)
+        if os.path.lexists(self.log_path) and not os.path.isdir(self.log_path):
+            raise ValueError(f"RunWriter(log_path={self.log_path!r}): that path is a file, not a "
+                             "run directory; pass a folder (it is created when absent)")
         self._attach = attach
         self._nonfinite: NonFinite = nonfinite
         self._check = check
@@ -113,6 +116,7 @@ class RunWriter:
         self._counts = dict.fromkeys(_APPENDED, 0)  # lines appended: the next record's index
         self._labels: dict[str, str] = {}  # label -> the evaluator name that claimed it
         self._timer = SpanTimer()
+        self._last_step = 0  # where spans pending at close() are filed
         self._closed = False
         self.resume_state: ResumeState | None = None
         self._storage = open_storage(self.log_path, create=not attach)
@@ -176,8 +180,17 @@ class RunWriter:
     def close(self) -> None:
         """Make the appended lines durable and close the handles.
 
-        Idempotent; every verb raises ``ValueError`` afterwards.
+        Spans ``timer`` measured since the last ``log_metrics`` are written first, as one
+        ``timing_spans.jsonl`` line for the last step logged (0 when none was). Idempotent;
+        every verb raises ``ValueError`` afterwards.
         """
+        try:
+            if not self._closed and self._timer.spans:
+                self.log_timing_spans(self._last_step, self._timer.take())
+        finally:
+            self._close()
+
+    def _close(self) -> None:
         with self._lock:
             if self._closed:
                 return
@@ -310,6 +323,7 @@ class RunWriter:
         record = metrics_record(metrics, step, index)
         _, line = self._line("metrics-line", record, "metrics record", index)
         self._append(L.METRICS, line, durable=False)
+        self._last_step = record.get("step", self._last_step)
 
     def _log_with_spans(self, metrics: Mapping[str, Any], step: int | None) -> None:
         """``log_metrics`` with the pending spans: ``time/<name>`` metrics, then their line."""
@@ -348,7 +362,8 @@ class RunWriter:
 
         The spans measured since the last ``log_metrics`` are written with the next
         ``log_metrics(..., step=s)``: one ``timing_spans.jsonl`` line for step ``s`` and
-        ``time/<name>`` metrics (seconds, summed per name; a key the call gives wins).
+        ``time/<name>`` metrics (seconds, summed per name; a key the call gives wins). Spans
+        still pending at ``close()`` are written then, under the last step logged.
         """
         self._require_open()
         return self._timer.measure(name)
@@ -418,8 +433,12 @@ class RunWriter:
             data = git_diff()
         elif isinstance(text, bytes):
             data = text
-        else:
+        elif isinstance(text, str):
             data = text.encode("utf-8", "surrogateescape")
+        else:
+            raise TypeError(f"write_code_diff(text=...) takes the diff as str or bytes (or None "
+                            f"for the git diff of the current directory), got "
+                            f"{type(text).__name__} {text!r:.80}")
         self._storage.replace(L.CODE_DIFF, data)
 
     # -- per-iteration files ----------------------------------------------------------------

@@ -100,7 +100,8 @@ def metrics_record(metrics: Mapping[str, Any], step: Any, index: int) -> Mapping
         RecordError: ``step`` conflicts with a ``"step"`` key in ``metrics``.
     """
     if type(metrics) is not dict and not isinstance(metrics, Mapping):
-        raise TypeError(f"metrics must be a mapping of name to value, got {metrics!r}")
+        raise TypeError(f"log_metrics(metrics=...) takes a dict of metric name to value, such as "
+                        f"{{'loss': 0.5}}; got {type(metrics).__name__} {metrics!r:.80}")
     if step is None:
         if "step" not in metrics or (type(metrics) is dict and next(iter(metrics)) == "step"):
             return metrics

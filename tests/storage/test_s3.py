@@ -389,3 +389,19 @@ def test_refused_credentials_fail_the_first_request(s3_uri: str,
     _hook(st, "list_objects_v2", refuse)
     with pytest.raises(StorageUnavailableError, match="credentials"):
         st.exists()
+
+
+def test_a_writer_without_permission_to_list_uploads_still_opens_the_run(s3_uri: str) -> None:
+    """A 403 on ListMultipartUploads leaves the sweep undone (0), never a refused writer."""
+    st = _s3(s3_uri)
+
+    def refuse() -> None:
+        from botocore.exceptions import ClientError
+
+        raise ClientError({"Error": {"Code": "AccessDenied", "Message": "not allowed"},
+                           "ResponseMetadata": {"HTTPStatusCode": 403}}, "ListMultipartUploads")
+
+    st.api.s3.create_multipart_upload(Bucket=st.bucket, Key=st.key("metrics.jsonl"))
+    _hook(st, "list_multipart_uploads", refuse)
+    assert st.sweep_orphans() == 0
+    assert len(list(S3Api(st.api.s3._base, st.bucket).uploads(st.key("")))) == 1

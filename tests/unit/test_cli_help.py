@@ -58,3 +58,22 @@ def test_options_are_described_with_their_defaults(command: str, option: str,
     at = text.index(option, text.index("options:"))
     described = text[at:at + 400]
     assert all(w in described for w in words), described
+
+
+def test_flags_show_no_default() -> None:
+    """A flag says what it does, never "(default: True)" (`rlio show --no-validate`)."""
+    for name, parser in subcommands().items():
+        for action in parser._actions:
+            if action.nargs == 0 and action.option_strings and action.help:
+                text = parser.format_help()
+                assert "(default: True)" not in text and "(default: False)" not in text, name
+
+
+def test_exit_codes_say_what_each_command_does() -> None:
+    """`rlio schema` reads no run (exit 2: an unknown NAME); `rlio report` exits 0 for a run with
+    findings and 2 when no run is found or the page cannot be written."""
+    schema = subcommands()["schema"].format_help().split("exit codes:", 1)[1]
+    assert "run" not in schema and "no schema of that NAME" in schema
+    report = " ".join(subcommands()["report"].format_help().split("exit codes:", 1)[1].split())
+    assert "0 the page was written (a run with findings too" in report
+    assert "2 no run found at RUN (nothing is written), the page could not be written" in report

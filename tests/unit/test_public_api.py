@@ -33,6 +33,7 @@ PUBLIC = [
     "Severity",
     "UnsafeStorageError",
     "open_run",
+    "query",
     "read_resume_state",
     "validate_run",
     "validate_runs",

@@ -45,3 +45,13 @@ def test_readme_cites_docs_not_a_missing_spec() -> None:
     """The README links docs/format.md, docs/findings.md and docs/api.md, all of which exist."""
     for doc in ("docs/format.md", "docs/findings.md", "docs/api.md"):
         assert doc in README and (ROOT / doc).is_file(), doc
+
+
+def test_development_points_at_documents_in_the_repository() -> None:
+    """The Development section links docs/architecture.md (which exists) and no document outside
+    the repository."""
+    section = README.split("## Development", 1)[1]
+    assert "docs/architecture.md" in section and (ROOT / "docs" / "architecture.md").is_file()
+    for target in re.findall(r"\]\(([^)#]+)", section):
+        assert "://" in target or (ROOT / target).exists(), target
+    assert "DESIGN" not in README

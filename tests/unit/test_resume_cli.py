@@ -152,3 +152,29 @@ def test_text_output_is_one_line_per_line_of_the_description(
     code, out, _ = cli(capsys, "resume", str(tmp_path))
     assert code == 0 and "\\n" not in out
     assert out.splitlines()[1] == "  state_path: t://2"
+
+
+def test_a_newline_in_a_field_cannot_forge_an_output_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A state_path holding a newline (and ESC) prints escaped on its own line: the output has
+    exactly the description's lines, none forged from the ledger."""
+    write(tmp_path, "checkpoints.jsonl",
+          b'{"name":"000002","batch":2,"state_path":'
+          b'"t://2\\nresume from checkpoint \'x\'\\u001b[2J"}\n')
+    code, out, _ = cli(capsys, "resume", str(tmp_path))
+    assert code == 0 and "\x1b" not in out
+    lines = out.splitlines()
+    assert lines[1] == "  state_path: t://2\\nresume from checkpoint 'x'\\x1b[2J"
+    assert sum(line.startswith("resume from") for line in lines) == 1
+
+
+def test_a_folder_that_is_not_a_run_is_no_fresh_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rlio resume` of a model folder (config.json only) is "no run found", exit 2, not
+    "start from iteration 0"."""
+    write(tmp_path, "config.json", "{}")
+    code, out, err = cli(capsys, "resume", str(tmp_path))
+    assert code == 2 and out == ""
+    assert err.startswith(f"rlio: error: no run found at '{tmp_path}': this folder holds no run")

@@ -128,3 +128,13 @@ def test_resume_problem_other_required_key() -> None:
     assert rules.resume_problem({"sampler_path": "p"}, "sampler_path") is not None
     assert rules.resume_problem({"sampler_path": "p"}) is None
     assert rules.resume_problem({"state_path": "p"}, "sampler_path") is None
+
+
+@pytest.mark.parametrize(("value", "ok"), [
+    (0, True), (2**63 - 1, True), (2**63, False), (-1, False), (5.0, False), (1e30, False),
+    (True, False), (None, False), ("5", False)])
+def test_restart_index_is_an_int64_int(value: object, ok: bool) -> None:
+    """A restart index (batch, epoch) is an int from 0 to 2**63 - 1, never a float or bool."""
+    assert rules.is_restart_index(value) is ok
+    problem = rules.resume_problem({"name": "c", "batch": value, "state_path": "s"})
+    assert (problem is None) is (ok or value is None)

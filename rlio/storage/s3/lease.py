@@ -126,6 +126,14 @@ class S3Lease(Lease):
             return
         self._stop.set()
         self._thread.join(timeout=max(5.0, self._seconds))
-        if not self.lost:
+        if self.lost:
+            return
+        try:
+            self._api.delete(self._key, if_match=self._etag)
+        except (FileExistsError, FileNotFoundError):
+            pass  # taken over or gone: not ours to delete
+        except OSError:  # a store without conditional deletes: delete it if it is still ours
             with contextlib.suppress(OSError):
-                self._api.delete(self._key, if_match=self._etag)
+                cur = self._api.head(self._key)
+                if cur is not None and cur.metadata.get(META_TOKEN) == self._token:
+                    self._api.delete(self._key)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
+import logging
 import random
 import secrets
 import time
@@ -44,6 +45,7 @@ from rlio.storage.s3.api import (
 from rlio.storage.s3.append import S3Appender
 from rlio.storage.s3.lease import S3Lease
 
+_log = logging.getLogger("rlio")
 #: Expiry of a ``lock`` object not renewed (its holder crashed), in seconds.
 LOCK_SECONDS = 15.0
 #: Bytes fetched per GET when streaming a file.
@@ -181,7 +183,9 @@ class S3Storage(Storage):
     def sweep_orphans(self, *, older_than: float | None = None) -> int:
         """Abort the multipart uploads in progress under the run (a crashed writer's; a live
         writer whose upload is aborted starts it again), those begun before ``older_than`` if
-        given; the number aborted."""
+        given; the number aborted. Best effort: without the permission to list or abort uploads
+        (or with no bucket yet) nothing is swept, and the writer goes on (a bucket lifecycle
+        rule aborting incomplete uploads cleans up instead)."""
         n = 0
         try:
             for up in list(self.api.uploads(self.key(""))):
@@ -190,8 +194,8 @@ class S3Storage(Storage):
                         began.timestamp() >= older_than):
                     continue
                 n += self.api.abort(str(up["Key"]), str(up["UploadId"]))
-        except RunNotFoundError:  # no such bucket yet: nothing to sweep
-            return 0
+        except OSError:  # no bucket, no permission, or the store went away: nothing swept
+            _log.debug("rlio: could not sweep the uploads under %s", self.root, exc_info=True)
         return n
 
     def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:

@@ -102,10 +102,20 @@ class MetricsChecks:
             self.sink.add("RL407", f"step {s} repeats: several lines for one step, as an "
                                    "eval-only run logs one per evaluator", line=line,
                           pointer="/step")
-        elif s in self.restart:
+        elif s in self.restart and s <= last:
             self.sink.add("RL407", f"step {s} {what} step {last}: a resume from the checkpoint at "
                                    f"batch {s} logs these iterations again", line=line,
                           pointer="/step")
+        elif s in self.restart and s == last + 2:  # one lost line, never a re-log
+            self.sink.add("RL407", f"step {s} jumps from step {last}: step {last + 1} was never "
+                                   f"logged, as when a crash comes between the checkpoint at "
+                                   f"batch {s} and step {last + 1}'s metrics line and the run "
+                                   f"resumes from that checkpoint", line=line, pointer="/step")
+        elif s > last:
+            gap = (f"step {last + 1} was" if s == last + 2 else
+                   f"steps {last + 1} to {s - 1} were")
+            self.sink.add("RL408", f"step {s} jumps from step {last} (expected {last + 1}): "
+                                   f"{gap} never logged", line=line, pointer="/step")
         else:
             self.sink.add("RL408", f"step {s} {what} step {last} (expected {last + 1}); no "
                                    f"checkpoint restarts at {s}", line=line, pointer="/step")

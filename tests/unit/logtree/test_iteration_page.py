@@ -60,6 +60,12 @@ def test_failing_means_no_reward_nan_or_not_done() -> None:
     assert not _t(0.05, 1.0).failing and not _t(1.0, None).failing
 
 
+def test_a_null_total_reward_fails_as_nan_does() -> None:
+    """A NaN total written as null (the default nonfinite policy) fails, as the NaN token does:
+    a sum of rewards is a number, so null can only be a non-finite one."""
+    assert _t(None, 1.0).failing and _t(None, None).failing and _t(math.nan, None).failing
+
+
 def test_table_marks_failing_rows_and_links_logged_transcripts() -> None:
     """Each row carries its group/traj; failing rows get the class and the marker."""
     rows = [Trajectory("train", 0, 0, 0, 1.0, 1.0, 1, 1, 5, 5, True),

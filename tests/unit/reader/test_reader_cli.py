@@ -56,7 +56,8 @@ def test_show_escapes_control_characters(tmp_path: Path,
 def test_show_of_a_missing_run_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A location that is not a run is exit 2 with one error line."""
     code, out, err = cli(capsys, "show", str(tmp_path))
-    assert code == 2 and out == "" and "no run here" in err
+    assert code == 2 and out == ""
+    assert err == f"rlio: error: no run found at '{tmp_path}': the folder is empty\n"
 
 
 def test_sparkline_scales_to_its_range() -> None:
@@ -84,12 +85,14 @@ def test_diff_compares_metrics_at_matching_steps(tmp_path: Path,
     write_json(b, layout.CONFIG, {"lr": 4e-5, "seed": 0})
     write(a, layout.METRICS, jsonl(metrics_line(s, r=float(s)) for s in range(10)))
     write(b, layout.METRICS, jsonl(metrics_line(s, r=10.0 - s) for s in range(5, 20)))
-    code, out, _ = cli(capsys, "diff", str(a), str(b), "--metric", "r", "--metric", "absent")
+    write(b, layout.METRICS, jsonl({**metrics_line(s, r=10.0 - s), "only_b": 1.0}
+                                   for s in range(5, 20)))
+    code, out, _ = cli(capsys, "diff", str(a), str(b), "--metric", "r", "--metric", "only_b")
     assert code == 0
     assert "config: 1 difference(s)\n  lr: 1e-05 -> 4e-05" in out
     row = next(line.split() for line in out.splitlines() if line.strip().startswith("r "))
     assert row == ["r", "5", "(5-9)", "9", "1", "5", "1", "9", "5"]
-    assert "absent" in out and "none" in out
+    assert "only_b" in out and "none" in out  # logged by one run: a row saying so
     text = render_diff(open_run(a), open_run(b))
     assert "  optim/lr " in text and "  r " in text  # default: numeric keys both logged
 
@@ -99,3 +102,16 @@ def test_diff_of_a_missing_run_exits_2(tmp_path: Path, capsys: pytest.CaptureFix
     root = cookbook_run(tmp_path / "run", 1)
     code, _, err = cli(capsys, "diff", str(root), str(tmp_path / "absent"))
     assert code == 2 and "absent" in err
+
+
+def test_diff_of_a_metric_neither_run_logged_exits_2_naming_the_metrics(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`rlio diff A B --metric nope/key` is one error line naming the key and the metrics both
+    runs logged, exit 2, never a "none" row."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    write(a, layout.METRICS, jsonl(metrics_line(s, r=1.0) for s in range(3)))
+    write(b, layout.METRICS, jsonl(metrics_line(s, r=2.0) for s in range(3)))
+    code, out, err = cli(capsys, "diff", str(a), str(b), "--metric", "nope/key")
+    assert code == 2 and out == ""
+    assert err == ("rlio: error: --metric 'nope/key': neither run logged it; metrics both runs "
+                   "logged: optim/lr, r\n")

@@ -9,6 +9,7 @@ that NaN equals NaN.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from rlio.resume import read_resume_state
 CASES = Path(__file__).resolve().parents[3] / "conformance" / "cases"
 #: Corpus runs that are runs (a folder holding a run marker; open_run refuses anything else).
 CASE_RUNS = sorted(p / "run" for p in CASES.iterdir() if (p / "run").is_dir()
-                   and any((p / "run" / m).is_file() for m in layout.RUN_MARKERS))
+                   and layout.is_run_root(os.listdir(p / "run")))
 
 
 def reference_jsonl(path: Path) -> list[Any]:

@@ -95,6 +95,7 @@ def test_cli_export(sweep: list[Path], tmp_path: Path, capsys: pytest.CaptureFix
     code, _, err = cli(capsys, "export", *map(str, sweep), "--format", "parquet", str(out))
     assert code == 2 and "not an empty folder" in err
     code, _, err = cli(capsys, "export", str(tmp_path / "absent"), str(tmp_path / "o2"))
-    assert code == 2 and "run directory not found" in err
+    assert code == 2 and err == (f"rlio: error: no run found at '{tmp_path / 'absent'}': "
+                                 "no such file or directory\n")
     code, _, err = cli(capsys, "export", str(out))
     assert code == 2 and "at least one RUN" in err

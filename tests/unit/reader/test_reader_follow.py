@@ -8,9 +8,11 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from factories import jsonl, metrics_line, write
 
 from rlio import layout
+from rlio.errors import NotARunError
 from rlio.reader import open_run
 from rlio.reader.follow import follow_jsonl
 from rlio.storage import open_storage
@@ -80,7 +82,7 @@ def test_a_rewind_is_followed_from_the_cut(tmp_path: Path) -> None:
 def test_follow_waits_for_a_live_writer(tmp_path: Path) -> None:
     """A thread appending lines meanwhile: every line is yielded once, in order, none torn."""
     root = tmp_path / "run"
-    write(root, layout.CONFIG, "{}")
+    write(root, layout.METRICS, "")
     run = open_run(root)
     append = _appender(root / layout.METRICS)
     done = threading.Event()
@@ -117,3 +119,25 @@ def test_from_start_false_skips_what_is_already_there(tmp_path: Path) -> None:
     got = list(follow_jsonl(open_storage(root), layout.METRICS, poll=0, idle_timeout=0.2,
                             from_start=False, sleep=sleep))
     assert [r["step"] for r in got] == [3]
+
+
+def test_open_run_waits_for_the_run_to_appear(tmp_path: Path) -> None:
+    """open_run(wait=) returns once a trainer creates the run; without wait (or when it runs
+    out) a missing run is NotARunError at once."""
+    root = tmp_path / "run"
+    with pytest.raises(NotARunError, match="no such file or directory"):
+        open_run(root)
+    with pytest.raises(NotARunError):
+        open_run(root, wait=0)
+    started = threading.Event()
+
+    def trainer() -> None:
+        started.wait()
+        write(root, layout.METRICS, jsonl(metrics_line(s) for s in range(3)))
+
+    thread = threading.Thread(target=trainer)
+    thread.start()
+    started.set()
+    run = open_run(root, wait=60, poll=0.01)
+    thread.join()
+    assert [r["step"] for r in run.follow_metrics(poll=0.01, idle_timeout=0)] == [0, 1, 2]

@@ -20,7 +20,7 @@ from factories import (
 
 import rlio
 from rlio import layout
-from rlio.errors import RunNotFoundError
+from rlio.errors import NotARunError, RunNotFoundError
 from rlio.reader import Conversation, IterationInfo, open_run
 
 
@@ -133,12 +133,16 @@ def test_rollouts_accept_an_evaluator_name_or_label(tmp_path: Path) -> None:
 
 
 def test_open_run_refuses_what_is_not_a_run(tmp_path: Path) -> None:
-    """A missing folder, or one without metrics.jsonl or config.json, is RunNotFoundError."""
+    """A missing folder, an empty one, or one holding only config.json (a model folder) is
+    NotARunError, named by the one "no run found" message."""
     with pytest.raises(RunNotFoundError):
         open_run(tmp_path / "absent")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(RunNotFoundError, match="no run here"):
+    with pytest.raises(NotARunError, match=r"no run found at .*: the folder is empty"):
         open_run(tmp_path / "empty")
+    write(tmp_path / "hf", "config.json", "{}")
+    with pytest.raises(NotARunError, match="this folder holds no run files"):
+        open_run(tmp_path / "hf")
 
 
 def test_the_reader_is_exported_from_rlio(tmp_path: Path) -> None:
@@ -147,3 +151,16 @@ def test_the_reader_is_exported_from_rlio(tmp_path: Path) -> None:
     assert isinstance(run, rlio.Run)
     assert rlio.Conversation is Conversation and rlio.IterationInfo is IterationInfo
     assert rlio.RolloutSummary.__required_keys__ >= {"split", "steps"}
+
+
+def test_a_cookbook_uncut_long_label_is_found_by_listing(tmp_path: Path) -> None:
+    """A logtree the cookbook wrote under an uncut 215-character label (rlio would cut it) is
+    found by the evaluator's name."""
+    name = "z" * 215
+    root = cookbook_run(tmp_path / "run")
+    write(root, f"eval_{name}_iteration_000000_logtree.json", json.dumps(
+        {"title": "t", "started_at": "2025-01-01T00:00:00", "path": "p", "root": {}}))
+    run = open_run(root)
+    assert layout.sanitize_label(name) != name
+    assert run.path_of(0, "logtree", evaluator=name) == f"eval_{name}_iteration_000000_logtree.json"
+    assert run.logtree(0, evaluator=name) is not None

@@ -272,7 +272,8 @@ def test_every_conformance_run_renders(tmp_path: Path) -> None:
     cases = sorted(CORPUS.glob("*/run"))
     assert cases, f"no conformance cases under {CORPUS}"
     for source in cases:
-        if not source.is_dir() or source.is_symlink():
+        expected = json.loads((source.parent / "expected.json").read_text())
+        if not source.is_dir() or source.is_symlink() or expected["exit_code"] == 2:
             with pytest.raises(RunNotFoundError):
                 render_run_report(source, validate=False)
             continue
@@ -329,3 +330,22 @@ def test_a_reported_run_still_validates_with_no_finding(tmp_path: Path, layout_n
     write_run_report(run)
     assert (run / layout.REPORT_PAGES).is_dir()
     assert validate_run(run).findings == ()
+
+
+def test_every_trajectory_anchor_the_report_links_exists(tmp_path: Path) -> None:
+    """The worst/best rows (and prompt samples) link to #traj-G-T only where that page has the
+    anchor: a trajectory whose transcript was not logged links to its page alone."""
+    from rlio.demo import run_demo
+
+    run = tmp_path / "run"
+    run_demo(str(run), layout="flat", iterations=4, seed=0)
+    written = Path(write_run_report(run, validate=False))
+    pages = [written, *(run / layout.REPORT_PAGES).rglob("*.html")]
+    checked = 0
+    for page in pages:
+        for href in re.findall(r'href="([^"#]*)#(traj-[0-9]+-[0-9]+)"', page.read_text()):
+            target = (page.parent / unquote(unescape(href[0]))).resolve() if href[0] else page
+            assert f'id="{href[1]}"' in target.read_text(), (page, href)
+            checked += 1
+    assert checked > 0
+    assert re.search(r'href="[^"#]+\.html">page</a>', written.read_text())  # rows without one

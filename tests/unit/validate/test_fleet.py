@@ -110,7 +110,7 @@ def test_fleet_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     capsys.readouterr()
     assert main(["validate", str(runs["a"]), str(tmp_path / "notes"), "-j", "1"]) == 2
     err = capsys.readouterr().err
-    assert f"no run found at {tmp_path / 'notes'}" in err
+    assert f"no run found at '{tmp_path / 'notes'}'" in err
 
 
 @pytest.mark.parametrize("what", ["/etc", "empty", "file"])
@@ -125,7 +125,7 @@ def test_cli_not_a_run_exits_2(tmp_path: Path, what: str) -> None:
     else:
         target = str(write(tmp_path, "f.txt", "x"))
     proc = run_cli("validate", target)
-    assert proc.returncode == 2 and f"no run found at {target}" in proc.stderr
+    assert proc.returncode == 2 and f"no run found at '{target}'" in proc.stderr
     assert "Traceback" not in proc.stderr
     proc = run_cli("validate", target, "--format", "json")
     assert proc.returncode == 2

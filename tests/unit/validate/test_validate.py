@@ -92,17 +92,18 @@ def test_missing_run_raises_run_not_found(tmp_path: Path) -> None:
 
 def test_required_files_missing(tmp_path: Path) -> None:
     """A run holding records but lacking metrics.jsonl: an RL109 error (config.json: an RL118
-    warning, the writer cannot make a loop write it first); lacking
-    both, the folder is not a run at all (NotARunError)."""
+    warning, the writer cannot make a loop write it first); a folder holding only config.json
+    is not a run at all (NotARunError)."""
     run = cookbook_run(tmp_path / "run")
     (run / "metrics.jsonl").unlink()
     assert ("RL109", "error", "metrics.jsonl", None, "") in findings(run)
     write(run, "metrics.jsonl", b"")
     (run / "config.json").unlink()
     assert ("RL118", "warning", "config.json", None, "") in findings(run)
-    (run / "metrics.jsonl").unlink()
+    only_config = tmp_path / "hf"
+    write(only_config, "config.json", "{}")
     with pytest.raises(NotARunError, match="no run found"):
-        validate_run(run)
+        validate_run(only_config)
 
 
 def test_report_is_sorted_and_counted(tmp_path: Path) -> None:

@@ -115,6 +115,6 @@ def test_subprocess_exit_codes_and_json(tmp_path: Path) -> None:
     missing = run_cli("validate", str(tmp_path / "absent"))
     assert missing.returncode == 2
     assert missing.stdout == "" and "Traceback" not in missing.stderr
-    assert "cannot read" in missing.stderr
+    assert "no such file or directory" in missing.stderr
     warned = run_cli("validate", str(tmp_path / "clean"), "--fail-on", "warning")
     assert warned.returncode == 1

@@ -8,9 +8,9 @@ import pathlib
 from typing import Any
 
 import pytest
-from factories import errors, read_jsonl
+from factories import errors, read_jsonl, trajectory
 
-from rlio import RecordError, RunExistsError, RunWriter, read_resume_state, validate_run
+from rlio import RecordError, RunExistsError, RunWriter, open_run, read_resume_state, validate_run
 from rlio import layout as L
 from rlio.findings import Severity
 
@@ -34,6 +34,21 @@ def test_resumable_checkpoint_without_batch_is_refused(tmp_path: pathlib.Path,
     assert state is not None and state.next_batch == 1
     with RunWriter(tmp_path, resume=True) as run:
         assert run.resume_state is not None
+
+
+@pytest.mark.parametrize("batch", [1e30, 5.0, 2**63])
+def test_a_batch_resume_cannot_use_is_refused(tmp_path: pathlib.Path, batch: Any) -> None:
+    """An integral float or an int beyond int64 as a resumable batch is refused by the writer,
+    exactly as resume refuses it (one rule, rlio.rules.is_restart_index); resume then works."""
+    with RunWriter(tmp_path) as run:
+        run.record_checkpoint("c1", batch=1, state_path="tinker://r/w/c1")
+        with pytest.raises(RecordError, match=r"has batch .*: a restart needs an int from 0 to "
+                                              r"2\*\*63 - 1") as info:
+            run.record_checkpoint("c2", batch=batch, state_path="tinker://r/w/c2")
+    assert info.value.pointer == "/batch"
+    assert [r["name"] for r in read_jsonl(tmp_path / L.CHECKPOINTS)] == ["c1"]
+    with RunWriter(tmp_path, resume=True) as run:
+        assert run.resume_state is not None and run.resume_state.next_batch == 1
 
 
 def test_checkpoints_without_the_resume_key_need_no_batch(tmp_path: pathlib.Path) -> None:
@@ -135,20 +150,50 @@ def test_a_config_alone_is_no_record(tmp_path: pathlib.Path) -> None:
 
 
 def test_long_evaluator_names_are_capped_with_a_stable_hash(tmp_path: pathlib.Path) -> None:
-    """Labels are capped at 100 characters; two long names with one prefix never collide, and
-    the runs validate."""
+    """Labels are cut only past 209 characters (where a file name would pass 255 bytes): a
+    209-character label is kept whole, two longer names with one prefix never collide, every
+    file name fits 255 bytes, and the runs validate."""
     a, b = "x" * 300 + "a", "x" * 300 + "b"
     la, lb = L.sanitize_label(a), L.sanitize_label(b)
+    assert L.MAX_LABEL == 209
     assert len(la) == len(lb) == L.MAX_LABEL and la != lb
     assert la == L.sanitize_label(a) and L.is_valid_label(la)
-    assert L.sanitize_label("y" * 100) == "y" * 100
+    assert L.sanitize_label("y" * 209) == "y" * 209
+    assert L.sanitize_label("y" * 210) != "y" * 210
     with RunWriter(tmp_path) as run:
         run.write_config({})
-        for name in (a, b):
+        for name in (a, b, "y" * 209):
             run.write_rollout_summaries(0, [], evaluator=name)
             with run.logtree(0, title="t", evaluator=name):
                 pass
+    names = [p.name for p in tmp_path.iterdir()]
+    assert max(len(n.encode()) for n in names) == 255  # the 209-character label, exactly
+    assert f"eval_{'y' * 209}_iteration_000000_rollout_summaries.jsonl" in names
     assert errors(tmp_path) == []
+
+
+def test_a_label_too_long_for_a_seven_digit_iteration_is_refused(tmp_path: pathlib.Path) -> None:
+    """Past iteration 999999 a 209-character label would make a 256-byte name: ValueError
+    naming the fix, and nothing is written."""
+    with RunWriter(tmp_path) as run, pytest.raises(ValueError, match="would exceed 255 bytes"):
+        run.write_rollout_summaries(10**6, [], evaluator="y" * 209)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.jsonl"]
+
+
+def test_a_cookbook_length_evaluator_is_written_and_read_under_its_own_name(
+        tmp_path: pathlib.Path) -> None:
+    """A 120-character evaluator (the cookbook writes it as is) keeps its file name: its rollouts
+    with the cookbook's split are accepted and read back by name; an unknown one is a
+    ValueError naming the evaluators that exist."""
+    name = "e" * 120
+    with RunWriter(tmp_path) as run:
+        run.write_rollout_summaries(0, [trajectory(0, split=f"eval/{name}")], evaluator=name)
+    assert (tmp_path / f"eval_{name}_iteration_000000_rollout_summaries.jsonl").is_file()
+    run_ = open_run(tmp_path)
+    assert [r["split"] for r in run_.rollouts(0, evaluator=name)] == [f"eval/{name}"]
+    with pytest.raises(ValueError, match=f"no evaluator 'nope' in run .*; evaluators with "
+                                         f"files: '{name}'$"):
+        run_.rollouts(0, evaluator="nope")
 
 
 @pytest.mark.parametrize("iteration", [2**63, 10**300])

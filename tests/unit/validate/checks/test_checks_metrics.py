@@ -197,3 +197,38 @@ def test_repeated_step_without_training_keys_is_rl407() -> None:
     checks.finish()
     assert [(f.code, f.line) for f in s.items] == [("RL407", 3), ("RL408", 4)]
     assert "step 1 repeats: several lines for one step" in s.items[0].message
+
+
+def _messages(records: list[Any], restart: set[int] | None = None) -> list[tuple[str, str]]:
+    s = Sink("metrics.jsonl", 100)
+    checks = MetricsChecks(s, view(ALL, restart))
+    for line, rec in enumerate(records, 1):
+        checks(rec, line, True)
+    checks.finish()
+    return [(f.code, f.message) for f in s.items]
+
+
+def test_a_forward_jump_onto_a_checkpoint_batch_is_not_called_a_re_log() -> None:
+    """Steps 3 -> 5 with a checkpoint at batch 5: RL407 saying step 4 was never logged (a crash
+    between that checkpoint and step 4's line), never "logs these iterations again"; a wider
+    jump onto a checkpoint (2 -> 5) loses more than one line: RL408; a drop onto a checkpoint
+    keeps the re-log wording."""
+    found = _messages([train(s) for s in (0, 1, 2, 3, 5)], restart={5})
+    assert found == [("RL407", "step 5 jumps from step 3: step 4 was never logged, as when a "
+                               "crash comes between the checkpoint at batch 5 and step 4's "
+                               "metrics line and the run resumes from that checkpoint")]
+    wide = _messages([train(s) for s in (0, 1, 2, 5)], restart={5})
+    assert wide == [("RL408", "step 5 jumps from step 2 (expected 3): steps 3 to 4 were never "
+                              "logged")]
+    again = _messages([train(s) for s in (0, 1, 2, 3, 1)], restart={1})
+    assert again == [("RL407", "step 1 drops back from step 3: a resume from the checkpoint at "
+                               "batch 1 logs these iterations again")]
+
+
+def test_a_loss_only_loop_is_judged_as_training_lines() -> None:
+    """A loop logging only {"loss"} (no progress key): no line is called eval-only or async
+    eval, and a jump from 2 to 7 is RL408 naming the steps never logged."""
+    found = _messages([{"step": s, "loss": 1.0} for s in (0, 1, 2, 7, 8)])
+    assert found == [("RL408", "step 7 jumps from step 2 (expected 3): steps 3 to 6 were "
+                               "never logged")]
+    assert _messages([{"loss": 1.0} for _ in range(5)]) == []  # no step: nothing to order
