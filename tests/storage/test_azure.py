@@ -13,6 +13,7 @@ from azurite import FaultProxy
 from rlio.errors import UnsafeStorageError
 from rlio.storage import open_storage
 from rlio.storage.azure.api import PARTS_DIR, AzureApi, blocks
+from rlio.storage.azure.append import AzureAppender
 from rlio.storage.azure.storage import AzureStorage
 
 
@@ -221,3 +222,21 @@ def test_an_account_name_and_key_work_without_a_connection_string(
     monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_KEY", azurite.KEY)
     monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_URL", f"http://127.0.0.1:{az.port}/{azurite.ACCOUNT}")
     assert open_storage(az_uri).read_bytes("config.json") == b"{}"
+
+
+def test_a_log_near_azures_block_limit_is_compacted_to_the_same_bytes(az_uri: str) -> None:
+    """Past compact_at committed blocks the log is rewritten in few blocks, bytes unchanged, and
+    appends (this writer's and another's) go on after it."""
+    st = _az(az_uri)
+    app = st.appender("metrics.jsonl")
+    assert isinstance(app, AzureAppender)
+    app.compact_at = 6
+    other = st.appender("metrics.jsonl")
+    for i in range(10):
+        (app if i % 2 else other).append_durable(json.dumps({"i": i}).encode() + b"\n")
+    app.close()
+    other.close()
+    blob = st.api.blob(st.key("metrics.jsonl")).get_blob_properties()
+    assert blob.append_blob_committed_block_count < 6  # compacted at least once
+    assert [r["i"] for r in _records(st.read_bytes("metrics.jsonl"))] == list(range(10))
+    assert _parts(st) == []

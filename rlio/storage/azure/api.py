@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple, TypeVar
 
 from rlio.errors import StorageUnavailableError
@@ -215,10 +215,12 @@ class AzureApi:
             **cond), key)
         return str(out["etag"])
 
-    def append_block(self, key: str, data: bytes, *, at: int) -> tuple[int, str]:
-        """AppendBlock ``data`` only if the blob is ``at`` bytes long; (new size, ETag)."""
+    def append_block(self, key: str, data: bytes, *, at: int) -> tuple[int, str, int]:
+        """AppendBlock ``data`` only if the blob is ``at`` bytes long; (new size, ETag, the
+        blob's committed block count)."""
         out = self.call(lambda: self.blob(key).append_block(data, appendpos_condition=at), key)
-        return int(out["blob_append_offset"]) + len(data), str(out["etag"])
+        return (int(out["blob_append_offset"]) + len(data), str(out["etag"]),
+                int(out.get("blob_committed_block_count") or 0))
 
     def copy(self, key: str, source: str, *, if_match: str | None = None,
              if_none_match: bool = False) -> None:
@@ -243,9 +245,10 @@ class AzureApi:
         if status not in (None, "success"):
             raise OSError(errno.EIO, f"server-side copy ended {status}", f"{self.where}/{key}")
 
-    def stage_append(self, key: str, staged_prefix: str, data: bytes, *, ctype: str,
-                     metadata: Mapping[str, str], if_match: str | None) -> None:
-        """Make ``key`` an append blob holding ``data``, atomically: staged as a new append
+    def stage_append(self, key: str, staged_prefix: str, data: bytes | Iterable[bytes], *,
+                     ctype: str, metadata: Mapping[str, str], if_match: str | None) -> None:
+        """Make ``key`` an append blob holding ``data`` (bytes, or chunks of at most
+        ``BLOCK_BYTES``), atomically: staged as a new append
         blob ``<staged_prefix>.<random>``, then copied over ``key`` (create-only when
         ``if_match`` is None, else only over that ETag; ``FileExistsError`` when the condition
         fails). The staged blob is deleted after (or swept, after a crash)."""
@@ -255,7 +258,7 @@ class AzureApi:
         try:
             self.create_append(staged, ctype=ctype, metadata=metadata)
             size = 0
-            for block in blocks(data):
+            for block in blocks(data) if isinstance(data, bytes) else data:
                 size = self.append_block(staged, block, at=size)[0]
             self.copy(key, staged, if_match=if_match, if_none_match=if_match is None)
         finally:

@@ -17,6 +17,9 @@ batch costs its own bytes whatever the log's size. rlio sends every block with t
    wrote as a block blob is first made an append blob with the same bytes (staged, then copied
    over it with ``If-Match``).
 
+Azure keeps at most 50,000 blocks per blob: past ``compact_at`` committed blocks the log is
+rewritten as the same bytes in 4 MiB blocks (staged, then copied over it with ``If-Match``).
+
 Transient failures (unreachable store, 5xx past the SDK's retries) are retried here for
 ``unavailable_for`` seconds; then the error reaches the caller, and the batch is kept.
 """
@@ -24,12 +27,16 @@ Transient failures (unreachable store, 5xx past the SDK's retries) are retried h
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 import time
+from collections.abc import Iterator
 
 from rlio.errors import StorageUnavailableError
-from rlio.storage.azure.api import META_REWRITES, AzureApi, blocks
+from rlio.storage.azure.api import BLOCK_BYTES, META_REWRITES, AzureApi, Props, blocks
 from rlio.storage.batching import BatchingAppender
+
+_log = logging.getLogger("rlio")
 
 
 class AzureAppender(BatchingAppender):
@@ -37,6 +44,8 @@ class AzureAppender(BatchingAppender):
 
     #: Seconds a store may stay unreachable before a commit gives up (as gcsfs's retries do).
     unavailable_for = 30.0
+    #: Committed blocks past which the log is compacted (Azure's limit is 50,000 per blob).
+    compact_at = 45_000
 
     def __init__(self, api: AzureApi, key: str, staged_prefix: str, *, ctype: str,
                  display: str) -> None:
@@ -64,8 +73,10 @@ class AzureAppender(BatchingAppender):
                     return
                 self._sent_at = self._size
                 assert self._size is not None
-                self._size = self.api.append_block(self.key, block, at=self._size)[0]
+                self._size, _, count = self.api.append_block(self.key, block, at=self._size)
                 self._sent_at = None
+                if count >= self.compact_at:
+                    self._compact()
                 return
             except FileExistsError:  # 412: another writer appended first (or a retry of ours)
                 conflicts += 1
@@ -79,6 +90,30 @@ class AzureAppender(BatchingAppender):
                 raise TimeoutError(
                     f"could not append {len(block)} bytes to {self.display} within "
                     f"{self.give_up_after:.0f} s ({conflicts} conflicts with other writers)")
+
+    def _compact(self) -> None:
+        """Rewrite the log as the same bytes in few blocks (``BLOCK_BYTES`` each): staged, then
+        copied over it with ``If-Match``. Best effort: an append landing meanwhile makes the
+        copy fail, and the next append past ``compact_at`` tries again."""
+        for _ in range(3):
+            props = self.api.props(self.key)
+            if props is None:
+                return
+
+            def chunks(p: Props = props) -> Iterator[bytes]:
+                for at in range(0, p.size, BLOCK_BYTES):
+                    yield self.api.read_ranged(self.key, at, min(p.size, at + BLOCK_BYTES),
+                                               etag=p.etag)[0]
+
+            try:
+                self.api.stage_append(self.key, self._staged, chunks(), ctype=self._ctype,
+                                      metadata=props.metadata, if_match=props.etag)
+                return
+            except FileExistsError:
+                continue  # appended to meanwhile (the chunks' ETag or the copy's condition)
+            except OSError:
+                _log.warning("rlio: could not compact %s", self.display, exc_info=True)
+                return
 
     def _landed(self, block: bytes) -> bool:
         """Read the log's size (creating it when absent); True when the block whose outcome was
