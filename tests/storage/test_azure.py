@@ -240,3 +240,15 @@ def test_a_log_near_azures_block_limit_is_compacted_to_the_same_bytes(az_uri: st
     assert blob.append_blob_committed_block_count < 6  # compacted at least once
     assert [r["i"] for r in _records(st.read_bytes("metrics.jsonl"))] == list(range(10))
     assert _parts(st) == []
+
+
+def test_an_append_after_a_fragment_starts_a_new_line(az_uri: str) -> None:
+    """A log another writer left ending in a fragment: the next appends start on a new line."""
+    st = _az(az_uri)
+    st.replace("metrics.jsonl", b'{"step": 0}\n{"step": 1, "x')
+    app = st.appender("metrics.jsonl")
+    app.append(b'{"step": 2}\n')
+    app.append_durable(b'{"step": 3}\n')
+    app.close()
+    assert st.read_bytes("metrics.jsonl") == (
+        b'{"step": 0}\n{"step": 1, "x\n{"step": 2}\n{"step": 3}\n')

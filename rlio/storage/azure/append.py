@@ -13,6 +13,8 @@ batch costs its own bytes whatever the log's size. rlio sends every block with t
    block that landed, a dropped answer or a 5xx may follow a commit), the writer reads the size
    and, when the blob grew past the offset it sent at, the bytes there: if they are the
    block's own bytes, it landed (an ``appendpos`` block lands at that offset or nowhere).
+   A block sent where another writer wrote last starts with a newline when the log's last byte
+   (one ranged GET) is not one: a crash's fragment stays a line of its own.
    A log that does not exist is first created empty (``If-None-Match: *``); a log another tool
    wrote as a block blob is first made an append blob with the same bytes (staged, then copied
    over it with ``If-Match``).
@@ -53,6 +55,8 @@ class AzureAppender(BatchingAppender):
         self._size: int | None = None  # the blob's size after our last write (None: read it)
         self._progress: tuple[int, int] = (0, 0)  # (seq, blocks of it landed)
         self._sent_at: int | None = None  # the offset a block whose outcome is unknown went to
+        self._sending = b""  # the bytes of that block (a newline first after a fragment)
+        self._ours = False  # True while the log's end is our own last block (a line end)
         super().__init__(display)
 
     def _commit(self, seq: int, data: bytes) -> None:
@@ -69,12 +73,14 @@ class AzureAppender(BatchingAppender):
         conflicts, down = 0, 0.0
         while True:
             try:
-                if (self._size is None or self._sent_at is not None) and self._landed(block):
+                if (self._size is None or self._sent_at is not None) and self._landed():
                     return
-                self._sent_at = self._size
                 assert self._size is not None
-                self._size, _, count = self.api.append_block(self.key, block, at=self._size)
-                self._sent_at = None
+                self._sending = block if self._ours else self._after_fragment(block)
+                self._sent_at = self._size
+                self._size, _, count = self.api.append_block(self.key, self._sending,
+                                                             at=self._size)
+                self._sent_at, self._ours = None, True
                 if count >= self.compact_at:
                     self._compact()
                 return
@@ -115,9 +121,19 @@ class AzureAppender(BatchingAppender):
                 _log.warning("rlio: could not compact %s", self.display, exc_info=True)
                 return
 
-    def _landed(self, block: bytes) -> bool:
+    def _after_fragment(self, block: bytes) -> bytes:
+        """``block``, with a newline first when the log (written by someone else last) ends in
+        a fragment: a crash's half line stays a line of its own, never glued to a record."""
+        assert self._size is not None
+        if self._size == 0 or self.api.read_ranged(
+                self.key, self._size - 1, self._size)[0] == b"\n":
+            return block
+        return b"\n" + block
+
+    def _landed(self) -> bool:
         """Read the log's size (creating it when absent); True when the block whose outcome was
-        unknown is there, at the offset it was sent to."""
+        unknown (``_sending``) is there, at the offset it was sent to."""
+        block, self._ours = self._sending, False
         props = self.api.props(self.key)
         if props is None:
             with contextlib.suppress(FileExistsError):  # another writer created it first
@@ -132,13 +148,14 @@ class AzureAppender(BatchingAppender):
                 self.api.stage_append(self.key, self._staged, data, ctype=self._ctype,
                                       metadata={**props.metadata, META_REWRITES: "0"},
                                       if_match=etag)
-            return self._landed(block)
+            self._sending = block
+            return self._landed()
         at, self._size = self._sent_at, props.size
         self._sent_at = None
         if at is None or props.size < at + len(block):
             return False
         got = self.api.read_ranged(self.key, at, at + len(block))[0]
         if got == block:
-            self._size = props.size
+            self._ours = props.size == at + len(block)
             return True
         return False
