@@ -506,6 +506,84 @@ def _cookbook_nested() -> Case:
                 forbidden=COOKBOOK_FORBIDDEN)
 
 
+TOKENS_061 = {"sampled": 18432, "prefill_cached": 4096, "prefill_uncached": 12288,
+              "trained": 17920}
+
+
+def _eval_event_061(step: int, elapsed: float, cost: float) -> dict[str, Any]:
+    """An async-eval metrics line of cookbook 0.6.1 (``log_metrics_event``): the evaluator's
+    metrics, the snapshot coordinates, and each metric again under eval/by_{step,cost,time}/."""
+    evals = {"test/env/all/correct": 0.25 + 0.25 * step, "test/env/all/reward/total": 0.5 + step}
+    line: dict[str, Any] = {"step": step, **evals,
+                            "eval/snapshot/training_step": step,
+                            "eval/snapshot/elapsed_seconds": elapsed,
+                            "eval/snapshot/cumulative_cost_usd": cost,
+                            "eval/completed_elapsed_seconds": elapsed + 4.5}
+    for axis in ("step", "cost", "time"):
+        line.update({f"eval/by_{axis}/{k}": v for k, v in evals.items()})
+    line["eval/timing/time/total"] = 4.5
+    return line
+
+
+@case
+def _cookbook_061() -> Case:
+    n = 3
+    files = base_run("nested", n, evals=("test",))
+    lines: list[dict[str, Any]] = []
+    for i in range(n):
+        lines.append({**metrics_line(i, n), "time/sample": 2.25, "time/train_step": 1.0,
+                      "time/total": 3.5, "tokens/sampled": 6144, "cost/step_usd": 0.04,
+                      "cost/cumulative_usd": 0.04 * (i + 1), "async/staleness_mean": 0.5,
+                      "total_cached_ob_tokens": 1024})
+        lines.append(_eval_event_061(i, 10.0 * i + 3.5, 0.04 * (i + 1)))
+    lines.append({"cost/total_usd": 0.12, "tokens/total": 18432})  # log_summary: no step
+    files["metrics.jsonl"] = jsonl(lines, cookbook)
+    files["checkpoints.jsonl"] = jsonl([
+        {"name": "000002", "batch": 2, "state_path": "tinker://run-7f3a/weights/000002",
+         "rolling": True, "cumulative_tokens": TOKENS_061,
+         "discarded_tokens": {k: 0 for k in TOKENS_061}},
+        {"name": "final", "batch": 3, "state_path": "tinker://run-7f3a/weights/final",
+         "sampler_path": "tinker://run-7f3a/sampler_weights/final",
+         "cumulative_tokens": TOKENS_061, "discarded_tokens": {k: 512 for k in TOKENS_061}},
+    ], cookbook)
+    files["trace_events.jsonl"] = jsonl([
+        {"name": "sample", "ph": "B", "pid": 4242, "tid": 1, "ts": 1740830400000000.0,
+         "args": {"step": 0}},
+        {"name": "process_name", "ph": "M", "pid": 4242, "tid": 1, "ts": 0.0,
+         "args": {"name": "train"}},
+        {"name": "sample", "ph": "E", "pid": 4242, "tid": 1, "ts": 1740830402250000.0,
+         "args": {}, "cat": "rl"},
+    ], cookbook)
+    files[".metrics.jsonl.4242.tmp"] = files["metrics.jsonl"][:40]
+    files["iteration_000001/.train_rollout_summaries.jsonl.4242.tmp"] = b""
+    return Case("cookbook_061_run", "What cookbook 0.6.1 writes: async-eval lines with "
+                "eval/snapshot/* coordinates and eval/by_{step,cost,time}/* aliases, tokens/, "
+                "cost/ and async/ keys, a log_summary row without step, span metrics without "
+                "_async, trace events (B/E/M), timing_gantt.html pages, logs.log, checkpoints "
+                "with cumulative_tokens/discarded_tokens and rolling, and two of the cookbook's "
+                "own interrupted-write temp files (.<name>.<pid>.tmp): RL306, not unknown files.",
+                "§1, §3, §5, §8", files,
+                [F("RL306", "info", ".metrics.jsonl.4242.tmp"),
+                 F("RL306", "info", "iteration_000001/.train_rollout_summaries.jsonl.4242.tmp")],
+                forbidden=["RL301", "RL302", "RL408", *CLEAN_FORBIDDEN])
+
+
+@case
+def _schema_checkpoint_tokens() -> Case:
+    files = metrics_only([0, 1, 2])
+    files["checkpoints.jsonl"] = jsonl([
+        ckpt("000001", 1, cumulative_tokens={**TOKENS_061, "sampled": -1}),
+        ckpt("000002", 2, discarded_tokens={**TOKENS_061, "trained": 1.5}),
+        ckpt("000003", 3, rolling="yes"),
+    ])
+    return Case("schema_checkpoint_tokens", "Checkpoint token counts and rolling: a negative "
+                "count is a warning (line 1), a fractional count (line 2) and a string rolling "
+                "(line 3) are errors.", "§5", files,
+                [F("RL205", "warning", "checkpoints.jsonl", 1, "/cumulative_tokens/sampled"),
+                 F("RL201", "error", "checkpoints.jsonl", 2, "/discarded_tokens/trained"),
+                 F("RL201", "error", "checkpoints.jsonl", 3, "/rolling")], exit_code=1)
+
+
 # ---- resume, rewind, sidecars, metrics order -----------------------------------------------
 
 

@@ -130,6 +130,26 @@ _NESTED_FILE = re.compile(r"(?:train|eval_(?P<label>.+?))" + _SUFFIXES)
 _FLAT_GANTT = re.compile(r"timing_gantt_(?P<n>[0-9]+)\.html")
 
 
+#: Infix of the temporary files rlio writes next to their target before an atomic rename
+#: (``.<name>.rlio-tmp-<hex>``).
+TEMP_INFIX: Final = ".rlio-tmp-"
+#: The cookbook's own (0.6.1 ``LocalStorage.write``): ``.<name>.<pid>.tmp``, renamed over
+#: ``<name>``; a crash in between leaves it.
+_COOKBOOK_TEMP = re.compile(r"\..+\.[0-9]+\.tmp")
+
+
+def is_temp_file(name: str) -> bool:
+    """True for the file name (no folder) of an interrupted atomic write, rlio's or the
+    cookbook's: not a run file, safe to delete once no writer runs."""
+    return name.startswith(".") and (TEMP_INFIX in name or bool(_COOKBOOK_TEMP.fullmatch(name)))
+
+
+#: Where the cookbook puts its runs by default: ``$TINKER_COOKBOOK_RUNS_DIR``, else
+#: ``~/tinker-runs`` (its ``cli_utils.runs_path``); ``rlio validate`` without a PATH looks there.
+RUNS_DIR_ENV: Final = "TINKER_COOKBOOK_RUNS_DIR"
+DEFAULT_RUNS_DIR: Final = "~/tinker-runs"
+
+
 #: What makes a folder a run (docs/format.md §1, "What counts as a run"), as messages say it.
 RUN_DEFINITION: Final = (f"{METRICS}, {CHECKPOINTS} or per-iteration files, "
                          f"or {CONFIG} together with {CODE_DIFF}")

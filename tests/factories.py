@@ -489,7 +489,8 @@ def seeded_sweep(root: Path) -> Path:
     """Four runs under ``root/sweep`` with known differences: ``lr-1e-5/base`` (flat, rlio),
     ``lr-4e-5/regressed`` (nested, rlio, an extra config key, the regressed prompts),
     ``lr-1e-4/cookbook`` (flat, written as the cookbook writes, no cost keys) and ``lr-1e-4/empty``
-    (a config only); and ``root/sweep/notes`` (no run)."""
+    (a config and a code diff only: a run that logged nothing yet);
+    and ``root/sweep/notes`` (no run)."""
     sweep = root / "sweep"
     base_cfg = {"learning_rate": 1e-5, "model_name": "m/8b",
                 "sampling": {"temperature": 1.0, "max_tokens": 256}, "seed": 0}
@@ -504,5 +505,83 @@ def seeded_sweep(root: Path) -> Path:
               rewards=[0.0, 0.2, 0.9, 0.8], prompt_rewards=[0.0] * 6, cost=False,
               by_writer=False, late_key=False)
     write_json(sweep / "lr-1e-4" / "empty", "config.json", {**base_cfg, "seed": 1})
+    (sweep / "lr-1e-4" / "empty" / "code.diff").write_text("", encoding="utf-8")
     (sweep / "notes").mkdir(parents=True)
     return sweep
+
+
+# -- the real tinker-cookbook's loops (tests/unit/test_cookbook_loops.py, tests/storage/, crash) ---
+
+
+COOKBOOK_TOKENS = {"sampled": 1200, "prefill_cached": 300, "prefill_uncached": 900, "trained": 1100}
+COOKBOOK_CONFIG = {"model_name": "Qwen/Qwen3-8B", "learning_rate": 4e-5, "batch_size": 8}
+
+
+def cookbook_session(log_dir: Path | str, storage: Any, steps: range, *,
+                     resume_from: int | None) -> None:
+    """One training process of a cookbook RL loop, writing through ``storage`` (None: the
+    cookbook's default backend), as rl/train.py does: rewind on resume, then per step.
+    Needs tinker-cookbook (imported here, never at module import)."""
+    from tinker_cookbook import stores
+    from tinker_cookbook.utils import ml_log, trace
+
+    store = stores.TrainingRunStore(storage) if storage is not None else None
+    logger = ml_log.JsonLogger(str(log_dir), store=store)
+    store = logger.store
+    if resume_from is not None:
+        store.truncate_metrics(resume_from)
+    else:
+        logger.log_hparams(COOKBOOK_CONFIG)
+    for i in steps:
+        with trace.trace_iteration(step=i) as window:
+            with trace.scope_span_sync("sample"):
+                pass
+            with trace.scope_span_sync("train_step"):
+                pass
+        store.write_rollouts(i, [trajectory(i, 0, t) for t in range(2)])
+        store.write_logtree(i, logtree_doc(f"RL Iteration {i}", None,
+                                           "2026-12-01T00:00:00+00:00"))
+        metrics = {"progress/batch": i, "env/all/reward/total": 0.75, "optim/lr": 4e-5}
+        logger.log_metrics({**metrics, **{k: 0.01 for k in window.get_timing_metrics()}},
+                           step=i)
+        window.save_timing(i, store=store)
+        if i % 2 == 1:
+            store.write_checkpoint({
+                "name": f"{i + 1:06d}", "batch": i + 1, "state_path": f"tinker://r/w/{i + 1}",
+                "cumulative_tokens": COOKBOOK_TOKENS,
+                "discarded_tokens": dict.fromkeys(COOKBOOK_TOKENS, 0)})
+    logger.log_summary({"cost/total_usd": 1.25})
+    logger.close()
+
+
+def cookbook_two_sessions(log_dir: Path | str, make_storage: Any) -> None:
+    """A run killed after step 4 and resumed from its checkpoint at batch 4, then steps 4-5."""
+    first = make_storage(log_dir)
+    cookbook_session(log_dir, first, range(5), resume_from=None)
+    if first is not None:
+        first.close()
+    second = make_storage(log_dir)
+    cookbook_session(log_dir, second, range(4, 6), resume_from=4)
+    if second is not None:
+        second.close()
+
+
+def cookbook_files(run: Path) -> dict[str, bytes]:
+    """Every file of a run but the timing spans (wall times differ run to run) and code.diff."""
+    return {p.relative_to(run).as_posix(): p.read_bytes() for p in sorted(run.rglob("*"))
+            if p.is_file() and p.name not in ("timing_spans.jsonl", "code.diff")}
+
+
+def cookbook_readers(store: Any) -> dict[str, Any]:
+    """What the cookbook's readers return for a run."""
+    iterations = store.list_iterations()
+    return {
+        "config": store.read_config(), "metrics": store.read_metrics(),
+        "checkpoints": store.read_checkpoints(),
+        "timing": [(r["step"], [s["name"] for s in r["spans"]]) for r in store.read_timing()],
+        "iterations": [(it.iteration, it.has_train_rollouts, it.has_train_logtree)
+                       for it in iterations],
+        "rollouts": [store.read_rollouts(it.iteration) for it in iterations],
+        "logtrees": [store.read_logtree(it.iteration) for it in iterations],
+        "keys": store.metric_keys(),
+    }

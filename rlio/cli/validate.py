@@ -8,8 +8,10 @@ import contextlib
 import os
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
+from rlio import layout
 from rlio.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -21,7 +23,14 @@ from rlio.cli.common import (
 )
 from rlio.errors import RunNotFoundError
 from rlio.findings import Finding, Report, Severity
-from rlio.validate.fleet import FleetReport, Progress, uri_scheme, validate_runs
+from rlio.status import RunStatus, run_statuses
+from rlio.validate.fleet import (
+    FleetReport,
+    Progress,
+    default_runs_root,
+    uri_scheme,
+    validate_runs,
+)
 from rlio.validate.watch import Watcher
 
 
@@ -33,6 +42,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         summary="check runs (or every run under folders and URI prefixes) against the format",
         examples=(
             ("rlio validate runs/exp1", "check one run; findings as file:line: CODE lines"),
+            ("rlio validate", "every run under $TINKER_COOKBOOK_RUNS_DIR (else ~/tinker-runs)"),
             ("rlio validate runs/ gs://bucket/sweep/ --jobs 8",
              "every run found under both, eight at a time"),
             ("rlio validate gs://bucket/exp1 --format json", "one JSON document on stdout"),
@@ -47,9 +57,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             (EXIT_UNREADABLE, "a PATH holds no run or cannot be read, or the command was misused"),
         ),
     )
-    p.add_argument("paths", metavar="PATH", nargs="+",
+    p.add_argument("paths", metavar="PATH", nargs="*",
                    help="a run, a folder holding runs at any depth, or a URI prefix "
-                   "(gs://bucket/sweep/)")
+                   "(gs://bucket/sweep/); none: the cookbook's run root "
+                   "($TINKER_COOKBOOK_RUNS_DIR, else ~/tinker-runs)")
     p.add_argument("--format", choices=("text", "json", "github"), default="text",
                    help="text: one line per finding and a verdict per run; json: one document; "
                    "github: workflow annotations")
@@ -76,8 +87,13 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--jobs must be at least 1, got {args.jobs}")
     if args.watch:
         if len(args.paths) != 1:
-            return fail("--watch takes exactly one run")
+            return fail("--watch takes exactly one run (a PATH)")
         return watch_run(args.paths[0], args.interval, fail_on, args.format)
+    if not args.paths:
+        root = default_runs_root()
+        if not os.path.isdir(root):
+            return fail(f"no PATH given and the cookbook's run root {root} is not a folder "
+                        f"(set {layout.RUNS_DIR_ENV} or give a PATH)")
     client: Any = None
     if args.dask is not None:
         try:
@@ -100,11 +116,16 @@ def run(args: argparse.Namespace) -> int:
             client.close()
     for u in fleet.unreadable:
         fail(u.message)
+    statuses = run_statuses([r.run for r in fleet.runs]) if args.format != "github" else {}
     if args.format == "json":
-        emit_json(fleet.to_dict(fail_on=fail_on))
+        doc = fleet.to_dict(fail_on=fail_on)
+        for entry in doc["runs"]:
+            status = statuses.get(entry["run"])
+            entry["status"] = status.to_dict() if status is not None else None
+        emit_json(doc)
     else:
         sys.stdout.write(render_fleet_github(fleet) if args.format == "github"
-                         else render_fleet_text(fleet, fail_on))
+                         else render_fleet_text(fleet, fail_on, statuses))
     return fleet.exit_code(fail_on)
 
 
@@ -190,14 +211,19 @@ def verdict_line(report: Report, fail_on: Severity) -> str:
             f"{c['warning']} warning(s), {c['info']} info")
 
 
-def render_fleet_text(fleet: FleetReport, fail_on: Severity) -> str:
-    """Each run's findings (paths relative to the run) and verdict line; with several runs,
-    paths carry the run's location and a last line sums up the fleet."""
+def render_fleet_text(fleet: FleetReport, fail_on: Severity,
+                      statuses: Mapping[str, RunStatus] | None = None) -> str:
+    """Each run's findings (paths relative to the run), status (``RUN: status ...``, when
+    known) and verdict line; with several runs, paths carry the run's location and a last line
+    sums up the fleet."""
     several = len(fleet.runs) + len(fleet.unreadable) > 1
     out = []
     for r in fleet.runs:
         out += [finding_line(f, joined(r.run, f.file) if several else (f.file or "."))
                 for f in r.findings]
+        status = (statuses or {}).get(r.run)
+        if status is not None:
+            out.append(f"{printable(r.run)}: status {printable(status.text())}")
         out.append(verdict_line(r, fail_on))
     if several:
         failed = sum(1 for r in fleet.runs if r.at_or_above(fail_on))

@@ -125,7 +125,10 @@ def show_lines(run: Run, *, validate: bool = True) -> list[str]:
         records.append({k: v for k, v in rec.items() if k in kept})
     iterations = run.iterations()
     evaluators = sorted({e for it in iterations for e in it.evaluators})
+    from rlio.status import run_status
+
     lines = [f"run          {run.location}",
+             f"status       {run_status(run.storage).text()}",
              f"layout       {run.layout or 'none (no iteration files)'}"]
     if iterations:
         first, last_it = iterations[0].index, iterations[-1].index

@@ -19,6 +19,14 @@ from rlio.rules import TRAINING_KEYS
 
 EVAL_REWARD_SUFFIX: Final = "/env/all/reward/total"
 _MAX_EVAL_CHARTS: Final = 8
+#: The async-eval aliases of cookbook 0.6.1, ``eval/by_<axis>/<metric>``: each is plotted against
+#: the snapshot coordinate its line carries (the step, cumulative cost or elapsed time the
+#: evaluated weights were taken at), named on the chart by the label.
+EVAL_AXES: Final = {
+    "eval/by_step/": ("eval/snapshot/training_step", "training step"),
+    "eval/by_cost/": ("eval/snapshot/cumulative_cost_usd", "cumulative cost (USD)"),
+    "eval/by_time/": ("eval/snapshot/elapsed_seconds", "elapsed seconds"),
+}
 _X_KEYS: Final = ("step", "progress/batch", "training_client/step")
 #: Buckets a column keeps once folding starts (twice as many before neighbours merge).
 _BUCKETS: Final = 600
@@ -39,6 +47,15 @@ MISSING: Final = Missing()
 def _progress(rec: dict[str, Any]) -> bool:
     """Whether a record is a training line's (it has a progress key)."""
     return not rec.keys().isdisjoint(TRAINING_KEYS)
+
+
+def eval_axis(key: str) -> tuple[str, str] | None:
+    """The (snapshot key, label) an ``eval/by_<axis>/...`` key is plotted against, else None."""
+    if key.startswith("eval/by_"):
+        for prefix, axis in EVAL_AXES.items():
+            if key.startswith(prefix):
+                return axis
+    return None
 
 
 def _values(block: list[dict[str, Any]], key: str) -> list[Any]:
@@ -207,7 +224,9 @@ class MetricsScan:
     (call it with each record, then ``close()``).
 
     x is ``step``, else ``progress/batch``, else ``training_client/step``, else the record's
-    index. Evaluator reward keys (``<name>/env/all/reward/total``) are charted as they appear.
+    index; an async-eval alias (``eval/by_cost/...``, ``EVAL_AXES``) is plotted against its
+    line's snapshot coordinate instead (``axes`` names it). Evaluator reward keys
+    (``<name>/env/all/reward/total``, and their aliases) are charted as they appear.
     ``stand_in`` maps a wanted key to the key it only stands in for: it is read until that key
     shows up, then its column is dropped.
     """
@@ -221,9 +240,10 @@ class MetricsScan:
         self.records = 0
         self.last_x: float | None = None
         self.restarts: list[float] = []  # where training lines' x dropped back
+        self.axes: dict[str, str] = {}  # a column's x label when it is not the run's x axis
         self._want = dict.fromkeys(wanted)
         self._stand_in = dict(stand_in or {})
-        self._evals = 0
+        self._evals = self._aliases = 0
         self._block: list[dict[str, Any]] = []
         self._x_kind = len(_X_KEYS)
         self._last_train_x: float | None = None
@@ -258,10 +278,14 @@ class MetricsScan:
         for k in rec:
             if k not in keys:
                 keys[k] = None
-                if (k.endswith(EVAL_REWARD_SUFFIX) and k not in want
-                        and self._evals < _MAX_EVAL_CHARTS):
+                if not k.endswith(EVAL_REWARD_SUFFIX) or k in want:
+                    continue
+                if eval_axis(k) is None and self._evals < _MAX_EVAL_CHARTS:
                     want[k] = None
                     self._evals += 1
+                elif eval_axis(k) is not None and self._aliases < _MAX_EVAL_CHARTS:
+                    want[k] = None  # an alias: charted against its axis, not as an evaluator
+                    self._aliases += 1
 
     def _xs(self, block: list[dict[str, Any]]) -> list[Any]:
         """Each record's x (ints, or floats for records without an x key)."""
@@ -294,6 +318,10 @@ class MetricsScan:
             if self._stand_in.get(k) in self.keys:
                 self.columns.pop(k, None)
                 continue
+            axis = eval_axis(k)
+            if axis is not None:
+                self._read_alias(block, k, axis)
+                continue
             vals = _values(block, k)
             types = set(map(type, vals))
             kx, inc = xs, increasing
@@ -314,6 +342,19 @@ class MetricsScan:
                     col.add(x, v)
                 else:
                     col.skipped += 1
+
+    def _read_alias(self, block: list[dict[str, Any]], key: str, axis: tuple[str, str]) -> None:
+        """Fold the points of an async-eval alias: x its line's snapshot coordinate."""
+        self.axes[key] = axis[1]
+        col = self.columns.setdefault(key, Column())
+        for x, v in zip(_values(block, axis[0]), _values(block, key), strict=True):
+            if v is MISSING:
+                continue
+            if (type(v) in _NUMBERS and type(x) in _NUMBERS and _finite_sum([v])
+                    and _finite_sum([x])):
+                col.add(x, v)
+            else:
+                col.skipped += 1
 
     def _training(self, block: list[dict[str, Any]], xs: list[Any]) -> None:
         """Note where training lines' x drops back (a resume), as the validator reads lines.

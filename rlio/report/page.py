@@ -54,9 +54,10 @@ def _chart(m: MetricsScan, key: str, index: int) -> str:
     caption = [f"<h3>{escape(key)}</h3>"]
     if xs:
         caption.append(
-            f'<p class="stats">last {escape(_svg.fmt(ys[-1]))} at {escape(m.x_label)} '
-            f"{escape(_svg.fmt(xs[-1]))} · min {escape(_svg.fmt(min(ys)))} · max "
-            f"{escape(_svg.fmt(max(ys)))} · {total:,} points</p>")
+            f'<p class="stats">last {escape(_svg.fmt(ys[-1]))} at '
+            f"{escape(m.axes.get(key, m.x_label))} {escape(_svg.fmt(xs[-1]))} · min "
+            f"{escape(_svg.fmt(min(ys)))} · max {escape(_svg.fmt(max(ys)))} · {total:,} "
+            "points</p>")
     elif col is None:
         caption.append('<p class="stats">not logged in this run</p>')
     if total > _svg.MAX_POINTS:
@@ -64,8 +65,9 @@ def _chart(m: MetricsScan, key: str, index: int) -> str:
                        f"{_svg.MAX_POINTS:,} (the min and max of each bucket)</p>")
     if col is not None and col.skipped:
         caption.append(f'<p class="ds">{col.skipped:,} null or non-finite value(s) not drawn</p>')
-    series = _svg.Series(key, xs, ys, total, tuple(m.restarts))
-    svg = _svg.line_chart(series, x_label=m.x_label, chart_id=f"chart-{index}")
+    axis = m.axes.get(key)  # an async-eval alias has its own x axis (no resume marks there)
+    series = _svg.Series(key, xs, ys, total, () if axis else tuple(m.restarts))
+    svg = _svg.line_chart(series, x_label=axis or m.x_label, chart_id=f"chart-{index}")
     return (f'<figure class="card chart-card" data-metric="{escape(key)}">'
             f'<figcaption>{"".join(caption)}</figcaption>{svg}</figure>')
 

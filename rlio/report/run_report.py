@@ -138,7 +138,7 @@ def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bo
         if write is not None:
             write(loc, render_prompt_page(track, loc, report_name).encode())
     name = posixpath.basename(storage.root.rstrip("/")) or storage.root
-    x_max = max([m.last_x or 0.0, *(c.last_x for c in m.columns.values())])
+    x_max = max([m.last_x or 0.0, *(c.last_x for k, c in m.columns.items() if k not in m.axes)])
     evals = sorted(s for s in idx.splits if s.startswith("eval/"))
     last = f" (last {m.x_label} {_svg.fmt(m.last_x)})" if m.last_x is not None else ""
     facts = [

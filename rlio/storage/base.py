@@ -2,7 +2,8 @@
 
 A backend provides appends (plain and durable), atomic whole-file replace, reads of a whole file
 or a range, listing and stat, the run's lease, a per-file lock and moving a file's tail aside
-into a sidecar; what is built on those (``replace_all``, ``replace_derived``, ``read_bytes``,
+into a sidecar (and, for the cookbook's protocol, ``remove``, ``remove_dir``, ``mtime``); what
+is built on those (``replace_all``, ``replace_derived``, ``read_bytes``,
 ``size``, ``open``) is written here once.
 
 What object stores refuse (``UnsafeStorageError``): opening a file in an append or update mode
@@ -18,16 +19,15 @@ import io
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from types import TracebackType
-from typing import BinaryIO, Literal, NamedTuple, TypeAlias
+from typing import Any, BinaryIO, Literal, NamedTuple, TypeAlias
 
 from rlio.errors import UnsafeStorageError
 from rlio.layout import APPEND_ONLY, parse_path
-from rlio.storage.lease import LEASE_SECONDS, InProcessLease, Lease
+from rlio.layout import TEMP_INFIX as TEMP_INFIX  # its owner is layout; backends import it here
+from rlio.storage.lease import LEASE_SECONDS, InProcessLease, Lease, held_in_process
 
 EntryKind: TypeAlias = Literal["file", "dir", "symlink", "other"]
 
-#: Infix of temporary files written next to their target before an atomic rename.
-TEMP_INFIX = ".rlio-tmp-"
 
 #: Run-relative prefixes backends keep for themselves, never yielded by ``walk``: batch parts of
 #: gs:// appends, lock objects, the marker object of a new run, the lease, tail-move intents.
@@ -151,12 +151,33 @@ class Storage(ABC):
         """
         return InProcessLease(self.root)
 
+    def lease_holder(self) -> dict[str, Any] | None:
+        """The holder record (``host``, ``pid``, ``since``) of a live lease on the run, or None
+        when no writer holds it (never taken, released, or its holder died or expired). Read
+        only: it never takes or disturbs the lease. This default asks this process's table."""
+        return held_in_process(self.root)
+
     def sweep_orphans(self, *, older_than: float | None = None) -> int:
         """Delete what crashed writers left behind; the number of files deleted: gs:// batch
         parts (a writer whose part is swept before its compose uploads it again), or on a local
         disk the temp files of atomic replaces last modified before ``older_than`` (the lease
         holder passes when it took the lease, sparing a live attached writer's temp file)."""
         return 0
+
+    def remove(self, rel: str) -> None:
+        """Delete the file ``rel``; nothing when it is absent. Backends that cannot delete
+        raise ``UnsafeStorageError`` (the cookbook's ``Storage.remove`` needs it)."""
+        raise UnsafeStorageError(errno.EOPNOTSUPP,
+                                 f"{self.display(rel)}: this backend cannot delete files")
+
+    def remove_dir(self, rel: str) -> None:
+        """Remove the directory ``rel`` when it is empty; nothing otherwise (object stores have
+        no directories: a no-op)."""
+        return None
+
+    def mtime(self, rel: str) -> float | None:
+        """When ``rel`` last changed (seconds since the epoch), or None when absent or unknown."""
+        return None
 
     # -- built on the operations above -----------------------------------------------------
 

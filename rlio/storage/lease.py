@@ -145,6 +145,42 @@ _HELD: dict[str, dict[str, Any]] = {}
 _HELD_LOCK = _thread.allocate_lock()
 
 
+def held_in_process(where: str) -> dict[str, Any] | None:
+    """The holder of ``where``'s in-process lease (memory://), or None."""
+    with _HELD_LOCK:
+        holder = _HELD.get(where)
+    return dict(holder) if holder is not None else None
+
+
+def local_holder(path: str) -> dict[str, Any] | None:
+    """The holder a local lease file names when that holder looks alive, else None.
+
+    Read only: the file is never locked (a probe could refuse a writer starting at that
+    instant). A released lease has no file; a killed holder leaves it, naming a process that
+    no longer exists on this host. A holder on another host (a shared disk) cannot be checked
+    from here and counts as alive.
+    """
+    try:
+        with open(path, "rb") as f:
+            holder = parse_holder(f.read())
+    except OSError:
+        return None
+    if not holder:
+        return {}  # taken an instant ago, its record not written yet: a live holder
+    pid = holder.get("pid")
+    import socket
+
+    if holder.get("host") != socket.gethostname() or type(pid) is not int:
+        return holder
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:  # alive, another user's
+        return holder
+    return holder
+
+
 class InProcessLease(Lease):
     """A lease in a table of this process, for backends whose runs live in one process."""
 

@@ -13,12 +13,12 @@ import os
 import stat
 import time
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from rlio.errors import AppendError
 from rlio.storage import intent, locking
 from rlio.storage.base import HIDDEN_PREFIXES, TEMP_INFIX, Appender, Entry, Storage, is_log
-from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease, LocalLease
+from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease, LocalLease, local_holder
 
 #: Where the ``filelock`` fallback keeps its lock files when ``fcntl`` is missing.
 LOCKS_DIR = ".rlio-locks"
@@ -281,6 +281,10 @@ class LocalStorage(Storage):
         """An exclusive lock on ``<run>/.rlio-lease`` the OS drops when the holder dies."""
         return LocalLease(self._abs(LEASE_NAME))
 
+    def lease_holder(self) -> dict[str, Any] | None:
+        """See ``Storage.lease_holder``: the lease file's holder, if its process is alive."""
+        return local_holder(self._abs(LEASE_NAME))
+
     def sweep_orphans(self, *, older_than: float | None = None) -> int:
         """Undo half-done tail moves (``intent.recover``), then delete the temp files of atomic
         replaces last modified before ``older_than`` (all without it); the files deleted."""
@@ -328,6 +332,20 @@ class LocalStorage(Storage):
         locking.fsync_path(full)
         intent.clear(record)
         return len(moved)
+
+    def remove(self, rel: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._abs(rel))
+
+    def remove_dir(self, rel: str) -> None:
+        with contextlib.suppress(OSError):  # missing or not empty: left alone
+            os.rmdir(self._abs(rel))
+
+    def mtime(self, rel: str) -> float | None:
+        try:
+            return os.lstat(self._abs(rel)).st_mtime
+        except (FileNotFoundError, NotADirectoryError):
+            return None
 
     def open(self, rel: str, mode: str = "rb") -> BinaryIO:
         if mode != "ab":

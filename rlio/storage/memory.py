@@ -97,6 +97,10 @@ class MemoryStorage(Storage):
         with lk:
             yield
 
+    def remove(self, rel: str) -> None:
+        with _MEMORY_MUTEX, contextlib.suppress(FileNotFoundError):
+            self._fs.rm_file(self._abs(rel))
+
     def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
         path = self._abs(rel)
         with _MEMORY_MUTEX:

@@ -23,7 +23,7 @@ from rlio import layout
 from rlio._codec.lines import MAX_LINE, ForwardLines, next_line_start
 from rlio.errors import RunNotFoundError, StorageUnavailableError
 from rlio.findings import Finding, Report, finding
-from rlio.storage.base import TEMP_INFIX, Entry, Storage
+from rlio.storage.base import Entry, Storage
 from rlio.storage.opener import open_storage
 from rlio.storage.run_root import no_run, top_level_names
 from rlio.validate.checks.cross_file import CROSS_FILE_CHECKS
@@ -196,7 +196,7 @@ class Validator:
                     self._add("RL107", shown, f"{shown} is a directory where a {rp.kind} file "
                                               "belongs")
                     hidden.add(rel)
-            elif name.startswith(".") and TEMP_INFIX in name:
+            elif layout.is_temp_file(name):
                 self._add("RL306", shown, "temporary file left by an interrupted atomic write "
                                           "(safe to delete once no writer runs)")
             elif e.kind == "symlink":

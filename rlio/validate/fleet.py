@@ -185,15 +185,22 @@ def _runs_at(path: str) -> list[str]:
     return runs
 
 
+def default_runs_root() -> str:
+    """The cookbook's run root: ``$TINKER_COOKBOOK_RUNS_DIR`` when set, else ``~/tinker-runs``."""
+    return os.environ.get(layout.RUNS_DIR_ENV) or os.path.expanduser(layout.DEFAULT_RUNS_DIR)
+
+
 def discover(paths: Iterable[str | os.PathLike[str]],
              unreadable: list[Unreadable] | None = None) -> list[str]:
-    """The location of every run under ``paths`` (runs, parent folders, URI prefixes), once.
+    """The location of every run under ``paths`` (runs, parent folders, URI prefixes), once;
+    no paths at all: under the cookbook's run root (``default_runs_root``).
 
     Raises:
         NotARunError: a path holds no run. RunNotFoundError: a path does not exist. Unless
         ``unreadable`` is given: such a path is then added to it.
     """
     found: list[str] = []
+    paths = list(paths) or [default_runs_root()]
     for p in paths:
         shown = os.fspath(p)
         try:
@@ -291,7 +298,8 @@ def validate_runs(
     """Validate every run under ``paths``, in parallel.
 
     Args:
-        paths: runs, parent folders and URI prefixes (``gs://bucket/sweep/``).
+        paths: runs, parent folders and URI prefixes (``gs://bucket/sweep/``); empty: the
+            cookbook's run root (``$TINKER_COOKBOOK_RUNS_DIR``, else ``~/tinker-runs``).
         executor: any ``concurrent.futures.Executor`` (a Dask or Ray cluster's); None: a
             process pool of ``jobs`` workers on this machine.
         jobs: workers of the default pool (None: the CPU count); 1 validates in this process.

@@ -32,7 +32,9 @@ INT64 = (-(2**63), 2**63 - 1)
 #: Documented key orders: the schemas' ``properties`` orders (docs/format.md §5, §6).
 ROLLOUT_ORDER = list(load_schema("rollout-summary-line")["properties"])
 STEP_ORDER = list(load_schema("rollout-summary-line")["$defs"]["step"]["properties"])
-CHECKPOINT_NAMED = list(load_schema("checkpoint-line")["properties"])
+#: The checkpoint keys written first, in documented order (docs/format.md §5); the schema's later
+#: properties (rolling, token counts) are typed extra keys, written in call order.
+CHECKPOINT_NAMED = list(load_schema("checkpoint-line")["properties"])[:6]
 #: Key prefixes that exercise the metrics schema's properties and patternProperties.
 KEY_HINTS = ["time/", "env/", "optim/", "progress/", "eval/", "step", "name"]
 

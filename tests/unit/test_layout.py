@@ -142,3 +142,13 @@ def test_detect_layout_first_stops_at_the_first_iteration_file() -> None:
     assert layout.detect_layout(paths(), first=True) == "nested"
     assert layout.detect_layout([flat, nested], first=True) == "flat"
     assert layout.detect_layout(["metrics.jsonl"], first=True) is None
+
+
+def test_is_temp_file_knows_rlios_and_the_cookbooks_temp_names() -> None:
+    """Interrupted-write temp names: .<name>.rlio-tmp-<hex> (rlio), .<name>.<pid>.tmp (cookbook)."""
+    assert layout.is_temp_file(".config.json.rlio-tmp-51d2f3aa")
+    assert layout.is_temp_file(".metrics.jsonl.4242.tmp")
+    assert layout.is_temp_file(".train_logtree.json.1.tmp")
+    for name in ("metrics.jsonl.4242.tmp", ".metrics.jsonl.tmp", ".x.42a.tmp", "config.json",
+                 ".metrics.jsonl.4242.tmp.bak"):
+        assert not layout.is_temp_file(name), name

@@ -42,7 +42,7 @@ from rlio.storage.azure.api import (
 from rlio.storage.azure.append import AzureAppender
 from rlio.storage.azure.lease import AzureLease
 from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log, rewrite_refused
-from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease
+from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease, parse_holder
 
 #: Duration of a ``lock`` blob lease, in seconds (Azure's shortest).
 LOCK_SECONDS = 15.0
@@ -188,6 +188,33 @@ class AzureStorage(Storage):
         except FileNotFoundError:  # no such container: nothing to sweep
             return 0
         return n
+
+    def remove(self, rel: str) -> None:
+        self.api.delete(self.key(rel))
+
+    def mtime(self, rel: str) -> float | None:
+        key = self.key(rel)
+        try:
+            props = self.api.call(lambda: self.api.blob(key).get_blob_properties(), key)
+        except FileNotFoundError:
+            return None
+        when = getattr(props, "last_modified", None)
+        return when.timestamp() if when is not None else None
+
+    def lease_holder(self) -> dict[str, Any] | None:
+        """See ``Storage.lease_holder``: the record of the lease blob while the service says
+        its blob lease is held (expiry is the service's clock)."""
+        key = self.key(LEASE_NAME)
+        try:
+            props = self.api.call(lambda: self.api.blob(key).get_blob_properties(), key)
+        except FileNotFoundError:
+            return None
+        if str(getattr(props.lease, "state", "")).lower() != "leased":
+            return None
+        try:
+            return parse_holder(self.api.read_ranged(key, 0)[0])
+        except Exception:  # released between the two reads: no name to give
+            return {}
 
     def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
         """The run lease: an Azure blob lease on ``.rlio-lease`` (``azure.lease``)."""

@@ -31,6 +31,23 @@ META_TOKEN = "rlio-lease-token"
 _JSON = "application/json"
 
 
+def live_holder(api: GcsApi, key: str) -> dict[str, Any] | None:
+    """The holder of the lease object ``key`` while it has not expired, else None (read only)."""
+    cur = api.get(key)
+    if cur is None:
+        return None
+    try:
+        expires = float((cur.get("metadata") or {}).get(META_EXPIRES, "inf"))
+    except ValueError:
+        expires = float("inf")
+    if expires <= time.time():
+        return None
+    try:
+        return parse_holder(api.read(key, 0, int(cur.get("size", 0)), gen=generation(cur)))
+    except Exception:  # released between the two reads, or unreadable: no name to give
+        return {}
+
+
 class GcsLease(Lease):
     """A held gs:// run lease (see the module docstring)."""
 

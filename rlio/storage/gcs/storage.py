@@ -39,7 +39,7 @@ from rlio.storage.gcs.api import (
     generation,
 )
 from rlio.storage.gcs.append import GcsAppender
-from rlio.storage.gcs.lease import GcsLease
+from rlio.storage.gcs.lease import GcsLease, live_holder
 from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease
 
 #: Expiry of a ``lock`` object not renewed (its holder crashed), in seconds.
@@ -178,6 +178,18 @@ class GcsStorage(Storage):
         except FileExistsError:
             raise rewrite_refused(self.display(rel)) from None
 
+    def remove(self, rel: str) -> None:
+        self.api.delete(self.key(rel))
+
+    def mtime(self, rel: str) -> float | None:
+        """The object's ``updated`` time (RFC 3339), or None when absent."""
+        obj = self.api.get(self.key(rel))
+        if obj is None or not obj.get("updated"):
+            return None
+        from datetime import datetime  # here: only the cookbook's stat asks
+
+        return datetime.fromisoformat(str(obj["updated"]).replace("Z", "+00:00")).timestamp()
+
     def appender(self, rel: str) -> Appender:
         return GcsAppender(self.api, self.key(rel), f"{self.key(PARTS_DIR)}/{rel}",
                            ctype=content_type(rel), display=self.display(rel))
@@ -190,6 +202,10 @@ class GcsStorage(Storage):
         except FileNotFoundError:  # no such bucket yet: nothing to sweep
             return 0
         return n
+
+    def lease_holder(self) -> dict[str, Any] | None:
+        """See ``Storage.lease_holder``: the lease object's holder until it expires."""
+        return live_holder(self.api, self.key(LEASE_NAME))
 
     def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
         """The run lease: a renewed object taken with a generation precondition (``gcs.lease``)."""

@@ -132,6 +132,18 @@ class S3Api:
             return None
         return _info(out, int(out.get("ContentLength", 0)))
 
+    def modified(self, key: str) -> float | None:
+        """When ``key`` last changed (its LastModified, seconds since the epoch), or None."""
+        try:
+            with translated(self.where(key)):
+                out = self.s3.head_object(Bucket=self.bucket, Key=key)
+        except FileNotFoundError as exc:
+            if isinstance(exc, RunNotFoundError):
+                raise
+            return None
+        when = out.get("LastModified")
+        return when.timestamp() if when is not None else None
+
     def list(self, prefix: str, *, max_keys: int | None = None) -> Iterator[dict[str, Any]]:
         """``{"Key", "Size"}`` of objects whose keys start with ``prefix``, in key order."""
         token: str | None = None

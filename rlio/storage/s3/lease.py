@@ -37,6 +37,23 @@ META_EPOCH = "rlio-lease-epoch"
 _JSON = "application/json"
 
 
+def live_holder(api: S3Api, key: str) -> dict[str, Any] | None:
+    """The holder of the lease object ``key`` while it has not expired, else None (read only)."""
+    cur = api.head(key)
+    if cur is None:
+        return None
+    try:
+        expires = float(cur.metadata.get(META_EXPIRES, "inf"))
+    except ValueError:
+        expires = float("inf")
+    if expires <= time.time():
+        return None
+    try:
+        return parse_holder(api.read(key, 0, cur.size, if_match=cur.etag))
+    except Exception:  # released or renewed between the two reads: no name to give
+        return {}
+
+
 class S3Lease(Lease):
     """A held s3:// run lease (see the module docstring)."""
 

@@ -43,7 +43,7 @@ from rlio.storage.s3.api import (
     client,
 )
 from rlio.storage.s3.append import S3Appender
-from rlio.storage.s3.lease import S3Lease
+from rlio.storage.s3.lease import S3Lease, live_holder
 
 _log = logging.getLogger("rlio")
 #: Expiry of a ``lock`` object not renewed (its holder crashed), in seconds.
@@ -197,6 +197,16 @@ class S3Storage(Storage):
         except OSError:  # no bucket, no permission, or the store went away: nothing swept
             _log.debug("rlio: could not sweep the uploads under %s", self.root, exc_info=True)
         return n
+
+    def remove(self, rel: str) -> None:
+        self.api.delete(self.key(rel))
+
+    def mtime(self, rel: str) -> float | None:
+        return self.api.modified(self.key(rel))
+
+    def lease_holder(self) -> dict[str, Any] | None:
+        """See ``Storage.lease_holder``: the lease object's holder until it expires."""
+        return live_holder(self.api, self.key(LEASE_NAME))
 
     def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
         """The run lease: a renewed object taken with a conditional write (``s3.lease``)."""

@@ -141,3 +141,44 @@ def test_a_stand_in_key_is_read_only_until_the_key_it_stands_in_for_shows_up() -
         for key, col in plain.columns.items():
             if key != v2 or first_v1 is None:
                 assert lean.columns[key].points() == col.points()
+
+
+def _async_eval_line(step: int, cost: float, elapsed: float, reward: float) -> dict[str, object]:
+    """A cookbook 0.6.1 async-eval line: the metric, its snapshot coordinates and aliases."""
+    key = "test/env/all/reward/total"
+    return {"step": step, key: reward, "eval/snapshot/training_step": step,
+            "eval/snapshot/cumulative_cost_usd": cost, "eval/snapshot/elapsed_seconds": elapsed,
+            **{f"eval/by_{axis}/{key}": reward for axis in ("step", "cost", "time")}}
+
+
+def test_async_eval_aliases_are_charted_against_their_own_axes() -> None:
+    """eval/by_cost|time|step/* take x from their line's snapshot key, not from step, and are
+    not counted among the evaluators."""
+    scan = MetricsScan([])
+    for i in range(3):
+        scan({"step": i, "progress/batch": i, "env/all/reward/total": 0.1})
+        scan(_async_eval_line(i, 0.25 * (i + 1), 10.0 * i + 3.0, 0.5 + i))
+    scan.close()
+    by = "eval/by_{}/test/env/all/reward/total"
+    assert scan.columns[by.format("cost")].points() == ([0.25, 0.5, 0.75], [0.5, 1.5, 2.5])
+    assert scan.columns[by.format("time")].points() == ([3.0, 13.0, 23.0], [0.5, 1.5, 2.5])
+    assert scan.columns[by.format("step")].points()[0] == [0.0, 1.0, 2.0]
+    assert scan.axes == {by.format("step"): "training step",
+                         by.format("cost"): "cumulative cost (USD)",
+                         by.format("time"): "elapsed seconds"}
+    assert scan.columns["test/env/all/reward/total"].points()[0] == [0.0, 1.0, 2.0]
+    assert "test/env/all/reward/total" not in scan.axes
+
+
+def test_report_page_names_the_cost_axis(tmp_path: Path) -> None:
+    """The run page draws eval/by_cost/* with the cumulative-cost axis label."""
+    from factories import jsonl, write
+
+    from rlio.report.run_report import render_run_report
+
+    lines = [_async_eval_line(i, 0.25 * (i + 1), 5.0 * i, 0.5) for i in range(2)]
+    write(tmp_path / "run", "metrics.jsonl", jsonl([{"step": 0, "progress/batch": 0}, *lines]))
+    page = render_run_report(tmp_path / "run", validate=False)
+    chart = page.split('data-metric="eval/by_cost/test/env/all/reward/total"', 1)[1]
+    chart = chart.split("</figure>", 1)[0]
+    assert "cumulative cost (USD)" in chart and "at cumulative cost (USD) 0.5" in chart

@@ -218,8 +218,9 @@ def test_a_missing_path_is_listed_and_the_page_still_written(tmp_path: Path,
     """A PATH with no run is named on the page and in the returned messages."""
     out, problems = write_comparison([str(sweep), str(tmp_path / "gone")],
                                      str(tmp_path / "c.html"), jobs=1)
-    assert problems == [f"cannot read {tmp_path / 'gone'}: no such folder"]
-    assert "no such folder" in Path(out).read_text()
+    message = f"no run found at '{tmp_path / 'gone'}': no such file or directory"
+    assert problems == [message]
+    assert "no such file or directory" in Path(out).read_text()
 
 
 def test_long_series_is_downsampled_keeping_its_extremes(tmp_path: Path) -> None:
@@ -254,6 +255,7 @@ def test_run_text_is_escaped(tmp_path: Path) -> None:
     bad = "<img src=x>"
     for i in range(2):
         factories.write_json(tmp_path / "s" / f"{bad}{i}", "config.json", {"k": f"<b>{i}"})
+        (tmp_path / "s" / f"{bad}{i}" / "code.diff").write_text("", encoding="utf-8")
     html, _ = _page(tmp_path, tmp_path / "s")
     assert "<img" not in html and "<b>" not in html
     assert "&lt;img src=x&gt;0" in html and "&lt;b&gt;1" in html
@@ -267,7 +269,7 @@ def test_cli_compare_writes_the_page(tmp_path: Path, sweep: Path,
     assert (code, stdout) == (0, f"wrote {out}\n") and out.is_file()
     code, _, err = factories.cli(capsys, "compare", str(sweep), str(tmp_path / "x"), "-o",
                                  str(out), "-j", "1", "--x", "cost")
-    assert code == 2 and "no such folder" in err
+    assert code == 2 and "no run found" in err and "no such file or directory" in err
     code, _, err = factories.cli(capsys, "compare", str(sweep), "-o", str(out), "--baseline",
                                  "zzz")
     assert code == 2 and "zzz" in err

@@ -27,9 +27,10 @@ def test_error_level_drops_annotated_parts() -> None:
 
 
 def test_annotated_schemas_split_and_others_do_not() -> None:
-    """Metrics and timing spans carry warning-level ranges; the other schemas are all errors."""
+    """Metrics, timing spans and checkpoints (token counts) carry warning-level ranges; the
+    other schemas are all errors."""
     split = {n for n in SCHEMA_NAMES if error_schema(n) is not load_schema(n)}
-    assert split == {"metrics-line", "timing-spans-line"}
+    assert split == {"metrics-line", "timing-spans-line", "checkpoint-line"}
     for name in SCHEMA_NAMES:
         assert (full_check(name) is fast_check(name)) == (name not in split)
 

@@ -171,3 +171,26 @@ def test_control_characters_escaped_in_fleet_text(tmp_path: Path,
     out = capsys.readouterr().out
     assert "\x1b" not in out
     assert not any(line.startswith("RL999") for line in out.splitlines())
+
+
+def test_no_path_means_the_cookbooks_run_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a PATH, discovery and `rlio validate` look under $TINKER_COOKBOOK_RUNS_DIR."""
+    cookbook_run(tmp_path / "runs" / "math" / "exp1")
+    monkeypatch.setenv("TINKER_COOKBOOK_RUNS_DIR", str(tmp_path / "runs"))
+    assert discover([]) == [str(tmp_path / "runs" / "math" / "exp1")]
+    assert [r.run for r in validate_runs([], jobs=1).runs] == discover([])
+    assert main(["validate", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"][0]["run"].endswith("exp1")
+
+
+def test_no_path_falls_back_to_tinker_runs_in_home(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Unset, the root is ~/tinker-runs; when it is missing the CLI says so and exits 2."""
+    monkeypatch.delenv("TINKER_COOKBOOK_RUNS_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert main(["validate"]) == 2
+    assert "tinker-runs is not a folder (set TINKER_COOKBOOK_RUNS_DIR" in capsys.readouterr().err
+    cookbook_run(tmp_path / "tinker-runs" / "exp2")
+    assert discover([]) == [str(tmp_path / "tinker-runs" / "exp2")]
