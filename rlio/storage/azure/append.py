@@ -117,7 +117,7 @@ class AzureAppender(BatchingAppender):
                 return
             except FileExistsError:
                 continue  # appended to meanwhile (the chunks' ETag or the copy's condition)
-            except OSError:
+            except Exception:  # never raised: the block before it has landed
                 _log.warning("rlio: could not compact %s", self.display, exc_info=True)
                 return
 
