@@ -11,7 +11,10 @@
   against ``orjson.loads`` with the garbage collector off, the parsed value freed (goal: 1.5x),
   and the peak memory (maximum resident set, interpreter and the file's bytes included) of a
   fresh process validating it against the file size (goal: 3x); for reference, the same of a
-  process that only loads it with orjson.
+  process that only loads it with orjson;
+- under the per-file and the large-logtree CPU rows, their pure-Python floor (no goal): the
+  row's floor plus one type test per parsed value (``harness.touch``), the least any check of
+  every value costs; its ratio is how much of the goal that alone takes.
 
 ``python benchmarks/fleet.py [--quick]`` prints the rows.
 """
@@ -32,7 +35,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness import Row, interleaved, timed
+from harness import Row, interleaved, timed, touch
 
 from rlio import layout
 from rlio.validate import validate_run
@@ -81,16 +84,21 @@ def small_file_run(root: Path, iterations: int) -> Path:
     return root
 
 
-def _floor(root: Path) -> None:
-    """open + orjson.loads of every line and document of the run's files."""
+def _floor(root: Path, visit: object = None) -> None:
+    """open + orjson.loads of every line and document of the run's files (each parsed value
+    handed to ``visit`` when given: ``harness.touch`` for the pure-Python floor)."""
     loads = orjson.loads
     for name in os.listdir(root):
         with open(root / name, "rb") as f:
             if name.endswith(".jsonl"):
                 for line in f:
-                    loads(line)
+                    doc = loads(line)
+                    if visit is not None:
+                        visit(doc)  # type: ignore[operator]
             else:
-                loads(f.read())
+                doc = loads(f.read())
+                if visit is not None:
+                    visit(doc)  # type: ignore[operator]
 
 
 def _env() -> dict[str, str]:
@@ -114,10 +122,12 @@ def _cpu(fn: object) -> float:
     return time.process_time() - start
 
 
-def _no_gc_loads(data: bytes) -> None:
+def _no_gc_loads(data: bytes, visit: object = None) -> None:
     gc.disable()
     try:
-        orjson.loads(data)
+        doc = orjson.loads(data)
+        if visit is not None:
+            visit(doc)  # type: ignore[operator]
     finally:
         gc.enable()
 
@@ -176,9 +186,13 @@ def rows(quick: bool) -> list[Row]:
         files = 2 * n + 2
         validate_run(run)  # warm: schemas loaded and their checkers compiled
         med = interleaved({"rlio": timed(lambda: validate_run(run)),
-                           "floor": timed(lambda: _floor(run))}, 3 if quick else 5)
+                           "floor": timed(lambda: _floor(run)),
+                           "touch": timed(lambda: _floor(run, touch))}, 3 if quick else 5)
         out.append(Row(f"validate per file ({n} iterations x 2 small files)",
                        med["rlio"] / files * 1e6, med["floor"] / files * 1e6, "us", 2.0,
+                       "open + orjson.loads"))
+        out.append(Row("  its pure-Python floor (+ one type test per value, harness.touch)",
+                       med["touch"] / files * 1e6, med["floor"] / files * 1e6, "us", None,
                        "open + orjson.loads"))
 
         tiny = small_file_run(Path(tmp) / "tiny", 2)
@@ -210,9 +224,12 @@ def rows(quick: bool) -> list[Row]:
             doc = big_logtree(big / layout.iteration_path("flat", 0, "logtree"))
             data = doc.read_bytes()
             med = interleaved({"rlio": lambda: _cpu(lambda: validate_run(big)),
-                               "floor": lambda: _cpu(lambda: _no_gc_loads(data))}, 3)
+                               "floor": lambda: _cpu(lambda: _no_gc_loads(data)),
+                               "touch": lambda: _cpu(lambda: _no_gc_loads(data, touch))}, 3)
             out.append(Row(f"validate one {len(data) >> 20} MB logtree (CPU)", med["rlio"],
                            med["floor"], "s", 1.5, "orjson.loads, GC off"))
+            out.append(Row("  its pure-Python floor (+ one type test per value, harness.touch)",
+                           med["touch"], med["floor"], "s", None, "orjson.loads, GC off"))
             peak = _peak_rss(big, env)
             out.append(Row(f"validate one {len(data) >> 20} MB logtree (peak memory)",
                            peak / 2**20, len(data) / 2**20, "MiB", 3.0, "file size"))

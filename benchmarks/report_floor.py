@@ -3,10 +3,12 @@
 The floor is one ``orjson.loads`` of every line of the file (read in 1 MiB blocks): what any
 report of every metric needs at least. rlio's side is ``render_run_report`` (validation included,
 as ``rlio report`` runs it: the charts read the validator's own parse), ``validate_run`` alone
-(what the report adds to it is the second row's ratio), and ``read_metrics`` alone (the charts'
-pass when the report runs without validation), interleaved with the floor in rounds. Two rows
-compare the peak Python heap (tracemalloc) of the report and of ``read_metrics`` at the full line
-count with a tenth of it: flat memory is a ratio near 1.
+(what the report adds to it is the "over validate_run" row's ratio), and ``read_metrics`` alone
+(the charts' pass when the report runs without validation), interleaved with the floor in
+rounds. Two rows compare the peak Python heap (tracemalloc) of the report and of
+``read_metrics`` at the full line count with a tenth of it: flat memory is a ratio near 1. Under
+the report's row, its pure-Python floor (no goal): the parse floor plus one type test per value
+of every line (``harness.touch``).
 
 Usage: ``python benchmarks/report_floor.py [--quick]``; ``benchmarks/run_all.py`` prints its rows.
 """
@@ -23,7 +25,7 @@ import tracemalloc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Row, interleaved, timed
+from harness import Row, interleaved, timed, touch
 
 LINES = 1_000_000
 QUICK_LINES = 200_000
@@ -51,7 +53,8 @@ def build_metrics(run: str, lines: int) -> None:
         f.write("".join(block))
 
 
-def _parse_floor(path: str) -> None:
+def _parse_floor(path: str, visit: object = None) -> None:
+    """One ``orjson.loads`` per line (each record handed to ``visit`` when given)."""
     import orjson
 
     loads = orjson.loads
@@ -61,7 +64,10 @@ def _parse_floor(path: str) -> None:
             lines = (rest + block).split(b"\n")
             rest = lines.pop()
             for line in lines:
-                loads(line)
+                if visit is None:
+                    loads(line)
+                else:
+                    visit(loads(line))  # type: ignore[operator]
 
 
 def _peak(fn: object) -> float:
@@ -94,11 +100,15 @@ def rows(quick: bool) -> list[Row]:
             "validate": timed(lambda: validate_run(run)),
             "metrics": timed(lambda: read_metrics(storage, DEFAULT_METRICS)),
             "floor": timed(lambda: _parse_floor(path)),
+            "touch": timed(lambda: _parse_floor(path, touch)),
         }, rounds)
         per = 1e6 / n
         out = [
             Row(f"rlio report (render_run_report), {n:,} metrics lines", med["report"] * per,
                 med["floor"] * per, "us/line", 3.0, "orjson.loads every line"),
+            Row("  its pure-Python floor (+ one type test per value, harness.touch)",
+                med["touch"] * per, med["floor"] * per, "us/line", None,
+                "orjson.loads every line"),
             Row(f"rlio report over validate_run alone, {n:,} lines", med["report"] * per,
                 med["validate"] * per, "us/line", None, "validate_run (its metrics parse)"),
             Row(f"validate_run alone, {n:,} metrics lines", med["validate"] * per,

@@ -11,6 +11,9 @@ the ratio and the goal of issue 22, pure Python):
 - ``write_rollout_summaries`` of 4096 trajectories x 4 steps, checked (goal 3x) and
   ``check=False`` (goal 1.5x), against orjson encoding each line, one write to a temp file,
   fsync, rename and directory fsync.
+- under each checked row, its pure-Python floor (no goal): the row's floor plus what judging
+  the line as written needs at least, ``orjson.loads`` of each line and one type test per value
+  (``harness.touch``); its ratio is how much of the goal that alone takes.
 - one logtree of 64 conversations written (JSON and HTML twin), against the same document as
   compact orjson and its HTML page (rendered by rlio in both), each written to a temp file with
   fsync, both renamed, one directory fsync (goal 1.5x); the JSON's size is reported too.
@@ -34,7 +37,7 @@ from typing import Any
 import orjson
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Row, interleaved
+from harness import Row, interleaved, touch
 from writer import metrics_record as writer_metrics_record
 from writer import rollout_records  # the same 4096 x 4 batch the older writer benchmark times
 
@@ -146,7 +149,23 @@ def metrics_variants(base: str, records: list[dict[str, Any]],
         shutil.rmtree(d)
         return dt / n
 
-    return {"rlio": rlio, "floor": floor}
+    def judged() -> float:  # what a check of the line as written needs at least
+        d = tempfile.mkdtemp(dir=base)
+        fd = os.open(os.path.join(d, "metrics.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                     0o644)
+        dumps, loads, write = orjson.dumps, orjson.loads, os.write
+        t0 = time.perf_counter()
+        for line in lines:
+            data = dumps(line, option=NUMPY_OPTS)
+            touch(loads(data))
+            write(fd, data)
+        dt = time.perf_counter() - t0
+        os.close(fd)
+        shutil.rmtree(d)
+        return dt / n
+
+    return {"rlio": rlio, "floor": floor, "judged": judged} if check else {"rlio": rlio,
+                                                                          "floor": floor}
 
 
 def rollout_variants(base: str, records: list[dict[str, Any]],
@@ -172,7 +191,20 @@ def rollout_variants(base: str, records: list[dict[str, Any]],
         shutil.rmtree(d)
         return dt
 
-    return {"rlio": rlio, "floor": floor}
+    def judged() -> float:  # the floor plus decoding each line and touching each value once
+        d = tempfile.mkdtemp(dir=base)
+        dumps, loads = orjson.dumps, orjson.loads
+        t0 = time.perf_counter()
+        lines = [dumps(r, option=NUMPY_OPTS) for r in records]
+        for line in lines:
+            touch(loads(line))
+        _atomic(d, [("train_iteration_000007_rollout_summaries.jsonl", b"".join(lines))])
+        dt = time.perf_counter() - t0
+        shutil.rmtree(d)
+        return dt
+
+    return {"rlio": rlio, "floor": floor, "judged": judged} if check else {"rlio": rlio,
+                                                                          "floor": floor}
 
 
 def logtree_variants(base: str, conversations: list[list[dict[str, Any]]],
@@ -223,6 +255,14 @@ def _row(path: str, times: dict[str, float], unit: str, scale: float, goal: floa
                goal=goal, floor_name=floor_name)
 
 
+def _judged_row(path: str, times: dict[str, float], unit: str, scale: float,
+                floor_name: str) -> Row:
+    """The row's floor plus what judging its lines as written needs at least (``orjson.loads``
+    of each, one type test per value: ``harness.touch``), against the row's floor."""
+    return Row(path=path, rlio=times["judged"] * scale, floor=times["floor"] * scale, unit=unit,
+               goal=None, floor_name=floor_name)
+
+
 def rows(quick: bool, base: str | None = None) -> list[Row]:
     """Every row of this module (``quick``: fewer records and rounds, for a smoke run)."""
     rounds = 5 if quick else 9
@@ -239,6 +279,8 @@ def rows(quick: bool, base: str | None = None) -> list[Row]:
             records = [make(i, rng) for i in range(count)]
             times = interleaved(metrics_variants(folder, records), rounds)
             out.append(_row(path, times, "us", 1e6, goal, floor_m))
+            out.append(_judged_row(f"  its pure-Python floor, {path.split(', ', 1)[1]}", times,
+                                   "us", 1e6, floor_m))
         # A breakdown, no goal: what the check costs is the checked row less this one.
         records = [metrics_record(i, rng) for i in range(n)]
         times = interleaved(metrics_variants(folder, records, check=False), rounds)
@@ -250,6 +292,9 @@ def rows(quick: bool, base: str | None = None) -> list[Row]:
             times = interleaved(rollout_variants(folder, recs, check=check), rounds)
             out.append(_row(f"write_rollout_summaries 4096x4, check={check}", times, "ms",
                             1e3, goal, floor_r))
+            if check:
+                out.append(_judged_row("  its pure-Python floor, 4096x4", times, "ms", 1e3,
+                                       floor_r))
         sizes: dict[str, int] = {}
         convs = [conversation(i, random.Random(i)) for i in range(64)]
         times = interleaved(logtree_variants(folder, convs, sizes), rounds)

@@ -9,15 +9,18 @@ so a new rule cannot be silently ignored.
 A few compiled shapes keep it fast without a second engine (``benchmarks/writer_floor.py``,
 ``benchmarks/fleet.py`` and ``benchmarks/report_floor.py`` time them):
 
-- a subschema that is only a ``type`` is known by its exact Python types, so a container tests a
-  member's ``type(value)`` against that set in place instead of calling a function per value;
-- ``type: object`` with its required keys and members is one function, and a ``type`` with
-  numeric bounds one test (``allOf`` members holding only bounds, such as a warning-level range,
-  fold into their parent first);
+- a subschema that is only a ``type`` (or only an ``anyOf``: the union of its options') is known
+  by its exact Python types, so a container tests a member's ``type(value)`` against that set in
+  place instead of calling a function per value;
+- ``type: object`` with its required keys (one subset test) and members is one function, as is
+  ``type: array`` with its ``items``; a ``type`` with numeric bounds is one test (``allOf``
+  members holding only bounds, such as a warning-level range, fold into their parent first; a
+  lone ``minimum``, or one with a ``maximum``, is compared inline), and so is a ``type`` with a
+  ``pattern``;
 - an object's per-key checks (``properties``, ``patternProperties``, ``additionalProperties``)
-  are resolved once per key name and kept (at most ``_KEY_MEMO`` names per object schema), since
-  a metrics line repeats its keys every step and its ``^time/``-style regexes would otherwise run
-  per key per line.
+  are resolved once per key name and kept (at most ``_KEY_MEMO`` names per object schema), with
+  the exact types every subschema of that key accepts, since a metrics line repeats its keys
+  every step and its ``^time/``-style regexes would otherwise run per key per line.
 """
 
 from __future__ import annotations
@@ -132,11 +135,20 @@ class _Compiler:
         rules = set(schema) - _ANNOTATIONS
         if rules == {"type"}:
             return self._type(schema["type"])
+        if rules == {"anyOf"}:  # a type valid for one option whatever the value is valid
+            options = [self.node(s) for s in schema["anyOf"]]
+            return frozenset().union(*(e for e, _ in options)), _any_of(options)
+        if rules == {"type", "pattern"}:
+            return _NONE, _typed_pattern(self._type(schema["type"]), schema["pattern"])
         if "type" in schema and rules - {"type"} <= set(_BOUNDS):
             return _NONE, _typed_bounds(self._type(schema["type"]),
-                                        [(_BOUNDS[k], schema[k]) for k in rules - {"type"}])
+                                        {k: schema[k] for k in rules - {"type"}})
         if schema.get("type") == "object":
             checks = [self._object(schema)]
+        elif schema.get("type") == "array" and "items" in schema:
+            checks = self._array(schema, typed=True)
+            schema = {k: v for k, v in schema.items() if k != "items"}  # its items are judged
+            checks += [c for c in (self._members(schema), self._required(schema)) if c]
         else:
             checks = [_whole(self._type(schema["type"]))] if "type" in schema else []
             checks += [c for c in (self._members(schema), self._required(schema)) if c]
@@ -181,14 +193,15 @@ class _Compiler:
     def _object(self, schema: dict[str, Any]) -> Check:
         """``type: object`` with its object keywords, in one function (the common node)."""
         required = tuple(schema.get("required", ()))
-        members = self._members(schema, typed=True)
+        names = frozenset(required)
+        members = self._members(schema, typed=True) or _always
 
         def check_object(value: Any) -> bool:
-            if type(value) is not dict and not isinstance(value, dict):
+            if type(value) is dict:  # one set test; a subclass asks its own ``in``
+                return names <= value.keys() and members(value)
+            if not isinstance(value, dict) or not all(map(value.__contains__, required)):
                 return False
-            if not all(map(value.__contains__, required)):
-                return False
-            return members is None or members(value)
+            return members(value)
 
         return check_object
 
@@ -213,15 +226,16 @@ class _Compiler:
             return check
         return lambda v: not isinstance(v, dict) or check(v)
 
-    def _array(self, schema: dict[str, Any]) -> list[Check]:
+    def _array(self, schema: dict[str, Any], *, typed: bool = False) -> list[Check]:
+        """``items``; ``typed``: also ``type: array`` (a value that is no list fails)."""
         compiled = self.node(schema["items"]) if "items" in schema else ALWAYS
-        if compiled is ALWAYS:
+        if compiled is ALWAYS and not typed:
             return []
         exact, item = compiled
 
         def check_items(value: Any) -> bool:
             if type(value) is not list and not isinstance(value, list):
-                return True
+                return not typed
             if not exact:
                 return all(map(item, value))
             for x in value:  # noqa: SIM110 (a loop: all() with a generator costs more per item)
@@ -302,25 +316,53 @@ def _fold_bounds(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _typed_bounds(typed: Typed, bounds: list[tuple[Callable[[Any, Any], bool], Any]]) -> Check:
-    """A ``type`` with numeric bounds (counts, steps, durations): one test for an int or a
-    float; the bounds apply to numbers only."""
+def _typed_bounds(typed: Typed, bounds: dict[str, Any]) -> Check:
+    """A ``type`` with numeric bounds (counts, steps, durations, fractions): for an int or a
+    float one inline test of a lone ``minimum`` or a ``minimum`` with a ``maximum``; the bounds
+    apply to numbers only."""
     exact, check_type = typed
     numeric = exact & {int, float}
-    (test, limit), *more = bounds
+    tests = [(_BOUNDS[k], limit) for k, limit in bounds.items()]
 
     def in_bounds(value: Any) -> bool:
-        return bool(test(value, limit)) and all(t(value, b) for t, b in more)
+        return all(test(value, limit) for test, limit in tests)
 
     def check_bounded(value: Any) -> bool:
         t = type(value)
         if t in numeric:
-            return bool(test(value, limit)) and (not more or in_bounds(value))
+            return in_bounds(value)
         if t in exact:
             return True
         return check_type(value) and (not _is_number(value) or in_bounds(value))
 
-    return check_bounded
+    low, high = bounds.get("minimum"), bounds.get("maximum")
+
+    def check_minimum(value: Any) -> bool:
+        if type(value) in numeric:
+            return not value < low
+        return check_bounded(value)
+
+    def check_range(value: Any) -> bool:
+        if type(value) in numeric:
+            return not value < low and not value > high
+        return check_bounded(value)
+
+    return {frozenset({"minimum"}): check_minimum,
+            frozenset({"minimum", "maximum"}): check_range}.get(frozenset(bounds), check_bounded)
+
+
+def _typed_pattern(typed: Typed, pattern: str) -> Check:
+    """A ``type`` with a ``pattern`` (tags, splits, dates): one test for a str."""
+    exact, check_type = typed
+    search = re.compile(pattern).search
+
+    def check_pattern(value: Any) -> bool:
+        t = type(value)
+        if t in exact:
+            return t is not str or search(value) is not None
+        return check_type(value) and (not isinstance(value, str) or search(value) is not None)
+
+    return check_pattern
 
 
 def _all_of(checks: list[Check]) -> Check:
@@ -397,28 +439,48 @@ def _keyed_members(
     extra: Typed,
 ) -> Check:
     """Every key of a dict against the subschemas that apply to its name (resolved once)."""
-    memo: dict[str, Typed] = {}
+    if not props and not patterns:
+        return _extra_members(extra)
+    exacts: dict[str, frozenset[type]] = {}  # per key name: the types valid whatever the value
+    checks: dict[str, Check] = {}  # per key name: the check of any other value
 
-    def for_key(key: str) -> Typed:
+    def for_key(key: str) -> Check:
         applies = [props[key]] if key in props else []
         matched = [typed for search, typed in patterns if search(key) is not None]
         applies += matched if matched or key in props else [extra]
         applies = [t for t in applies if t != ALWAYS]
-        typed = ALWAYS if not applies else applies[0] if len(applies) == 1 else (
-            _NONE, _all_of([_whole(t) for t in applies]))
-        if len(memo) < _KEY_MEMO:
-            memo[key] = typed
-        return typed
+        # a type valid for every subschema that applies is valid for their conjunction
+        exact = frozenset.intersection(*(e for e, _ in applies)) if applies else _NONE
+        check = _always if not applies else applies[0][1] if len(applies) == 1 else (
+            _all_of([_whole(t) for t in applies]))
+        if len(checks) < _KEY_MEMO:
+            exacts[key], checks[key] = exact, check
+        return check
 
     def check_keyed(value: Any) -> bool:
-        get = memo.get
+        exact_of, check_of = exacts.get, checks.get
         for key, item in value.items():
-            exact, check = get(key) or for_key(key)
-            if type(item) not in exact and not check(item):
+            if type(item) not in exact_of(key, _NONE) and not (
+                    check_of(key) or for_key(key))(item):
                 return False
         return True
 
     return check_keyed
+
+
+def _extra_members(extra: Typed) -> Check:
+    """``additionalProperties`` alone (on a dict): every value against one subschema."""
+    exact, check = extra
+    if (exact, check) == ALWAYS:
+        return _always
+
+    def check_values(value: Any) -> bool:
+        for item in value.values():  # noqa: SIM110 (a loop: all() with a generator costs more)
+            if type(item) not in exact and not check(item):
+                return False
+        return True
+
+    return check_values
 
 
 def compile_check(schema: Any) -> Check:

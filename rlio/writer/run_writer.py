@@ -260,20 +260,25 @@ class RunWriter:
         plain = to_json_value(record, what=what, index=index)
         return encode_line(plain, nonfinite=self._nonfinite, index=index)
 
-    def _line(self, schema: str, record: Any, what: str, index: int) -> tuple[Any, bytes]:
-        """The line of ``record``, and the record as the validator will read it: the line
-        decoded (NaN tokens as the null they stand for), judged by schema ``schema``'s checker.
-        Without ``check``: ``record`` and its line.
+    def _line(self, schema: str, record: Any, what: str, index: int,
+              line: bytes | None = None) -> tuple[Any, bytes]:
+        """The line of ``record`` (``line`` when given), and the record as the validator will
+        read it: the line decoded (NaN tokens as the null they stand for), judged by schema
+        ``schema``'s checker. Without ``check``: ``record`` and its line.
 
         Raises:
             RecordError: naming ``what``, the index and the JSON pointer of the problem.
         """
-        line = self._encode(record, what, index)
+        if line is None:
+            line = self._encode(record, what, index)
         if not self._check:
             return record, line
-        image, nonfinite = decode(line)
-        if nonfinite:
-            image = nonfinite_to_none(image)
+        try:
+            image = orjson.loads(line)
+        except orjson.JSONDecodeError:  # the token policy's NaN: read as the null it stands for
+            image, nonfinite = decode(line)
+            if nonfinite:
+                image = nonfinite_to_none(image)
         if self._checks[schema](image):
             return image, line
         pointer, reason = explain(schema, image) or ("", f"does not match schema {schema}")
@@ -320,6 +325,19 @@ class RunWriter:
             self._log_with_spans(metrics, step)
             return
         index = self._counts[L.METRICS]
+        if type(step) is int and type(metrics) is dict and "step" not in metrics \
+                and self._nonfinite == "null" and step.bit_length() < 64:
+            try:  # the step goes in front of the encoded metrics (no copy of the caller's dict)
+                body = orjson.dumps(metrics, normalize_value, _LINE_OPTS)
+            except (TypeError, ValueError, RecursionError):
+                body = None  # the record is built and encoded below, which names the problem
+            if body is not None:
+                line = (b'{"step":%d,' % step + body[1:] if len(body) > 3
+                        else b'{"step":%d}\n' % step)
+                self._line("metrics-line", metrics, "metrics record", index, line)
+                self._append(L.METRICS, line, durable=False)
+                self._last_step = step
+                return
         record = metrics_record(metrics, step, index)
         _, line = self._line("metrics-line", record, "metrics record", index)
         self._append(L.METRICS, line, durable=False)

@@ -361,6 +361,15 @@ EDGE_SCHEMAS = [
     {"properties": {"a": {"type": "string"}}},
     {"required": ["a"]},
     {"patternProperties": {"^a": {"type": "number"}}, "additionalProperties": {"type": "string"}},
+    # a key two subschemas apply to (their exact types intersected), additionalProperties alone,
+    # a required set, an array typed with its items
+    {"patternProperties": {"^a": {"type": "integer", "minimum": 0},
+                           "b$": {"type": ["number", "boolean"]}}},
+    {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1}},
+    {"type": "object", "required": ["a", "ab"]},
+    {"type": "array", "items": True}, {"type": ["array", "null"], "items": {"type": "number"}},
+    {"type": ["string", "null"], "pattern": "^a"}, {"type": "integer", "pattern": "a"},
+    {"items": {"anyOf": [{"type": "string"}, {"type": "object", "required": ["a"]}]}},
 ]
 
 
