@@ -35,8 +35,8 @@ class UnsafeStorageError(RlioError, OSError):
 class MissingExtraError(RlioError, ImportError):
     """An optional dependency a feature needs is not installed; names the ``pip install`` line.
 
-    Each URI scheme's library comes with its extra (gs://: ``rlio[gcs]``, s3://: ``rlio[s3]``),
-    which the base install leaves out (most runs are local).
+    Each URI scheme's library comes with its extra (gs://: ``rlio[gcs]``, s3://: ``rlio[s3]``,
+    az://: ``rlio[azure]``), which the base install leaves out (most runs are local).
     """
 
 

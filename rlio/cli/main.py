@@ -23,7 +23,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rlio",
         description="Write, validate, resume and read RL run directories "
-        "(local folders or gs:// URIs).",
+        "(local folders or gs://, s3:// and az:// URIs).",
         epilog="Run 'rlio COMMAND --help' for a command's options, examples and exit codes.",
     )
     parser.add_argument("--version", action="version", version=f"rlio {__version__}")

@@ -55,11 +55,15 @@ def _reachable(location: str, endpoint: str) -> None:
     """Raise ``StorageUnavailableError`` unless ``endpoint`` (a URL or ``host:port``) accepts a
     TCP connection within ``CONNECT_SECONDS``: a store that is not there fails at once, in one
     line (gcsfs would retry an unreachable host for about 30 s, logging tracebacks; the Azure
-    SDK for seconds), while requests later in a run keep their clients' retries."""
+    SDK for seconds), while requests later in a run keep their clients' retries. Skipped where an
+    HTTP(S) proxy is configured for the endpoint's scheme (the client goes through it)."""
     import socket
+    import urllib.request
     from urllib.parse import urlsplit
 
     parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+    if parts.scheme in urllib.request.getproxies():
+        return  # the client connects through a proxy, not to the endpoint itself
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:

@@ -136,6 +136,7 @@ class FaultProxy:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go in two writes: no 40 ms stalls
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -204,6 +205,8 @@ class FaultProxy:
             time.sleep(float(rule.get("delay", 2.0)) if rule else 2.0)
         conn = http.client.HTTPConnection("127.0.0.1", self.upstream, timeout=60)
         try:
+            conn.connect()
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn.putrequest(h.command, h.path, skip_host=True, skip_accept_encoding=True)
             for k, v in h.headers.items():
                 conn.putheader(k, v)

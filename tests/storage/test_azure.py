@@ -13,6 +13,7 @@ from azurite import FaultProxy
 from rlio.errors import UnsafeStorageError
 from rlio.storage import open_storage
 from rlio.storage.azure.api import PARTS_DIR, AzureApi, blocks
+from rlio.storage.azure.append import AzureAppender
 from rlio.storage.azure.storage import AzureStorage
 
 
@@ -150,8 +151,7 @@ def test_move_tail_keeps_appends_that_land_while_it_runs(az_uri: str, az: FaultP
 
 
 def test_move_tail_refuses_to_overwrite_a_foreign_rewrite(az_uri: str) -> None:
-    """If something else rewrites the log during move_tail, the log is left as that writer
-    left it."""
+    """A foreign rewrite during move_tail is refused: the log stays as that writer left it."""
     st = _az(az_uri)
     app = st.appender("metrics.jsonl")
     app.append_durable(b'{"step": 0}\n{"ste')
@@ -208,3 +208,47 @@ def test_bytes_sent_per_append_do_not_grow_with_the_file(az_uri: str, az: FaultP
     assert st.size("metrics.jsonl") > 12_000_000
     assert small[0] == big[0] == 1  # one AppendBlock request per batch
     assert abs(big[1] - small[1]) < 64  # the same bytes, give or take a header's digits
+
+
+def test_an_account_name_and_key_work_without_a_connection_string(
+        az_uri: str, az: FaultProxy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """AZURE_STORAGE_ACCOUNT_NAME + _KEY (+ _URL for a non-public endpoint) reach the same
+    container as the connection string does."""
+    import azurite
+
+    _az(az_uri).replace("config.json", b"{}")
+    monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING")
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_NAME", azurite.ACCOUNT)
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_KEY", azurite.KEY)
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_URL", f"http://127.0.0.1:{az.port}/{azurite.ACCOUNT}")
+    assert open_storage(az_uri).read_bytes("config.json") == b"{}"
+
+
+def test_a_log_near_azures_block_limit_is_compacted_to_the_same_bytes(az_uri: str) -> None:
+    """Past compact_at committed blocks the log is rewritten in few blocks, bytes unchanged, and
+    appends (this writer's and another's) go on after it."""
+    st = _az(az_uri)
+    app = st.appender("metrics.jsonl")
+    assert isinstance(app, AzureAppender)
+    app.compact_at = 6
+    other = st.appender("metrics.jsonl")
+    for i in range(10):
+        (app if i % 2 else other).append_durable(json.dumps({"i": i}).encode() + b"\n")
+    app.close()
+    other.close()
+    blob = st.api.blob(st.key("metrics.jsonl")).get_blob_properties()
+    assert blob.append_blob_committed_block_count < 6  # compacted at least once
+    assert [r["i"] for r in _records(st.read_bytes("metrics.jsonl"))] == list(range(10))
+    assert _parts(st) == []
+
+
+def test_an_append_after_a_fragment_starts_a_new_line(az_uri: str) -> None:
+    """A log another writer left ending in a fragment: the next appends start on a new line."""
+    st = _az(az_uri)
+    st.replace("metrics.jsonl", b'{"step": 0}\n{"step": 1, "x')
+    app = st.appender("metrics.jsonl")
+    app.append(b'{"step": 2}\n')
+    app.append_durable(b'{"step": 3}\n')
+    app.close()
+    assert st.read_bytes("metrics.jsonl") == (
+        b'{"step": 0}\n{"step": 1, "x\n{"step": 2}\n{"step": 3}\n')

@@ -1,5 +1,5 @@
 """`import rlio`, writing a local run and validating a valid one stay light: no jsonschema, fsspec,
-gcsfs or boto3 imported."""
+gcsfs, boto3 or the Azure SDK imported."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 from factories import run_python
 
-FORBIDDEN = ("jsonschema", "fsspec", "gcsfs", "boto3", "botocore")
+FORBIDDEN = ("jsonschema", "fsspec", "gcsfs", "boto3", "botocore", "azure")
 
 
 def test_import_rlio_imports_no_heavy_dependency() -> None:

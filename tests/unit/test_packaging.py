@@ -21,7 +21,8 @@ from factories import run_python
 ROOT = Path(__file__).resolve().parents[2]
 #: Distributions the base install must never pull in (the gs:// stack lives in rlio[gcs]).
 HEAVY = re.compile(
-    r"^(google.*|grpc.*|aiohttp|gcsfs|fsspec|boto3|botocore|cryptography|requests|pyarrow|pandas)$")
+    r"^(google.*|grpc.*|aiohttp|gcsfs|fsspec|boto3|botocore|azure.*|cryptography|requests|pyarrow"
+    r"|pandas)$")
 
 
 def canonical(name: str) -> str:
@@ -179,7 +180,8 @@ def test_wheel_in_a_fresh_venv_writes_and_validates_a_local_run(wheel: Path,
     assert json.loads(rlio_cli("schema", "metrics-line").stdout)["$id"] == \
         "urn:rlio:schema:metrics-line:1"
     for command in ("validate", "resume", "report"):
-        for uri, extra in (("gs://bucket/run", "gcs"), ("s3://bucket/run", "s3")):
+        for uri, extra in (("gs://bucket/run", "gcs"), ("s3://bucket/run", "s3"),
+                           ("az://container/run", "azure")):
             out = rlio_cli(command, uri)
             assert out.returncode == 2, (command, out.stderr)
             assert out.stderr.count("\n") == 1, out.stderr
@@ -224,18 +226,39 @@ def test_s3_without_boto3_raises_missing_extra_error() -> None:
     assert len(lines) == 2 and all("pip install 'rlio[s3]'" in line for line in lines), lines
 
 
+def test_az_without_azure_storage_blob_raises_missing_extra_error() -> None:
+    """With azure-storage-blob unimportable, opening az:// raises MissingExtraError naming
+    rlio[azure]."""
+    proc = run_python("""
+        import sys
+        sys.modules["azure.storage.blob"] = None
+        from rlio import MissingExtraError, RunWriter, read_resume_state
+        for call in (lambda: RunWriter("az://c/run"), lambda: read_resume_state("az://c/r")):
+            try:
+                call()
+            except MissingExtraError as exc:
+                assert isinstance(exc, ImportError)
+                print(exc)
+    """)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2 and all("pip install 'rlio[azure]'" in line for line in lines), lines
+
+
 def test_pyproject_extras_keep_gcs_out_of_the_base() -> None:
     """pyproject: gcsfs only in the gcs extra, boto3 only in s3; all includes both; dev
     includes all and test."""
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert not [d for d in project["dependencies"] if re.match(r"(gcsfs|fsspec|boto3)\b", d)]
+    assert not [d for d in project["dependencies"]
+                if re.match(r"(gcsfs|fsspec|boto3|azure)\b", d)]
     extras = project["optional-dependencies"]
     assert any(d.startswith("gcsfs") for d in extras["gcs"])
     assert any(d.startswith("boto3") for d in extras["s3"])
+    assert any(d.startswith("azure-storage-blob") for d in extras["azure"])
     inside = re.fullmatch(r"rlio\[(.*)\]", extras["all"][0])
-    assert inside and {"gcs", "s3"} <= set(inside[1].split(","))
+    assert inside and {"gcs", "s3", "azure"} <= set(inside[1].split(","))
     assert {x for d in extras["dev"] if (m := re.fullmatch(r"rlio\[(.*)\]", d))
             for x in m[1].split(",")} >= {"test", "all"}
     assert os.path.basename(str(ROOT / "LICENSE")) == "LICENSE"

@@ -3,7 +3,8 @@
 Errors are mapped once, here, to what the rest of rlio catches: a missing blob or container is
 ``FileNotFoundError``; a condition that did not hold (412, or 409 for a blob that already
 exists) is ``FileExistsError``; a lease held by someone else is ``LeaseTakenError``; no
-network, an unreachable endpoint or refused credentials are ``StorageUnavailableError``. The
+network, an unreachable endpoint, refused credentials and 5xx/429 answers that outlived the
+SDK's retries are ``StorageUnavailableError``. The
 SDK's own retry policy (``client_options``: a few quick retries) runs first.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple, TypeVar
 
 from rlio.errors import StorageUnavailableError
@@ -82,8 +83,8 @@ def _translate(exc: Exception, where: str) -> Exception:
     code = str(getattr(exc, "error_code", "") or "")
     if isinstance(exc, ae.ResourceNotFoundError):
         return FileNotFoundError(errno.ENOENT, f"not found ({code or 'no such blob'})", where)
-    if "Lease" in code and isinstance(exc, ae.HttpResponseError) and exc.status_code in (
-            409, 412):
+    if "lease" in code.lower() and isinstance(exc, ae.HttpResponseError) and exc.status_code in (
+            409, 412):  # the code is a string or a StorageErrorCode (LEASE_ID_MISSING)
         return LeaseTakenError(code)
     if isinstance(exc, (ae.ResourceExistsError, ae.ResourceModifiedError)) or (
             isinstance(exc, ae.HttpResponseError) and exc.status_code == 412):
@@ -93,6 +94,11 @@ def _translate(exc: Exception, where: str) -> Exception:
             f"{where}: Azure refused the credentials ({code or exc.__class__.__name__}); set "
             "AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT_NAME and "
             "AZURE_STORAGE_ACCOUNT_KEY")
+    status = getattr(exc, "status_code", None)
+    if isinstance(exc, ae.HttpResponseError) and status is not None and (
+            status >= 500 or status == 429):  # still failing after the SDK's retries
+        return StorageUnavailableError(f"{where}: Azure Blob Storage answered {status} "
+                                       f"({code or 'server busy'})")
     if isinstance(exc, (ae.ServiceRequestError, ae.ServiceResponseError)):
         reason = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
         return StorageUnavailableError(f"{where}: Azure Blob Storage is unreachable ({reason})")
@@ -209,10 +215,12 @@ class AzureApi:
             **cond), key)
         return str(out["etag"])
 
-    def append_block(self, key: str, data: bytes, *, at: int) -> tuple[int, str]:
-        """AppendBlock ``data`` only if the blob is ``at`` bytes long; (new size, ETag)."""
+    def append_block(self, key: str, data: bytes, *, at: int) -> tuple[int, str, int]:
+        """AppendBlock ``data`` only if the blob is ``at`` bytes long; (new size, ETag, the
+        blob's committed block count)."""
         out = self.call(lambda: self.blob(key).append_block(data, appendpos_condition=at), key)
-        return int(out["blob_append_offset"]) + len(data), str(out["etag"])
+        return (int(out["blob_append_offset"]) + len(data), str(out["etag"]),
+                int(out.get("blob_committed_block_count") or 0))
 
     def copy(self, key: str, source: str, *, if_match: str | None = None,
              if_none_match: bool = False) -> None:
@@ -237,9 +245,10 @@ class AzureApi:
         if status not in (None, "success"):
             raise OSError(errno.EIO, f"server-side copy ended {status}", f"{self.where}/{key}")
 
-    def stage_append(self, key: str, staged_prefix: str, data: bytes, *, ctype: str,
-                     metadata: Mapping[str, str], if_match: str | None) -> None:
-        """Make ``key`` an append blob holding ``data``, atomically: staged as a new append
+    def stage_append(self, key: str, staged_prefix: str, data: bytes | Iterable[bytes], *,
+                     ctype: str, metadata: Mapping[str, str], if_match: str | None) -> None:
+        """Make ``key`` an append blob holding ``data`` (bytes, or chunks of at most
+        ``BLOCK_BYTES``), atomically: staged as a new append
         blob ``<staged_prefix>.<random>``, then copied over ``key`` (create-only when
         ``if_match`` is None, else only over that ETag; ``FileExistsError`` when the condition
         fails). The staged blob is deleted after (or swept, after a crash)."""
@@ -249,7 +258,7 @@ class AzureApi:
         try:
             self.create_append(staged, ctype=ctype, metadata=metadata)
             size = 0
-            for block in blocks(data):
+            for block in blocks(data) if isinstance(data, bytes) else data:
                 size = self.append_block(staged, block, at=size)[0]
             self.copy(key, staged, if_match=if_match, if_none_match=if_match is None)
         finally:

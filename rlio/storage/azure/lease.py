@@ -12,7 +12,9 @@ idempotent, so a retried acquire whose first answer was lost is not refused.
 Fencing: the service itself refuses the old holder: once another writer acquired the lease,
 the old id is rejected on renew, release and any write to the lease blob (409/412
 ``LeaseIdMismatch``); the renewal thread then marks the lease ``lost`` and the writer
-acknowledges nothing more. Expiry is the service's clock, not the hosts'.
+acknowledges nothing more. Expiry is the service's clock, not the hosts'; ``valid_until`` (this
+host's monotonic clock) is when the last acquire or renewal was sent plus the duration, less
+``MARGIN_SECONDS``: until then the lease is surely held.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -27,6 +30,10 @@ from rlio.storage.azure.api import AzureApi, LeaseTakenError
 from rlio.storage.lease import Lease, in_use, parse_holder
 
 _JSON = "application/json"
+#: Seconds before the service's expiry after which the holder stops counting on its lease
+#: (``valid_until``: the request's start plus the duration, less this; hosts' clocks are not
+#: involved, only this host's monotonic clock and the service's).
+MARGIN_SECONDS = 2.0
 
 
 def duration(lease_seconds: float) -> int:
@@ -56,9 +63,11 @@ class AzureLease(Lease):
         with contextlib.suppress(FileExistsError, LeaseTakenError):  # it exists already
             self._api.upload(self._key, b"{}", ctype=_JSON, if_none_match=True)
         for _ in range(20):
+            start = time.monotonic()
             try:
                 self._api.call(lambda: blob.acquire_lease(lease_duration=self.seconds,
                                                           lease_id=self.lease_id), self._key)
+                self.valid_until = start + self.seconds - MARGIN_SECONDS
                 break
             except LeaseTakenError:
                 raise in_use(self._where, self._holder()) from None
@@ -78,15 +87,25 @@ class AzureLease(Lease):
     def renew(self) -> bool:
         """Renew the lease once; False (and ``lost`` set) when the service says another lease
         id holds it now or the blob is gone. A transient failure is not a loss (True)."""
+        from azure.storage.blob import BlobLeaseClient
+
+        held = BlobLeaseClient(self._api.blob(self._key), lease_id=self.lease_id)
+        start = time.monotonic()
         try:
-            self._api.call(lambda: self._api.blob(self._key).renew_lease(lease=self.lease_id),
-                           self._key)
+            self._api.call(held.renew, self._key)
+            self.valid_until = start + self.seconds - MARGIN_SECONDS
         except (LeaseTakenError, FileNotFoundError):
             self.lost = True
             return False
-        except Exception:  # a transient failure past the SDK's retries: the next tick retries
+        except (OSError, ValueError):  # transient, past the SDK's retries: the next tick retries
             pass
         return True
+
+    def refresh(self) -> None:
+        """Renew now (``valid_until`` passed: the renewal thread fell behind); lost unless the
+        service renewed it in time."""
+        if self.renew() and self.valid_until <= time.monotonic():
+            self.lost = True
 
     def _renew_loop(self) -> None:
         while not self._stop.wait(self.seconds / 3):

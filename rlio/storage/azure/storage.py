@@ -261,7 +261,10 @@ class AzureStorage(Storage):
             try:
                 kept = self.api.read_ranged(key, 0, offset, etag=cur.etag)[0]
                 if cur.size > first.size:
-                    kept += self.api.read_ranged(key, first.size, cur.size, etag=cur.etag)[0]
+                    later = self.api.read_ranged(key, first.size, cur.size, etag=cur.etag)[0]
+                    if not tail.endswith(b"\n") and later.startswith(b"\n"):
+                        later = later[1:]  # the newline that parted them from the moved fragment
+                    kept += later
                 self._stage_over(rel, kept, _rewritten(cur, token), cur.etag)
                 return len(tail)
             except (FileNotFoundError, FileExistsError):
