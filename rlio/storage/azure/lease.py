@@ -93,7 +93,8 @@ class AzureLease(Lease):
         start = time.monotonic()
         try:
             self._api.call(held.renew, self._key)
-            self.valid_until = start + self.seconds - MARGIN_SECONDS
+            if not self.lost:  # a lost lease (by its own expiry check too) is never trusted again
+                self.valid_until = start + self.seconds - MARGIN_SECONDS
         except (LeaseTakenError, FileNotFoundError):
             self.lost = True
             return False
