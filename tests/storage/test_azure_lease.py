@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 from azurite import FaultProxy
 
-from rlio import RunInUseError, RunWriter
+from rlio import LeaseLostError, RunInUseError, RunWriter
 from rlio.storage import open_storage
 from rlio.storage.azure.lease import AzureLease, duration
 from rlio.storage.azure.storage import AzureStorage
@@ -70,9 +70,10 @@ def test_a_holder_whose_lease_another_writer_took_is_fenced(az_uri: str, az: Fau
     BlobLeaseClient(st.api.blob(st.key(LEASE_NAME))).break_lease(lease_break_period=0)
     st.api.blob(st.key(LEASE_NAME)).acquire_lease(lease_duration=15)  # another writer's now
     assert lease.renew() is False and lease.lost
-    with pytest.raises(RunInUseError):
+    with pytest.raises(LeaseLostError):
         run.log_metrics({"x": 1}, step=1)
-    run.close()
+    with pytest.raises(LeaseLostError):  # close acknowledges nothing either
+        run.close()
     state = _lease_state(az_uri)
     assert state is not None and state[0] == "leased"  # the new holder's lease was left alone
 
