@@ -8,7 +8,7 @@ import contextlib
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -69,6 +69,14 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         ):
             help_text += " (default: %(default)s)"
         return help_text
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (the problem and where help is), exit 2:
+    the usage block argparse prints first says nothing the error does not."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_UNREADABLE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
 def add_command(

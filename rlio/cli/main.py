@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from rlio._version import __version__
-from rlio.cli.common import EXIT_OK, EXIT_UNREADABLE, fail
+from rlio.cli.common import EXIT_OK, EXIT_UNREADABLE, Parser, fail
 from rlio.errors import MissingExtraError, StorageUnavailableError
 
 #: Subcommands in the order ``rlio`` lists them; each is the module ``rlio.cli.<name>``, imported
@@ -20,7 +20,7 @@ COMMANDS = ("validate", "resume", "report", "compare", "show", "diff", "query", 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The ``rlio`` parser with every subcommand registered (or just ``only``, when named)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="rlio",
         description="Write, validate, resume and read RL run directories "
         "(local folders or gs://, s3:// and az:// URIs).",

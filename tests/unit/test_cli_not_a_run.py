@@ -95,13 +95,14 @@ def test_validate_finds_no_run_in_a_tree_of_model_folders(
 
 def test_export_options_after_the_paths_are_argparse_errors(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`rlio export RUN --format parquet OUT --bogus` is an argparse error (exit 2), never a
-    run or OUT named --bogus; nothing is written."""
+    """`rlio export RUN --format parquet OUT --bogus` is a usage error (exit 2) in one line
+    naming the option and where help is, never a run or OUT named --bogus; nothing is written."""
     run = cookbook_run(tmp_path / "run", 2)
     with pytest.raises(SystemExit) as info:
         cli(capsys, "export", str(run), "--format", "parquet", str(tmp_path / "out"), "--bogus")
     assert info.value.code == 2
-    assert "rlio export: error: unrecognized arguments: --bogus" in capsys.readouterr().err
+    assert capsys.readouterr().err == ("rlio export: error: unrecognized arguments: --bogus "
+                                       "(see 'rlio export --help')\n")
     assert not (tmp_path / "out").exists()
 
 
