@@ -129,12 +129,17 @@ def _look(storage: Storage, rel: str, sides: list[str], side_sizes: list[int],
           boundaries: array[int], hashes: array[int],
           seen_size: int) -> tuple[int, int, bool] | None:
     """The file's size, how many lines read are kept (``_kept``) and whether a tail move was
-    seen; None while a tail move of it is under way. The sidecars are looked at first: a move
-    seen there has made its cut by the time the file is looked at."""
+    seen; None while a tail move of it is under way, or when the file went away since the
+    caller saw it (its run moved away for now: a sidecar read then as absent is no move, and
+    a size of 0 would drop every line read). The sidecars are looked at first: a move seen
+    there has made its cut by the time the file is looked at."""
     grown = [_size(storage, side) for side in sides]
     if storage.tail_moving(rel):
         return None
-    size = _size(storage, rel)
+    entry = storage.stat(rel)  # the caller saw it just before the sidecars: both in place,
+    if entry is None:  # or the run moved away meanwhile (sidecars and file read as absent)
+        return None
+    size = entry.size if entry.kind == "file" else 0
     moved = grown != side_sizes
     return size, _kept(storage, rel, sides, side_sizes, grown, boundaries, hashes, size,
                        seen_size), moved
