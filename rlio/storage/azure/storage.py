@@ -43,6 +43,7 @@ from rlio.storage.azure.append import AzureAppender
 from rlio.storage.azure.lease import AzureLease
 from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log, rewrite_refused
 from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease, parse_holder
+from rlio.storage.ranged import RangeReader
 
 #: Duration of a ``lock`` blob lease, in seconds (Azure's shortest).
 LOCK_SECONDS = 15.0
@@ -52,44 +53,6 @@ READ_CHUNK = 4 << 20
 
 def _missing(storage: AzureStorage, rel: str) -> FileNotFoundError:
     return FileNotFoundError(errno.ENOENT, "no such blob", storage.display(rel))
-
-
-class _RangeReader(io.RawIOBase):
-    """A seekable raw stream over one blob's first ``size`` bytes, read by ranged GETs; with
-    ``etag`` set, from that version only (a replacement midway is an error, never a mix)."""
-
-    def __init__(self, api: AzureApi, key: str, first: bytes, size: int, etag: str | None,
-                 display: str) -> None:
-        self._api, self._key, self._size, self._pos = api, key, size, 0
-        self._first, self._etag, self._display = first, etag, display
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def readinto(self, buffer: Any) -> int:
-        n = min(len(buffer), self._size - self._pos)
-        if n <= 0:
-            return 0
-        if self._pos < len(self._first):
-            data = self._first[self._pos: self._pos + n]
-        else:
-            try:
-                data = self._api.read_ranged(self._key, self._pos, self._pos + n,
-                                             etag=self._etag)[0]
-            except (FileNotFoundError, FileExistsError):
-                raise OSError(errno.ESTALE, "the blob was replaced while it was being read",
-                              self._display) from None
-        buffer[: len(data)] = data
-        self._pos += len(data)
-        return len(data)
 
 
 class AzureStorage(Storage):
@@ -146,8 +109,9 @@ class AzureStorage(Storage):
             first, size, etag = self.api.read_ranged(self.key(rel), 0, READ_CHUNK)
         except FileNotFoundError:
             raise _missing(self, rel) from None
-        raw = _RangeReader(self.api, self.key(rel), first, size,
-                           None if is_log(rel) else etag, self.display(rel))
+        key, pin = self.key(rel), None if is_log(rel) else etag
+        raw = RangeReader(lambda start, end: self.api.read_ranged(key, start, end, etag=pin)[0],
+                          first, size, self.display(rel), noun="blob")
         return io.BufferedReader(raw, buffer_size=READ_CHUNK)
 
     def read_range(self, rel: str, start: int, end: int) -> bytes:

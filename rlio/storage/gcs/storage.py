@@ -45,6 +45,7 @@ from rlio.storage.gcs.api import (
 from rlio.storage.gcs.append import GcsAppender, epoch_of
 from rlio.storage.gcs.lease import GcsLease, live_holder
 from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease
+from rlio.storage.ranged import RangeReader
 
 #: Expiry of a ``lock`` object not renewed (its holder crashed), in seconds.
 LOCK_SECONDS = 15.0
@@ -54,47 +55,6 @@ READ_CHUNK = 4 << 20
 
 def _missing(storage: GcsStorage, rel: str) -> FileNotFoundError:
     return FileNotFoundError(errno.ENOENT, "no such object", storage.display(rel))
-
-
-class _RangeReader(io.RawIOBase):
-    """A seekable raw stream over one object's first ``size`` bytes, read by ranged GETs.
-
-    ``first`` holds bytes already fetched from offset 0. With ``gen`` set, later ranges are read
-    from that generation only, and a replacement in the middle of a read is an error (never a mix
-    of two versions).
-    """
-
-    def __init__(self, api: GcsApi, key: str, first: bytes, size: int, gen: int | None,
-                 display: str) -> None:
-        self._api, self._key, self._size, self._pos = api, key, size, 0
-        self._first, self._gen, self._display = first, gen, display
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def readinto(self, buffer: Any) -> int:
-        n = min(len(buffer), self._size - self._pos)
-        if n <= 0:
-            return 0
-        if self._pos < len(self._first):
-            data = self._first[self._pos: self._pos + n]
-        else:
-            try:
-                data = self._api.read(self._key, self._pos, self._pos + n, gen=self._gen)
-            except FileNotFoundError:
-                raise OSError(errno.ESTALE, "the object was replaced while it was being read",
-                              self._display) from None
-        buffer[: len(data)] = data
-        self._pos += len(data)
-        return len(data)
 
 
 class GcsStorage(Storage):
@@ -157,8 +117,9 @@ class GcsStorage(Storage):
         except FileNotFoundError:
             raise _missing(self, rel) from None
         size = len(first) if total is None else total
-        raw = _RangeReader(self.api, self.key(rel), first, size,
-                           None if is_log(rel) else gen, self.display(rel))
+        key, pin = self.key(rel), None if is_log(rel) else gen
+        raw = RangeReader(lambda start, end: self.api.read(key, start, end, gen=pin), first,
+                          size, self.display(rel))
         return io.BufferedReader(raw, buffer_size=READ_CHUNK)
 
     def read_range(self, rel: str, start: int, end: int) -> bytes:

@@ -33,6 +33,7 @@ from rlio.errors import RunInUseError, RunNotFoundError, UnsafeStorageError
 from rlio.layout import content_type
 from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log, rewrite_refused
 from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease
+from rlio.storage.ranged import RangeReader
 from rlio.storage.s3.api import (
     LOCKS_DIR,
     META_REWRITE_ID,
@@ -54,46 +55,6 @@ READ_CHUNK = 4 << 20
 
 def _missing(storage: S3Storage, rel: str) -> FileNotFoundError:
     return FileNotFoundError(errno.ENOENT, "no such object", storage.display(rel))
-
-
-class _RangeReader(io.RawIOBase):
-    """A seekable raw stream over one object's first ``size`` bytes, read by ranged GETs.
-
-    ``first`` holds bytes already fetched from offset 0. With ``etag`` set, later ranges are read
-    from that version only, and a replacement in the middle of a read is an error.
-    """
-
-    def __init__(self, api: S3Api, key: str, first: bytes, size: int, etag: str | None,
-                 display: str) -> None:
-        self._api, self._key, self._size, self._pos = api, key, size, 0
-        self._first, self._etag, self._display = first, etag, display
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def readinto(self, buffer: Any) -> int:
-        n = min(len(buffer), self._size - self._pos)
-        if n <= 0:
-            return 0
-        if self._pos < len(self._first):
-            data = self._first[self._pos: self._pos + n]
-        else:
-            try:
-                data = self._api.read(self._key, self._pos, self._pos + n, if_match=self._etag)
-            except (FileNotFoundError, FileExistsError):
-                raise OSError(errno.ESTALE, "the object was replaced while it was being read",
-                              self._display) from None
-        buffer[: len(data)] = data
-        self._pos += len(data)
-        return len(data)
 
 
 class S3Storage(Storage):
@@ -150,8 +111,9 @@ class S3Storage(Storage):
             first, info = self.api.read_ranged(self.key(rel), 0, READ_CHUNK)
         except FileNotFoundError:
             raise _missing(self, rel) from None
-        raw = _RangeReader(self.api, self.key(rel), first, info.size,
-                           None if is_log(rel) else info.etag, self.display(rel))
+        key, pin = self.key(rel), None if is_log(rel) else info.etag
+        raw = RangeReader(lambda start, end: self.api.read(key, start, end, if_match=pin),
+                          first, info.size, self.display(rel))
         return io.BufferedReader(raw, buffer_size=READ_CHUNK)
 
     def read_range(self, rel: str, start: int, end: int) -> bytes:
