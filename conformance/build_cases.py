@@ -1163,6 +1163,84 @@ def _schema_trace() -> Case:
                  F("RL201", "error", "trace_events.jsonl", 3, "/pid")])
 
 
+def capture_sample(it: int, g: int, **over: Any) -> dict[str, Any]:
+    """A ``capture/sample.jsonl`` record as the cookbook 0.6.1's capture writes it (§8)."""
+    rec: dict[str, Any] = {
+        "kind": "sample", "scope": {"run_id": "run-1", "split": "train", "iteration": it,
+                                    "group_idx": g},
+        "created_at": 1764547200.5 + it, "num_samples": 2, "sampling_session_id": "session-1",
+        "seq_id": 4611686018427387 + 2 * it + g, "model_path": "tinker://run-1/sampler/000000",
+        "base_model": "Qwen/Qwen3-4B", "prompt_tokens": [1, 2, 3], "prompt_length": 3,
+        "sampling_params": {"max_tokens": 64, "temperature": 1.0, "top_p": 1.0, "top_k": -1,
+                            "seed": None},
+        "samples": [{"tokens": [11, 12], "logprobs": [-0.5, -0.25], "stop_reason": "stop"}] * 2,
+        "status": "ok", "latency_sec": 0.25,
+    }
+    rec.update(over)
+    return rec
+
+
+def capture_op(it: int, op: str, **over: Any) -> dict[str, Any]:
+    """A ``capture/train_op.jsonl`` record as the cookbook 0.6.1's capture writes it (§8)."""
+    rec: dict[str, Any] = {"kind": "train_op", "op": op,
+                           "scope": {"run_id": "run-1", "split": "train", "iteration": it},
+                           "created_at": 1764547201.0 + it, "model_id": "model-1"}
+    rec.update({"forward_backward": {"num_data": 4},
+                "save_weights_for_sampler": {"name": f"{it + 1:06d}"},
+                "optim_step": {"hyperparams": {"learning_rate": 4e-05, "beta1": 0.9,
+                                               "beta2": 0.95, "eps": 1e-08,
+                                               "weight_decay": 0.0, "grad_clip_norm": None}},
+                }.get(op, {}))
+    rec.update({"status": "ok", "latency_sec": 0.5})
+    if op == "forward_backward":
+        rec["metrics"] = {"loss:sum": 1.5}
+    rec.update(over)
+    return rec
+
+
+@case
+def _capture_061() -> Case:
+    files = base_run("nested", 2, evals=())
+    files["capture/sample.jsonl"] = jsonl(
+        [capture_sample(it, g) for it in range(2) for g in range(2)], cookbook)
+    files["capture/train_op.jsonl"] = jsonl(
+        [capture_op(it, op) for it in range(2)
+         for op in ("forward_backward", "optim_step", "save_weights_for_sampler")], cookbook)
+    files["capture/reward.jsonl"] = jsonl(
+        [{"kind": "reward", "scope": {"run_id": "run-1"}, "created_at": 1764547202.0,
+          "value": 1.0}], cookbook)
+    return Case("cookbook_061_capture", "The cookbook 0.6.1's token capture: capture/sample.jsonl "
+                "and capture/train_op.jsonl are validated by their schemas; a kind without a "
+                "schema (reward) is reported as info and checked for kind, scope and created_at.",
+                "§8", files, [F("RL307", "info", "capture/reward.jsonl")],
+                forbidden=[*CLEAN_FORBIDDEN, "RL301", "RL308"])
+
+
+@case
+def _capture_bad() -> Case:
+    files = base_run("flat", 1, evals=(), extras=False)
+    files["capture/sample.jsonl"] = jsonl([
+        capture_sample(0, 0),
+        capture_op(0, "optim_step"),
+        {k: v for k, v in capture_sample(0, 1).items() if k != "samples"},
+        capture_sample(0, 1, samples=[{"tokens": [1, -2], "logprobs": None,
+                                       "stop_reason": "stop"}]),
+    ], cookbook)
+    files["capture/train_op.jsonl"] = jsonl([capture_op(0, "optim_step", scope=[0])], cookbook)
+    files["capture/trace.jsonl"] = jsonl([{"kind": "trace", "scope": {}}], cookbook)
+    return Case("schema_capture", "Token-capture records: a train_op record in the sample file "
+                "(line 2, RL308), an ok sample without samples (line 3), a negative token "
+                "(line 4), a scope that is not an object, and a record of an unknown kind "
+                "without created_at.", "§8", files,
+                [F("RL308", "error", "capture/sample.jsonl", 2, "/kind"),
+                 F("RL201", "error", "capture/sample.jsonl", 2, ""),
+                 F("RL201", "error", "capture/sample.jsonl", 3, ""),
+                 F("RL201", "error", "capture/sample.jsonl", 4, "/samples/0/tokens/1"),
+                 F("RL201", "error", "capture/train_op.jsonl", 1, "/scope"),
+                 F("RL307", "info", "capture/trace.jsonl"),
+                 F("RL201", "error", "capture/trace.jsonl", 1, "")])
+
+
 @case
 def _schema_config() -> Case:
     files = base_run("flat", 1, evals=(), extras=False)

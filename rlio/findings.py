@@ -83,6 +83,9 @@ CATALOGUE: dict[str, CodeInfo] = {
     "RL305": CodeInfo(I, "sidecar file: a torn tail or superseded lines kept by rlio, or the "
                          "cookbook's pre-resume copy of metrics.jsonl"),
     "RL306": CodeInfo(I, "temporary file left by an interrupted atomic write"),
+    "RL307": CodeInfo(I, "token-capture file of a kind rlio has no schema of (only the fields "
+                         "every capture record carries are checked)"),
+    "RL308": CodeInfo(E, "capture record's kind differs from the kind its file is named for"),
     # 4xx: cross-file
     "RL401": CodeInfo(E, "record iteration differs from the iteration in the file name"),
     "RL402": CodeInfo(E, "record split differs from the file's split"),

@@ -5,6 +5,7 @@ Pure functions, no I/O. Every other module asks this one for a file name instead
 
 from __future__ import annotations
 
+import fnmatch
 import operator
 import re
 from collections.abc import Iterable
@@ -22,6 +23,9 @@ TIMING_SPANS: Final = "timing_spans.jsonl"
 LOGS: Final = "logs.log"
 TRACE_EVENTS: Final = "trace_events.jsonl"
 REPORT: Final = "report.html"
+#: The folder of the cookbook's token capture (0.6.1 ``JsonlFileSink``): ``capture/<kind>.jsonl``,
+#: one file per record kind (docs/format.md §8).
+CAPTURE_DIR: Final = "capture"
 #: The folder beside ``report.html`` where ``rlio report`` writes its iteration and prompt pages.
 REPORT_PAGES: Final = "report"
 
@@ -46,6 +50,8 @@ class FileKind:
             (UTF-8 text) or ``opaque`` (not read by the validator).
         append_only: a torn last line is what a crash leaves, not corruption.
         content_type: the Content-Type it is stored with (a browser opens reports from GCS).
+        wildcard: ``name`` is a pattern of run-relative paths (``*``: any name without a
+            ``/``), the kind of every match no other row names; not a fixed file.
     """
 
     kind: str
@@ -55,6 +61,7 @@ class FileKind:
     format: Format
     append_only: bool
     content_type: str
+    wildcard: bool = False
 
     def __post_init__(self) -> None:
         if (self.format in ("jsonl", "json")) != (self.schema is not None):
@@ -77,20 +84,33 @@ FILE_KINDS: Final[tuple[FileKind, ...]] = (
     FileKind("rollout_summaries", "_rollout_summaries.jsonl", True, "rollout-summary-line",
              "jsonl", False, TEXT_TYPE),
     FileKind("timing_gantt", "timing_gantt.html", True, None, "html", False, HTML_TYPE),
+    FileKind("capture_sample", f"{CAPTURE_DIR}/sample.jsonl", False, "capture-sample-line",
+             "jsonl", True, TEXT_TYPE),
+    FileKind("capture_train_op", f"{CAPTURE_DIR}/train_op.jsonl", False,
+             "capture-train-op-line", "jsonl", True, TEXT_TYPE),
+    FileKind("capture", f"{CAPTURE_DIR}/*.jsonl", False, "capture-line", "jsonl", True, TEXT_TYPE,
+             wildcard=True),
 )
 
 #: Each kind's row, by kind name.
 KINDS: Final[dict[str, FileKind]] = {k.kind: k for k in FILE_KINDS}
 
-#: Top-level files and their kind.
+#: Files at a fixed run-relative path (top-level, and the known capture kinds) and their kind.
 TOP_LEVEL_KINDS: Final[dict[str, str]] = {
-    k.name: k.kind for k in FILE_KINDS if not k.per_iteration
+    k.name: k.kind for k in FILE_KINDS if not k.per_iteration and not k.wildcard
 }
 
 #: Append-only files: a torn last line there is what a crash leaves, not corruption.
 APPEND_ONLY: Final = frozenset(
-    k.name for k in FILE_KINDS if k.append_only and not k.per_iteration
+    k.name for k in FILE_KINDS if k.append_only and not k.per_iteration and not k.wildcard
 )
+#: Kinds whose files are named by a pattern: (its parts split at ``/``, kind).
+_WILDCARDS: Final = tuple((k.name.split("/"), k.kind) for k in FILE_KINDS if k.wildcard)
+#: The capture kinds with a schema of their own, by record kind (``"sample"`` -> its file kind).
+CAPTURE_KINDS: Final[dict[str, str]] = {
+    k.name[len(CAPTURE_DIR) + 1:-len(".jsonl")]: k.kind for k in FILE_KINDS
+    if k.name.startswith(CAPTURE_DIR + "/") and not k.wildcard
+}
 
 #: Sidecar suffixes. Bytes rlio moves out of an append-only file are kept here, never deleted:
 #: a torn last line found on reopen, and lines a resume supersedes.
@@ -244,6 +264,22 @@ def is_valid_label(label: str) -> bool:
     return bool(_LABEL_OK.fullmatch(label)) and label.strip("._") == label
 
 
+def capture_path(kind: str) -> str:
+    """The run-relative path of the capture records of ``kind`` (``capture/sample.jsonl``)."""
+    if not kind or "/" in kind or kind.startswith("."):
+        raise ValueError(f"capture kind must be a file name without '/', got {kind!r}")
+    return f"{CAPTURE_DIR}/{kind}.jsonl"
+
+
+def capture_kind(path: str) -> str | None:
+    """The record kind a capture file holds (``capture/sample.jsonl`` -> ``"sample"``), or None
+    for a path that is not a capture file."""
+    kind = parse_path(path).kind
+    if kind != "capture" and kind not in CAPTURE_KINDS.values():
+        return None
+    return path[len(CAPTURE_DIR) + 1:-len(".jsonl")]
+
+
 def split_name(label: str | None) -> str:
     """The rollout-summary ``split`` for a file: ``"train"`` or ``"eval/<label>"``."""
     return "train" if label is None else f"eval/{label}"
@@ -283,7 +319,8 @@ class RunPath:
         path: the run-relative POSIX path that was parsed.
         kind: ``metrics``, ``config``, ``checkpoints``, ``code_diff``, ``timing_spans``, ``logs``,
             ``trace_events``, ``html``, ``logtree``, ``rollout_summaries``, ``timing_gantt``,
-            ``sidecar`` or ``unknown``.
+            ``capture_sample``, ``capture_train_op``, ``capture`` (a capture kind without a
+            schema of its own), ``sidecar`` or ``unknown``.
         iteration: the iteration in the name, for per-iteration files.
         label: the evaluator label, None for training files and top-level files.
         layout: ``"flat"`` or ``"nested"`` for per-iteration files, else None.
@@ -325,6 +362,10 @@ def parse_path(path: str) -> RunPath:
     if _PRE_RESUME.fullmatch(path):
         return RunPath(path, "sidecar")
     parts = path.split("/")
+    for pattern, kind in _WILDCARDS:
+        if len(parts) == len(pattern) and all(map(fnmatch.fnmatchcase, parts, pattern)) \
+                and not parts[-1].startswith("."):
+            return RunPath(path, kind)
     if parts[0] == REPORT_PAGES and len(parts) > 1 and path.endswith(".html"):
         return RunPath(path, "report")  # a page ``rlio report`` derived from the run
     if len(parts) == 1:

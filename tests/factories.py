@@ -585,3 +585,81 @@ def cookbook_readers(store: Any) -> dict[str, Any]:
         "logtrees": [store.read_logtree(it.iteration) for it in iterations],
         "keys": store.metric_keys(),
     }
+
+
+# -- the cookbook's token capture (0.6.1 tinker_cookbook.capture) ----------------------------
+
+
+def cookbook_captures(storage: Any, iterations: int = 2, *, extra_kind: bool = True) -> None:
+    """Token-capture records of a small RL loop, written by the real cookbook 0.6.1: its
+    ``CaptureExporter(JsonlFileSink(storage))`` and the record builders ``instrument_tinker``
+    patches into the SDK (``_make_sample_wrapper``, ``_make_train_op_wrapper``), applied to
+    stand-in clients, since ``instrument_tinker`` itself needs the ``tinker`` SDK (``import
+    tinker`` fails without it). Per iteration: one sample call per group (2 groups, 2 samples,
+    a NaN logprob as the SDK can return), forward_backward, optim_step, save_weights_for_sampler;
+    with ``extra_kind`` one record of a kind rlio has no schema of (``reward``)."""
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    from tinker_cookbook.capture import CaptureExporter, JsonlFileSink, capture, instrument
+
+    def done(value: Any) -> Future[Any]:
+        fut: Future[Any] = Future()
+        fut.set_result(value)
+        return fut
+
+    class Prompt:
+        def __init__(self, tokens: list[int]) -> None:
+            self.tokens = tokens
+
+        def to_ints(self) -> list[int]:
+            return self.tokens
+
+    class Sampler:
+        _sampling_session_id = "session-1"
+        base_model = "Qwen/Qwen3-4B"
+
+        def __init__(self, step: int) -> None:
+            self.model_path = f"tinker://run-1/sampler_weights/{step:06d}"
+
+        def sample(self, prompt: Any, num_samples: int, sampling_params: Any) -> Any:
+            seq = SimpleNamespace(tokens=[11, 12, 13], logprobs=[-0.5, -0.25, NAN],
+                                  stop_reason="stop")
+            return done(SimpleNamespace(sequences=[seq] * num_samples))
+
+    class Trainer:
+        model_id = "model-1"
+
+        def forward_backward(self, data: Any, loss_fn: str = "importance_sampling") -> Any:
+            return done(SimpleNamespace(metrics={"loss:sum": 1.5}))
+
+        def optim_step(self, adam_params: Any) -> Any:
+            return done(SimpleNamespace())
+
+        def save_weights_for_sampler(self, name: str) -> Any:
+            return done(SimpleNamespace(path=f"tinker://run-1/sampler_weights/{name}"))
+
+    sample = instrument._make_sample_wrapper(Sampler.sample)
+    ops = {op: instrument._make_train_op_wrapper(getattr(Trainer, op), op)
+           for op in ("forward_backward", "optim_step", "save_weights_for_sampler")}
+    params = SimpleNamespace(max_tokens=64, temperature=1.0, top_p=1.0, top_k=-1, seed=None)
+    adam = SimpleNamespace(learning_rate=4e-5, beta1=0.9, beta2=0.95, eps=1e-8,
+                           weight_decay=0.0, grad_clip_norm=None)
+    exporter = CaptureExporter(JsonlFileSink(storage), flush_interval_sec=0.01)
+    saved, instrument._exporter = instrument._exporter, exporter
+    try:
+        with capture(run_id="run-1", split="train"):
+            for i in range(iterations):
+                with capture(iteration=i):
+                    for g in range(2):
+                        with capture(group_idx=g):
+                            sample(Sampler(i), Prompt([1, 2, 3 + g]), 2, params)
+                    ops["forward_backward"](Trainer(), data=[1, 2, 3, 4])
+                    ops["optim_step"](Trainer(), adam)
+                    ops["save_weights_for_sampler"](Trainer(), name=f"{i + 1:06d}")
+        if extra_kind:
+            exporter.enqueue({"kind": "reward", "scope": {"run_id": "run-1"},
+                              "created_at": 1.0, "value": 1.0})
+    finally:
+        instrument._exporter = saved
+        exporter.shutdown()

@@ -11,6 +11,9 @@ from rlio.layout import FILE_KINDS
 
 #: Schema names, one per file type of docs/format.md.
 SCHEMA_NAMES: Final = (
+    "capture-line",
+    "capture-sample-line",
+    "capture-train-op-line",
     "checkpoint-line",
     "config",
     "logtree",

@@ -1,5 +1,5 @@
 """``rlio query``: SQL over runs with DuckDB (views runs, configs, metrics, checkpoints, rollouts,
-steps), printed as an aligned table, CSV, JSON or written as Parquet."""
+steps, captures), printed as an aligned table, CSV, JSON or written as Parquet."""
 
 from __future__ import annotations
 
@@ -32,8 +32,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         summary="SQL over runs with DuckDB (needs the extra rlio[duckdb])",
         description="Views, each with a run column: runs (one row per run), configs (run, key, "
         "value, kind: the config flattened to dotted paths), metrics (one row per metrics "
-        "record, every key a column), checkpoints, rollouts (one row per trajectory) and steps "
-        "(one row per rollout step). Column names are the record keys: quote them "
+        "record, every key a column), checkpoints, rollouts (one row per trajectory), steps "
+        "(one row per rollout step) and captures (one row per token-capture record of "
+        "capture/<kind>.jsonl, scope/<key> columns). Column names are the record keys: quote them "
         '("env/all/reward/total").',
         examples=(
             ("rlio query 'SELECT run, max(\"env/all/reward/total\") AS best FROM metrics "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, NotRequired, Required, TypedDict
 
 __all__ = [
+    "CaptureRecord",
     "CheckpointRecord",
     "ConversationMessage",
     "LogtreeDocument",
@@ -118,3 +119,33 @@ class TimingSpansRecord(TypedDict):
     step: int
     spans: list[dict[str, Any]]
 
+
+
+class CaptureRecord(TypedDict, total=False):
+    """One line of ``capture/<kind>.jsonl`` (§8), the cookbook 0.6.1's token capture: the
+    fields every kind carries, and those of the ``sample`` and ``train_op`` kinds (a record of
+    another kind holds its own keys)."""
+
+    kind: Required[str]
+    scope: Required[dict[str, Scalar]]
+    created_at: Required[float]
+    status: str
+    latency_sec: float
+    error: str
+    # sample
+    num_samples: int
+    sampling_session_id: str | int | None
+    seq_id: int
+    model_path: str
+    base_model: str
+    prompt_tokens: list[int]
+    prompt_length: int | None
+    sampling_params: dict[str, Any]
+    samples: list[dict[str, Any]]
+    # train_op
+    op: str
+    model_id: str
+    num_data: int
+    name: str
+    hyperparams: dict[str, Any]
+    metrics: dict[str, float]

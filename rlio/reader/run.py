@@ -21,6 +21,7 @@ from rlio.errors import NotARunError
 from rlio.layout import Artifact
 from rlio.reader.conversations import Conversation, iter_conversations
 from rlio.reader.records import (
+    CaptureRecord,
     CheckpointRecord,
     LogtreeDocument,
     MetricsRecord,
@@ -167,6 +168,37 @@ class Run:
     def resume_state(self, *, required_key: str = "state_path") -> ResumeState | None:
         """Where a resume would restart: exactly ``rlio.read_resume_state`` of this run."""
         return read_resume_state(self._storage, required_key=required_key)
+
+    # -- the cookbook's token capture (capture/<kind>.jsonl) --------------------------------
+
+    def capture_kinds(self) -> list[str]:
+        """The kinds of token-capture records the run holds (``capture/<kind>.jsonl``), sorted."""
+        kinds = (layout.capture_kind(e.path) for e in self._files()
+                 if e.path.startswith(layout.CAPTURE_DIR + "/"))
+        return sorted(k for k in kinds if k is not None)
+
+    def captures(self, kind: str | None = None, *,
+                 stats: LineStats | None = None) -> Iterator[CaptureRecord]:
+        """Token-capture records (the cookbook 0.6.1's ``capture/<kind>.jsonl``: ``"sample"``,
+        ``"train_op"``, ...) in file order, streamed; every kind in turn (sorted) when ``kind``
+        is None. A kind the run did not capture yields nothing."""
+        if kind is None:
+            return self._all_captures(stats)
+        rel = layout.capture_path(kind)
+        return cast(Iterator[CaptureRecord], iter_records(self._storage, rel, stats))
+
+    def _all_captures(self, stats: LineStats | None) -> Iterator[CaptureRecord]:
+        for kind in self.capture_kinds():
+            yield from self.captures(kind, stats=stats)
+
+    def captures_frame(self, kind: str | None = None, *, backend: Backend = "pandas") -> Any:
+        """Token-capture records as a DataFrame: one row per record, ``scope``,
+        ``sampling_params``, ``hyperparams`` and ``metrics`` spread as ``<name>/<key>``
+        columns; ``prompt_tokens`` and ``samples`` kept as lists."""
+        from rlio.reader.frames import build_frame
+        from rlio.reader.table import capture_rows, metrics_table
+
+        return build_frame(metrics_table(capture_rows(self.captures(kind))), backend)
 
     # -- per-iteration files ---------------------------------------------------------------
 

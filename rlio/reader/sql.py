@@ -12,7 +12,9 @@ Views (each with a ``run`` column: the run's path relative to the PATH it was fo
 ``runs`` (one row per run), ``configs`` (``run, key, value, kind``: the config flattened to
 ``.``-joined paths, ``value`` the string itself or the leaf's JSON text), ``metrics`` (one row
 per ``metrics.jsonl`` record), ``checkpoints``, ``rollouts`` (one row per trajectory, with
-``iteration`` and ``split``) and ``steps`` (one row per rollout step).
+``iteration`` and ``split``), ``steps`` (one row per rollout step) and ``captures`` (one row per
+token-capture record of ``capture/<kind>.jsonl``: ``kind``, ``scope/<key>`` columns, the
+record's keys; ``sampling_params``, ``hyperparams`` and ``metrics`` spread as ``<name>/<key>``).
 
 DuckDB and pyarrow are the optional extra ``rlio[duckdb]``.
 """
@@ -34,13 +36,13 @@ from rlio.layout import split_name
 from rlio.reader.export import unify
 from rlio.reader.extras import require
 from rlio.reader.run import Run, open_run, run_status
-from rlio.reader.table import flatten, step_rows, trajectory_rows
+from rlio.reader.table import capture_rows, flatten, step_rows, trajectory_rows
 from rlio.validate.fleet import Unreadable, discover_named, each_run
 
 __all__ = ["CHUNK_ROWS", "VIEWS", "query"]
 
 #: The views, in the order they are built.
-VIEWS: Final = ("runs", "configs", "metrics", "checkpoints", "rollouts", "steps")
+VIEWS: Final = ("runs", "configs", "metrics", "checkpoints", "rollouts", "steps", "captures")
 #: Rows of one Arrow chunk: what one run holds in memory at a time, per view.
 CHUNK_ROWS: Final = 50_000
 _NUMERIC: Final = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "DOUBLE",
@@ -112,6 +114,8 @@ def view_rows(view: str, name: str, run: Run) -> Iterator[dict[str, Any]]:
         return cast(Iterator[dict[str, Any]], run.iter_metrics())
     if view == "checkpoints":
         return iter(cast(list[dict[str, Any]], run.checkpoints()))
+    if view == "captures":
+        return capture_rows(cast(Iterator[dict[str, Any]], run.captures()))
     return _rollout_rows(name, run, steps=view == "steps")
 
 
@@ -274,8 +278,9 @@ def query(sql: str, paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[
     """Run ``sql`` over the runs under ``paths`` (runs, parent folders, URI prefixes) and return
     the result as a ``pyarrow.Table`` (``.to_pandas()``, ``polars.from_arrow`` convert it).
 
-    The views are ``runs``, ``configs``, ``metrics``, ``checkpoints``, ``rollouts`` and
-    ``steps``, each with a ``run`` column (the module docstring says what each holds).
+    The views are ``runs``, ``configs``, ``metrics``, ``checkpoints``, ``rollouts``,
+    ``steps`` and ``captures``, each with a ``run`` column (the module docstring says what
+    each holds).
 
     Args:
         executor, jobs: where the runs are read in parallel (as for ``validate_runs``).

@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final, Literal
 
-__all__ = ["GAP", "Kind", "Table", "flatten", "metrics_table", "rollouts_table"]
+__all__ = ["GAP", "Kind", "Table", "capture_rows", "flatten", "metrics_table", "rollouts_table"]
 
 Kind = Literal["int", "float", "bool", "str", "list", "mixed", "empty"]
 
@@ -141,6 +141,16 @@ def step_rows(records: Iterable[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
         for step in _steps(rec):
             if isinstance(step, Mapping):
                 yield _flat(step, _NESTED_STEP, None, head)
+
+
+_NESTED_CAPTURE = ("scope", "sampling_params", "hyperparams", "metrics")
+
+
+def capture_rows(records: Iterable[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
+    """One flat row per token-capture record: ``kind`` first, its ``scope``,
+    ``sampling_params``, ``hyperparams`` and ``metrics`` spread as ``<name>/<key>``."""
+    for rec in records:
+        yield _flat(rec, _NESTED_CAPTURE, None, {"kind": rec.get("kind")})
 
 
 def rollouts_table(records: Iterable[Mapping[str, Any]], *, steps: bool = False) -> Table:

@@ -219,6 +219,11 @@ class Validator:
             else:
                 if rp.problem is not None:
                     self._add("RL302", shown, rp.problem)
+                if rp.kind == "capture":
+                    self._add("RL307", shown, f"capture kind {layout.capture_kind(rel)!r} has no "
+                              "schema in rlio (known: "
+                              f"{', '.join(layout.CAPTURE_KINDS)}); only kind, scope and "
+                              "created_at are checked")
                 files[rel] = rp
         if unknown > self.cap:
             self.findings.append(capped("RL301", unknown - self.cap, self.cap, file=""))

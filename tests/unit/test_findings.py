@@ -26,7 +26,7 @@ PINNED = {
     "RL118": "warning",
     "RL201": "error", "RL202": "warning", "RL203": "info", "RL204": "info", "RL205": "warning",
     "RL301": "info", "RL302": "warning", "RL303": "warning", "RL304": "warning",
-    "RL305": "info", "RL306": "info",
+    "RL305": "info", "RL306": "info", "RL307": "info", "RL308": "error",
     "RL401": "error", "RL402": "error", "RL403": "error", "RL404": "error", "RL405": "error",
     "RL406": "warning", "RL407": "info", "RL408": "warning", "RL409": "warning",
     "RL410": "info", "RL411": "warning", "RL412": "info", "RL413": "info", "RL414": "warning",

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, Literal, NamedTuple, Protocol
 
-from rlio.layout import RunPath
+from rlio.layout import CAPTURE_KINDS, RunPath
+from rlio.validate.checks.captures import CaptureChecks
 from rlio.validate.checks.checkpoints import CheckpointChecks
 from rlio.validate.checks.logtree import logtree_checks
 from rlio.validate.checks.logtree_pieces import judge_in_pieces
@@ -63,6 +64,8 @@ KIND_CHECKS: Final[dict[str, KindChecks]] = {
     "logtree": KindChecks(document=logtree_checks, large_document=judge_in_pieces),
     "rollout_summaries": KindChecks(ranged=True),
     "timing_gantt": KindChecks(chart=True),
+    **{kind: KindChecks(records=lambda sink, rp, view: CaptureChecks(sink, rp))
+       for kind in ("capture", *CAPTURE_KINDS.values())},
 }
 
 #: No checks beyond the schema.

@@ -59,6 +59,19 @@ def test_bundle_root_variant_agrees_with_rlio(name: str) -> None:
         "timing-spans-line": [{"step": 0, "spans": []}, {"spans": "no"}],
         "trace-event-line": [{"name": "n", "ph": "X", "pid": 1, "tid": 1, "ts": 0, "args": {}},
                              {"ph": 3}],
+        "capture-line": [{"kind": "reward", "scope": {"iteration": 0}, "created_at": 1.0},
+                         {"kind": "reward", "scope": {"iteration": [0]}, "created_at": 1.0}],
+        "capture-sample-line": [
+            {"kind": "sample", "scope": {}, "created_at": 1.0, "num_samples": 1,
+             "samples": [{"tokens": [1], "logprobs": [-0.5], "stop_reason": "stop"}],
+             "status": "ok", "latency_sec": 0.1},
+            {"kind": "sample", "scope": {}, "created_at": 1.0, "num_samples": 1,
+             "status": "ok", "latency_sec": 0.1}],
+        "capture-train-op-line": [
+            {"kind": "train_op", "op": "optim_step", "scope": {}, "created_at": 1.0,
+             "status": "ok", "latency_sec": 0.1},
+            {"kind": "train_op", "scope": {}, "created_at": 1.0, "status": "ok",
+             "latency_sec": 0.1}],
     }
     validator = plain_validator(schema.bundle_schema(name))
     verdicts = [(validator.is_valid(r), schema.is_valid(name, r)) for r in samples[name]]
