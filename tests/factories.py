@@ -663,3 +663,54 @@ def cookbook_captures(storage: Any, iterations: int = 2, *, extra_kind: bool = T
     finally:
         instrument._exporter = saved
         exporter.shutdown()
+
+
+# -- runs of grouped rollouts (datasets, per-prompt change) ---------------------------------------
+
+GROUP_SYSTEM = "Answer with a number."
+
+
+def group_prompt(g: int) -> str:
+    """The user message of group ``g`` (every trajectory of a group answers it)."""
+    return f"Problem {g}: what is {g} * 3?"
+
+
+def group_run(root: Path, rewards: list[list[list[float]]], *, evaluator: str | None = None,
+              response: Any = None, layout_name: layout.Layout = "flat",
+              config: dict[str, Any] | None = None) -> Path:
+    """A run through ``RunWriter`` whose iteration ``i`` has ``len(rewards[i])`` groups of
+    math-style trajectories: group ``g`` asks ``group_prompt(g)``, trajectory ``t`` answers
+    ``response(i, g, t)`` (default ``"Answer {i}.{g}.{t}"``) and scores ``rewards[i][g][t]`` as
+    its step reward (``final_reward`` 0.0). The logtree has the cookbook's sections (``Group g``
+    > ``Trajectory t Episode``); ``sampling_client_step`` is ``i``, and a checkpoint of batch
+    ``i`` with a sampler path precedes iteration ``i`` (from 1). With ``evaluator``, the
+    rollouts are that evaluator's instead of training ones."""
+    answer = response or (lambda i, g, t: f"Answer {i}.{g}.{t}")
+    with RunWriter(root, layout=layout_name) as run:
+        run.write_config(config or {"model_name": "m/1b", "learning_rate": 1e-5})
+        run.write_code_diff(text="diff --git a/x b/x\n")
+        for i, groups in enumerate(rewards):
+            if i > 0:
+                run.record_checkpoint(f"{i:06d}", batch=i, state_path=f"tinker://r/w/{i:06d}",
+                                      sampler_path=f"tinker://r/s/{i:06d}")
+            records = []
+            with run.logtree(i, title=f"RL Iteration {i}", evaluator=evaluator) as lt:
+                for g, group in enumerate(groups):
+                    with lt.section(f"Group {g}"):
+                        for t, r in enumerate(group):
+                            with lt.section(f"Trajectory {t} Episode"):
+                                lt.conversation([
+                                    {"role": "system", "content": GROUP_SYSTEM},
+                                    {"role": "user", "content": group_prompt(g)},
+                                    {"role": "assistant", "content": answer(i, g, t)}])
+                            records.append({
+                                "group_idx": g, "traj_idx": t, "tags": ["math"],
+                                "sampling_client_step": i, "total_reward": r,
+                                "final_reward": 0.0, "trajectory_metrics": {},
+                                "steps": [{"step_idx": 0, "ob_len": 10, "ac_len": 4,
+                                           "reward": r, "episode_done": True, "metrics": {},
+                                           "logs": {}}],
+                                "final_ob_len": 0})
+            run.write_rollout_summaries(i, records, evaluator=evaluator)
+            run.log_metrics({"progress/batch": i}, step=i)
+    return root

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rlio.cli import export_dataset
 from rlio.cli.common import EXIT_OK, add_command, fail, printable, run_failure
 
-FORMATS = ("parquet",)
+FORMATS = ("parquet", "dataset")
 
 
 def _take_format(paths: list[str], default: str) -> tuple[list[str], str]:
@@ -38,6 +39,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
              "a sweep DuckDB reads at once: read_parquet('out/metrics/**/*.parquet')"),
             ("rlio export gs://bucket/exp1 out/exp1",
              "one run from a bucket (needs rlio[gcs] too) into a new local folder"),
+            ("rlio export runs/a --format dataset out/sft --min-reward 1 --dedupe",
+             "a training dataset: one row per trajectory, chat messages, reward, advantage"),
         ),
     )
     p.add_argument("--format", choices=FORMATS, default="parquet", help="output format")
@@ -45,6 +48,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     # the paths are gathered whole and a --format among them is taken out in run().
     p.add_argument("paths", nargs=argparse.REMAINDER, metavar="RUN... OUT",
                    help="runs (local paths or URIs), then a new (or empty) local folder")
+    export_dataset.add_options(p)
     p.set_defaults(handler=run, parser=p)
 
 
@@ -54,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
     from rlio.reader.export import export_parquet
 
     paths, fmt = _take_format(list(args.paths), args.format)
+    if fmt == "dataset":
+        return export_dataset.run(args, paths)
     unknown = [a for a in paths if a.startswith("-") and a != "-"]
     if unknown:  # REMAINDER takes options too: an unknown one is never a RUN or OUT
         args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")

@@ -34,6 +34,7 @@ from rlio.storage.base import Storage
 from rlio.storage.run_root import open_run_storage
 
 if TYPE_CHECKING:
+    from rlio.reader.dataset import Selection
     from rlio.reader.frames import Backend
 
 __all__ = ["IterationInfo", "Run", "open_run", "run_status"]
@@ -325,6 +326,21 @@ class Run:
 
         records = self.rollouts(iterations, evaluator=evaluator)
         return build_frame(rollouts_table(records, steps=steps), backend)
+
+    def dataset(self, selection: Selection | None = None, /,
+                **options: Any) -> Iterator[dict[str, Any]]:
+        """Training-dataset rows of this run, streamed: one per trajectory (or, with
+        ``pairs=True``, one chosen/rejected pair per group) with its conversation as chat
+        messages, reward, advantage and provenance (``rlio.reader.dataset``).
+
+        ``options`` are those of ``rlio.reader.dataset.Selection`` (``split="train"``,
+        ``iterations``, ``min_reward``, ``min_advantage``, ``top_k``, ``dedupe``, ``pairs``,
+        ``min_margin``), or pass a ``Selection``.
+        """
+        from rlio.reader.dataset import Selection, dataset_batches
+
+        chosen = selection if selection is not None else Selection(**options)
+        return (row for rows in dataset_batches(self, chosen) for row in rows)
 
     def logtree(self, iteration: int, *, evaluator: str | None = None) -> LogtreeDocument | None:
         """The logtree document of an iteration (training, or ``evaluator``'s), or None."""
