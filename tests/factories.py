@@ -677,15 +677,18 @@ def group_prompt(g: int) -> str:
 
 def group_run(root: Path, rewards: list[list[list[float]]], *, evaluator: str | None = None,
               response: Any = None, layout_name: layout.Layout = "flat",
-              config: dict[str, Any] | None = None) -> Path:
+              config: dict[str, Any] | None = None, prompt: Any = None,
+              metrics: Any = None) -> Path:
     """A run through ``RunWriter`` whose iteration ``i`` has ``len(rewards[i])`` groups of
     math-style trajectories: group ``g`` asks ``group_prompt(g)``, trajectory ``t`` answers
     ``response(i, g, t)`` (default ``"Answer {i}.{g}.{t}"``) and scores ``rewards[i][g][t]`` as
     its step reward (``final_reward`` 0.0). The logtree has the cookbook's sections (``Group g``
     > ``Trajectory t Episode``); ``sampling_client_step`` is ``i``, and a checkpoint of batch
     ``i`` with a sampler path precedes iteration ``i`` (from 1). With ``evaluator``, the
-    rollouts are that evaluator's instead of training ones."""
+    rollouts are that evaluator's instead of training ones; ``prompt(i, g)`` replaces the user
+    message, ``metrics(i, g, t)`` gives ``trajectory_metrics``."""
     answer = response or (lambda i, g, t: f"Answer {i}.{g}.{t}")
+    ask = prompt or (lambda i, g: group_prompt(g))
     with RunWriter(root, layout=layout_name) as run:
         run.write_config(config or {"model_name": "m/1b", "learning_rate": 1e-5})
         run.write_code_diff(text="diff --git a/x b/x\n")
@@ -701,12 +704,13 @@ def group_run(root: Path, rewards: list[list[list[float]]], *, evaluator: str | 
                             with lt.section(f"Trajectory {t} Episode"):
                                 lt.conversation([
                                     {"role": "system", "content": GROUP_SYSTEM},
-                                    {"role": "user", "content": group_prompt(g)},
+                                    {"role": "user", "content": ask(i, g)},
                                     {"role": "assistant", "content": answer(i, g, t)}])
                             records.append({
                                 "group_idx": g, "traj_idx": t, "tags": ["math"],
                                 "sampling_client_step": i, "total_reward": r,
-                                "final_reward": 0.0, "trajectory_metrics": {},
+                                "final_reward": 0.0,
+                                "trajectory_metrics": metrics(i, g, t) if metrics else {},
                                 "steps": [{"step_idx": 0, "ob_len": 10, "ac_len": 4,
                                            "reward": r, "episode_done": True, "metrics": {},
                                            "logs": {}}],

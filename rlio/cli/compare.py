@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from rlio.cli import compare_prompts
 from rlio.cli.common import (
     EXIT_OK,
     EXIT_UNREADABLE,
@@ -31,6 +32,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
              "--sort env/all/reward/total:desc", "by cumulative cost, best run first"),
             ("rlio compare runs/sweep/ --baseline lr-1e-5",
              "every run's prompts against the run named lr-1e-5"),
+            ("rlio compare --prompts runs/a runs/b --split test",
+             "each test prompt's change from a to b, with intervals and a paired test"),
         ),
         exit_codes=(
             (EXIT_OK, "the page was written"),
@@ -56,6 +59,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--reports", action="store_true",
                    help="first write each run's report (rlio report), so every link resolves")
     add_parallel_options(p, "read")
+    compare_prompts.add_options(p)
     p.set_defaults(handler=run)
 
 
@@ -63,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
     """Write the comparison page of ``args.paths``."""
     from rlio.report.sweep import write_comparison
 
+    if args.prompts:
+        return compare_prompts.run(args)
     if args.jobs is not None and args.jobs < 1:
         return fail(f"--jobs must be at least 1, got {args.jobs}")
     options: dict[str, Any] = {"metrics": args.metric, "x": args.x, "sort": args.sort,

@@ -42,7 +42,8 @@ from rlio.reader.extras import require
 if TYPE_CHECKING:
     from rlio.reader.run import Run
 
-__all__ = ["DatasetResult", "Selection", "dataset_batches", "write_dataset"]
+__all__ = ["DatasetResult", "Selection", "Trajectory", "dataset_batches", "read_trajectories",
+           "splits_of", "write_dataset"]
 
 #: The columns of a trajectory row, in order.
 TRAJECTORY_COLUMNS: Final = (
@@ -185,12 +186,24 @@ def _finite(v: Any) -> float | None:
 
 
 @dataclass
-class _Traj:
+class Trajectory:
+    """One trajectory as a dataset reads it: where it is, its reward, its transcript.
+
+    Attributes:
+        group, traj: ``group_idx`` and ``traj_idx``.
+        reward: ``total_reward`` when it is a finite number, else None.
+        step: ``sampling_client_step`` when logged, else None.
+        messages: the conversation the logtree logged for it, or None.
+        record: the rollout-summary record itself.
+        advantage: the reward minus its group's mean (set when read by groups).
+    """
+
     group: int
     traj: int
     reward: float | None
     step: int | None
     messages: list[Mapping[str, Any]] | None
+    record: Mapping[str, Any] = field(repr=False, default_factory=dict)
     advantage: float | None = None
 
 
@@ -216,17 +229,31 @@ class _RunContext:
                 "sampler_path": None if ckpt is None else ckpt.get("sampler_path")}
 
 
-def _splits(run: Run, selection: Selection) -> list[tuple[str | None, str]]:
-    """The (evaluator label or None, split) pairs the selection reads, in order."""
-    labels: set[str | None] = set()
+def splits_of(run: Run) -> dict[str | None, list[int]]:
+    """The run's rollout splits: evaluator label (None: training) -> iterations with rollout
+    summaries, training first, then labels in order."""
+    found: dict[str | None, list[int]] = {}
     for info in run.iterations():
         for rel in info.files:
             rp = layout.parse_path(rel)
-            if rp.kind == "rollout_summaries":
-                labels.add(rp.label)
+            if rp.kind == "rollout_summaries" and info.index not in found.get(rp.label, []):
+                found.setdefault(rp.label, []).append(info.index)
+    return {k: found[k] for k in sorted(found, key=lambda x: (x is not None, x or ""))}
+
+
+def pick_split(run: Run, wanted: str) -> tuple[str | None, str]:
+    """``(label, split)`` of ``wanted`` (``"train"``, ``"eval/<label>"`` or a label).
+
+    Raises:
+        ValueError: the run has no rollouts of that split (the message lists those it has).
+    """
+    return _splits(run, Selection(split=wanted))[0]
+
+
+def _splits(run: Run, selection: Selection) -> list[tuple[str | None, str]]:
+    """The (evaluator label or None, split) pairs the selection reads, in order."""
     wanted = selection.split
-    out = [(label, layout.split_name(label))
-           for label in sorted(labels, key=lambda x: (x is not None, x or ""))]
+    out = [(label, layout.split_name(label)) for label in splits_of(run)]
     if wanted is None:
         return out
     keep = [(label, split) for label, split in out if wanted in (split, label)]
@@ -236,8 +263,14 @@ def _splits(run: Run, selection: Selection) -> list[tuple[str | None, str]]:
     return keep
 
 
-def _trajectories(run: Run, iteration: int, label: str | None) -> list[_Traj]:
+def read_trajectories(run: Run, iteration: int, *,
+                      evaluator: str | None = None) -> list[Trajectory]:
+    """The trajectories of one iteration (training, or ``evaluator``'s) in file order, each
+    joined to the conversation the iteration's logtree logged for it (the report's walk:
+    ``Group g`` sections, ``Trajectory t`` sections within)."""
     from rlio.logtree.iteration_page import find_transcripts
+
+    label = evaluator
 
     doc = run.logtree(iteration, evaluator=label)
     transcripts = find_transcripts(doc.get("root")).messages if doc is not None else {}
@@ -247,14 +280,15 @@ def _trajectories(run: Run, iteration: int, label: str | None) -> list[_Traj]:
         if type(g) is not int or type(t) is not int:
             continue
         step = rec.get("sampling_client_step")
-        out.append(_Traj(g, t, _finite(rec.get("total_reward")),
-                         step if type(step) is int else None, transcripts.get((g, t))))
+        out.append(Trajectory(g, t, _finite(rec.get("total_reward")),
+                              step if type(step) is int else None, transcripts.get((g, t)),
+                              rec))
     return out
 
 
-def _groups(trajs: list[_Traj]) -> dict[int, list[_Traj]]:
+def _groups(trajs: list[Trajectory]) -> dict[int, list[Trajectory]]:
     """Trajectories by group, each with its advantage (reward minus the group's mean)."""
-    groups: dict[int, list[_Traj]] = {}
+    groups: dict[int, list[Trajectory]] = {}
     for t in trajs:
         groups.setdefault(t.group, []).append(t)
     for members in groups.values():
@@ -265,7 +299,7 @@ def _groups(trajs: list[_Traj]) -> dict[int, list[_Traj]]:
     return groups
 
 
-def _group_stats(members: list[_Traj]) -> dict[str, Any]:
+def _group_stats(members: list[Trajectory]) -> dict[str, Any]:
     rewards = [t.reward for t in members if t.reward is not None]
     return {"group_mean": sum(rewards) / len(rewards) if rewards else None,
             "group_size": len(members)}
@@ -279,7 +313,7 @@ class _Selector:
         self.counts = counts
         self.seen: set[bytes] = set()
 
-    def usable(self, members: list[_Traj]) -> list[_Traj]:
+    def usable(self, members: list[Trajectory]) -> list[Trajectory]:
         """The trajectories with a transcript and a finite reward."""
         out = []
         for t in members:
@@ -292,7 +326,7 @@ class _Selector:
                 out.append(t)
         return out
 
-    def passes(self, t: _Traj) -> bool:
+    def passes(self, t: Trajectory) -> bool:
         """Whether ``t`` meets the minimums (counted when not)."""
         s = self.sel
         if s.min_reward is not None and (t.reward is None or t.reward < s.min_reward):
@@ -304,7 +338,7 @@ class _Selector:
             return False
         return True
 
-    def top(self, kept: list[_Traj]) -> list[_Traj]:
+    def top(self, kept: list[Trajectory]) -> list[Trajectory]:
         """The ``top_k`` best of a group's kept trajectories, in trajectory order."""
         k = self.sel.top_k
         if k is None or len(kept) <= k:
@@ -327,7 +361,7 @@ class _Selector:
 
 
 def _trajectory_rows(ctx: _RunContext, sel: _Selector, split: str, iteration: int,
-                     groups: dict[int, list[_Traj]]) -> Iterator[dict[str, Any]]:
+                     groups: dict[int, list[Trajectory]]) -> Iterator[dict[str, Any]]:
     for g in sorted(groups):
         members = groups[g]
         stats = _group_stats(members)
@@ -345,7 +379,7 @@ def _trajectory_rows(ctx: _RunContext, sel: _Selector, split: str, iteration: in
 
 
 def _pair_rows(ctx: _RunContext, sel: _Selector, split: str, iteration: int,
-               groups: dict[int, list[_Traj]]) -> Iterator[dict[str, Any]]:
+               groups: dict[int, list[Trajectory]]) -> Iterator[dict[str, Any]]:
     for g in sorted(groups):
         members = groups[g]
         usable = sel.usable(members)
@@ -399,7 +433,7 @@ def _batches(ctx: _RunContext, selection: Selection,
         iterations = [i for i in iterations if i in wanted]
     for label, split in splits:
         for i in iterations:
-            groups = _groups(_trajectories(run, i, label))
+            groups = _groups(read_trajectories(run, i, evaluator=label))
             if groups:
                 rows = list(make(ctx, sel, split, i, groups))
                 sel.counts.rows += len(rows)
