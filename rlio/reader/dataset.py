@@ -42,8 +42,8 @@ from rlio.reader.extras import require
 if TYPE_CHECKING:
     from rlio.reader.run import Run
 
-__all__ = ["DatasetResult", "Selection", "Trajectory", "dataset_batches", "read_trajectories",
-           "splits_of", "write_dataset"]
+__all__ = ["DatasetResult", "RunFiles", "Selection", "Trajectory", "dataset_batches",
+           "write_dataset"]
 
 #: The columns of a trajectory row, in order.
 TRAJECTORY_COLUMNS: Final = (
@@ -212,6 +212,7 @@ class _RunContext:
 
     def __init__(self, run: Run, name: str) -> None:
         self.run = run
+        self.files = RunFiles(run)
         self.head = {"run": name}
         self.tail = {"run_location": run.location,
                      "config_sha256": _sha256(run, layout.CONFIG),
@@ -229,61 +230,68 @@ class _RunContext:
                 "sampler_path": None if ckpt is None else ckpt.get("sampler_path")}
 
 
-def splits_of(run: Run) -> dict[str | None, list[int]]:
-    """The run's rollout splits: evaluator label (None: training) -> iterations with rollout
-    summaries, training first, then labels in order."""
-    found: dict[str | None, list[int]] = {}
-    for info in run.iterations():
-        for rel in info.files:
-            rp = layout.parse_path(rel)
-            if rp.kind == "rollout_summaries" and info.index not in found.get(rp.label, []):
-                found.setdefault(rp.label, []).append(info.index)
-    return {k: found[k] for k in sorted(found, key=lambda x: (x is not None, x or ""))}
+class RunFiles:
+    """A run's rollout summaries and logtrees by (iteration, evaluator label), listed once, so
+    that reading a long run iteration by iteration lists it only once."""
 
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self._paths: dict[tuple[int, str | None], dict[str, str]] = {}
+        for info in run.iterations():
+            for rel in info.files:
+                rp = layout.parse_path(rel)
+                if rp.kind in ("rollout_summaries", "logtree") and rp.iteration is not None:
+                    self._paths.setdefault((rp.iteration, rp.label), {}).setdefault(rp.kind, rel)
 
-def pick_split(run: Run, wanted: str) -> tuple[str | None, str]:
-    """``(label, split)`` of ``wanted`` (``"train"``, ``"eval/<label>"`` or a label).
+    def splits(self) -> dict[str | None, list[int]]:
+        """Evaluator label (None: training) -> the iterations with its rollout summaries;
+        training first, then the labels in order."""
+        found: dict[str | None, list[int]] = {}
+        for (i, label), kinds in sorted(self._paths.items(), key=lambda kv: kv[0][0]):
+            if "rollout_summaries" in kinds:
+                found.setdefault(label, []).append(i)
+        return {k: found[k] for k in sorted(found, key=lambda x: (x is not None, x or ""))}
 
-    Raises:
-        ValueError: the run has no rollouts of that split (the message lists those it has).
-    """
-    return _splits(run, Selection(split=wanted))[0]
+    def pick(self, wanted: str | None) -> list[tuple[str | None, str]]:
+        """The ``(label, split)`` pairs of ``wanted`` (``"train"``, ``"eval/<label>"``, a label;
+        None: every split), in order.
 
+        Raises:
+            ValueError: the run has no rollouts of that split (the message lists those it has).
+        """
+        out = [(label, layout.split_name(label)) for label in self.splits()]
+        if wanted is None:
+            return out
+        keep = [(label, split) for label, split in out if wanted in (split, label)]
+        if not keep:
+            raise ValueError(
+                f"no split {wanted!r} in run {self.run.location!r}; splits: "
+                f"{', '.join(s for _, s in out) or 'none (no rollout summaries)'}")
+        return keep
 
-def _splits(run: Run, selection: Selection) -> list[tuple[str | None, str]]:
-    """The (evaluator label or None, split) pairs the selection reads, in order."""
-    wanted = selection.split
-    out = [(label, layout.split_name(label)) for label in splits_of(run)]
-    if wanted is None:
+    def trajectories(self, iteration: int, label: str | None) -> list[Trajectory]:
+        """The trajectories of one iteration and split (``label``: an evaluator's label as on
+        disk, None: training) in file order, each joined to the conversation the iteration's
+        logtree logged for it (the report's walk: ``Group g`` sections, ``Trajectory t``
+        sections within)."""
+        from rlio.logtree.iteration_page import find_transcripts
+        from rlio.reader.source import iter_records, read_document
+
+        paths = self._paths.get((iteration, label), {})
+        doc = read_document(self.run.storage, paths["logtree"]) if "logtree" in paths else None
+        transcripts = find_transcripts(doc.get("root")).messages \
+            if isinstance(doc, dict) else {}
+        out = []
+        rel = paths.get("rollout_summaries")
+        for rec in iter_records(self.run.storage, rel) if rel is not None else ():
+            g, t = rec.get("group_idx"), rec.get("traj_idx")
+            if type(g) is not int or type(t) is not int:
+                continue
+            step = rec.get("sampling_client_step")
+            out.append(Trajectory(g, t, _finite(rec.get("total_reward")),
+                                  step if type(step) is int else None, transcripts.get((g, t)),
+                                  rec))
         return out
-    keep = [(label, split) for label, split in out if wanted in (split, label)]
-    if not keep:
-        raise ValueError(f"no split {wanted!r} in run {run.location!r}; splits: "
-                         f"{', '.join(s for _, s in out) or 'none (no rollout summaries)'}")
-    return keep
-
-
-def read_trajectories(run: Run, iteration: int, *,
-                      evaluator: str | None = None) -> list[Trajectory]:
-    """The trajectories of one iteration (training, or ``evaluator``'s) in file order, each
-    joined to the conversation the iteration's logtree logged for it (the report's walk:
-    ``Group g`` sections, ``Trajectory t`` sections within)."""
-    from rlio.logtree.iteration_page import find_transcripts
-
-    label = evaluator
-
-    doc = run.logtree(iteration, evaluator=label)
-    transcripts = find_transcripts(doc.get("root")).messages if doc is not None else {}
-    out = []
-    for rec in run.rollouts(iteration, evaluator=label):
-        g, t = rec.get("group_idx"), rec.get("traj_idx")
-        if type(g) is not int or type(t) is not int:
-            continue
-        step = rec.get("sampling_client_step")
-        out.append(Trajectory(g, t, _finite(rec.get("total_reward")),
-                              step if type(step) is int else None, transcripts.get((g, t)),
-                              rec))
-    return out
 
 
 def _groups(trajs: list[Trajectory]) -> dict[int, list[Trajectory]]:
@@ -419,21 +427,19 @@ def dataset_batches(run: Run, selection: Selection = Selection(), *, name: str |
     """
     counts = counts if counts is not None else Counts()
     ctx = _RunContext(run, name or run.name)
-    return _batches(ctx, selection, _Selector(selection, counts))
+    splits = ctx.files.pick(selection.split)  # raises here, not at the first row
+    return _batches(ctx, selection, splits, _Selector(selection, counts))
 
 
-def _batches(ctx: _RunContext, selection: Selection,
+def _batches(ctx: _RunContext, selection: Selection, splits: list[tuple[str | None, str]],
              sel: _Selector) -> Iterator[list[dict[str, Any]]]:
-    run = ctx.run
     make = _pair_rows if selection.pairs else _trajectory_rows
-    splits = _splits(run, selection)
-    iterations = [i.index for i in run.iterations()]
-    if selection.iterations is not None:
-        wanted = set(selection.iterations)
-        iterations = [i for i in iterations if i in wanted]
+    wanted = None if selection.iterations is None else set(selection.iterations)
     for label, split in splits:
-        for i in iterations:
-            groups = _groups(read_trajectories(run, i, evaluator=label))
+        for i in ctx.files.splits()[label]:
+            if wanted is not None and i not in wanted:
+                continue
+            groups = _groups(ctx.files.trajectories(i, label))
             if groups:
                 rows = list(make(ctx, sel, split, i, groups))
                 sel.counts.rows += len(rows)
@@ -487,17 +493,17 @@ def write_dataset(runs: Sequence[Run], out: str | os.PathLike[str],
     columns = PAIR_COLUMNS if selection.pairs else TRAJECTORY_COLUMNS
     schema = _schema(pa, columns)
     contexts = [_RunContext(run, name) for run, name in zip(runs, _names(runs), strict=True)]
-    for ctx in contexts:
-        _splits(ctx.run, selection)  # a run without the split fails before anything is written
+    # a run without the split fails here, before anything is written
+    splits = [ctx.files.pick(selection.split) for ctx in contexts]
     root.mkdir(parents=True, exist_ok=True)
     parquet, text = root / f"{selection.kind}.parquet", root / f"{selection.kind}.jsonl"
     total, per_run = Counts(), []
     selector = _Selector(selection, total)  # one for all runs: duplicates across runs too
     with pq.ParquetWriter(parquet, schema) as writer, \
             (text.open("wb") if jsonl else open(os.devnull, "wb")) as lines:
-        for ctx in contexts:
+        for ctx, found in zip(contexts, splits, strict=True):
             before = total.rows
-            for rows in _batches(ctx, selection, selector):
+            for rows in _batches(ctx, selection, found, selector):
                 if rows:  # one row group per split and iteration
                     writer.write_table(pa.Table.from_pylist(rows, schema=schema))
                     lines.write(b"".join(orjson.dumps(r) + b"\n" for r in rows))

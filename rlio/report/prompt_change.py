@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Literal
 
-from rlio.reader.dataset import Trajectory, pick_split, read_trajectories, splits_of
+from rlio.reader.dataset import RunFiles, Trajectory
 from rlio.reader.run import Run, open_run
 from rlio.report.paired_stats import (
     PairedTest,
@@ -206,8 +206,9 @@ class _Read:
 
 def _read_side(side: Side, match: str) -> tuple[SideSummary, _Read]:
     run = side.run if isinstance(side.run, Run) else open_run(side.run)
-    label, split = pick_split(run, side.split)
-    available = splits_of(run)[label]
+    files = RunFiles(run)
+    label, split = files.pick(side.split)[0]
+    available = files.splits()[label]
     if side.iterations in ("first", "last"):
         iterations = [available[0 if side.iterations == "first" else -1]]
     else:
@@ -220,8 +221,7 @@ def _read_side(side: Side, match: str) -> tuple[SideSummary, _Read]:
     out = _Read()
     used = []
     for i in iterations:
-        trajs = [t for t in read_trajectories(run, i, evaluator=label)
-                 if batch is None or t.step == batch]
+        trajs = [t for t in files.trajectories(i, label) if batch is None or t.step == batch]
         used += [i] if trajs else []
         for t in trajs:
             _add(out, t, match)
