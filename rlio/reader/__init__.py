@@ -4,7 +4,8 @@ Inside: ``run`` (``Run``, ``open_run``, ``IterationInfo``), ``records`` (the ``T
 record kind), ``source`` (streamed JSONL and JSON documents through ``rlio.storage``),
 ``conversations`` (the walk of a logtree's conversation nodes), ``table`` and ``frames`` (pandas
 and polars frames holding every key), ``follow`` (tailing a live run), ``export`` (Parquet
-datasets of many runs) and ``summary`` (the text of ``rlio show`` and ``rlio diff``).
+datasets of many runs), ``dataset`` (training datasets of rollouts) and ``summary`` (the text
+of ``rlio show`` and ``rlio diff``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from rlio.reader.conversations import Conversation
 from rlio.reader.extras import MissingExtraError
 from rlio.reader.records import (
+    CaptureRecord,
     CheckpointRecord,
     ConversationMessage,
     LogtreeDocument,
@@ -24,6 +26,7 @@ from rlio.reader.records import (
 from rlio.reader.run import IterationInfo, Run, open_run
 
 __all__ = [
+    "CaptureRecord",
     "CheckpointRecord",
     "Conversation",
     "ConversationMessage",

@@ -110,3 +110,18 @@ def test_misfiled_and_invalid_capture_records_are_findings(tmp_path: Path) -> No
     assert ("RL308", 1, "/kind") in found
     assert [line for c, line, _ in found if c == "RL201"] == [1, 2, 3]
     assert validate_run(tmp_path).ok is False
+
+
+def test_rlio_storage_moves_a_torn_capture_tail_aside(tmp_path: Path) -> None:
+    """A capture file cut mid-record by a crash: RlioStorage's owner moves the cut line to
+    capture/sample.jsonl.torn on open, and the file validates without RL103."""
+    write_jsonl(tmp_path, "metrics.jsonl", [{"step": 0}])
+    whole = json.dumps({"kind": "sample", "scope": {}, "created_at": 1.0, "num_samples": 1,
+                        "status": "error", "latency_sec": 0.5, "error": "RuntimeError()"})
+    (tmp_path / "capture").mkdir()
+    (tmp_path / "capture" / "sample.jsonl").write_text(whole + "\n" + whole[:30])
+    assert ("RL103", "capture/sample.jsonl") in {(c, f) for c, _, f, _, _ in findings(tmp_path)}
+    RlioStorage(tmp_path).close()
+    assert (tmp_path / "capture" / "sample.jsonl").read_text() == whole + "\n"
+    assert (tmp_path / "capture" / "sample.jsonl.torn").read_text().rstrip("\n") == whole[:30]
+    assert "RL103" not in {c for c, *_ in findings(tmp_path)}
