@@ -253,8 +253,8 @@ class RunFiles:
         return {k: found[k] for k in sorted(found, key=lambda x: (x is not None, x or ""))}
 
     def pick(self, wanted: str | None) -> list[tuple[str | None, str]]:
-        """The ``(label, split)`` pairs of ``wanted`` (``"train"``, ``"eval/<label>"``, a label;
-        None: every split), in order.
+        """The ``(label, split)`` pairs of ``wanted`` (``"train"``, ``"eval/<label>"``, an
+        evaluator's label or name; None: every split), in order.
 
         Raises:
             ValueError: the run has no rollouts of that split (the message lists those it has).
@@ -262,7 +262,9 @@ class RunFiles:
         out = [(label, layout.split_name(label)) for label in self.splits()]
         if wanted is None:
             return out
-        keep = [(label, split) for label, split in out if wanted in (split, label)]
+        names = layout.label_candidates(wanted) if wanted != "train" else ()
+        keep = [(label, split) for label, split in out
+                if wanted in (split, label) or (label is not None and label in names)]
         if not keep:
             raise ValueError(
                 f"no split {wanted!r} in run {self.run.location!r}; splits: "
