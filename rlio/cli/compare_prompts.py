@@ -22,7 +22,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    "instead of writing the page; PATH is one run (A and B are two points of "
                    "it) or two runs")
     for side, default in (("a", "first (one run) or last"), ("b", "last")):
-        g.add_argument(f"--{side}", metavar="SPEC", default=None,
+        g.add_argument(f"--{side}", metavar="SIDE", default=None,
                        help=f"what side {side.upper()} reads: first, last, N, N-M or N,M,... "
                        f"(iterations), or ckpt:NAME (trajectories sampled with that checkpoint)"
                        f" (default: {default})")
@@ -43,7 +43,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 
 def _spec(text: str) -> dict[str, Any]:
-    """A side's SPEC as ``Side`` keyword arguments."""
+    """What ``--a`` or ``--b`` names, as ``Side`` keyword arguments."""
     if text.startswith("ckpt:"):
         return {"checkpoint": text[5:]}
     if text in ("first", "last"):
