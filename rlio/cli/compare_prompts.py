@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-from rlio.cli.common import EXIT_OK, fail
+from rlio.cli.common import EXIT_OK, fail, run_failure
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -110,10 +110,10 @@ def run(args: argparse.Namespace) -> int:
         b = Side(second, args.split, **_spec(args.b or "last"))
         change = prompt_change(a, b, match=args.match, seed=args.seed,
                                resamples=args.resamples, alpha=args.alpha, top=args.top)
+    except OSError as exc:  # no run there, or it cannot be read
+        return run_failure(exc.filename or first, exc)
     except (ValueError, RlioError) as exc:
         return fail(str(exc))
-    except OSError as exc:
-        return fail(f"cannot read {exc.filename or first}: {exc.strerror or exc}")
     if args.prompt_format == "json":
         sys.stdout.write(json.dumps(change.to_dict(), indent=2) + "\n")
     else:
