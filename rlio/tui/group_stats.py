@@ -27,11 +27,11 @@ def _count(value: Any) -> int:
 
 
 def outcome(record: Mapping[str, Any]) -> float | None:
-    """A trajectory's outcome: ``total_reward``, else the step rewards plus ``final_reward``
-    (None when neither can be had; NaN stays NaN)."""
-    total = _num(record.get("total_reward"))
-    if total is not None:
-        return total
+    """A trajectory's outcome: ``total_reward``; where the key is absent, the step rewards plus
+    ``final_reward``. None when it cannot be had (a null total is a NaN written as null: not
+    summed again); NaN stays NaN."""
+    if "total_reward" in record:
+        return _num(record.get("total_reward"))
     steps = record.get("steps")
     final = _num(record.get("final_reward"))
     if not isinstance(steps, list) or final is None:

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input, OptionList, Static
@@ -94,10 +94,12 @@ class RunsScreen(Base):
         self.feeds = list(feeds)
         self.metrics = list(metrics)
         self.columns = ["run", "status", "iter", "checkpoint"]
+        self.names = list(self.columns)  # what "sorted by" says
         for m in self.metrics:
-            short = m.rsplit("/", 2)
-            name = "/".join(short[-2:]) if len(short) > 1 else m
-            self.columns += [f"{name} last", "best"]
+            parts = m.rsplit("/", 2)
+            short = "/".join(parts[-2:]) if len(parts) > 1 else m
+            self.columns += [f"{short} last", "best"]
+            self.names += [f"{short} last", f"{short} best"]
         self.sort_col = 0
         self.reverse = False
         self.seen: tuple[int, ...] = ()
@@ -142,15 +144,14 @@ class RunsScreen(Base):
             table.move_cursor(row=table.get_row_index(current))
         arrow = "↓" if self.reverse else "↑"
         self.query_one("#title", Static).update(
-            f"rlio top · {len(self.feeds)} runs · sorted by {self.columns[self.sort_col]} "
+            f"rlio top · {len(self.feeds)} runs · sorted by {self.names[self.sort_col]} "
             f"{arrow} · Enter opens a run · ? help")
 
     def action_sort(self) -> None:
         """Sort by the next column."""
         self.sort_col = (self.sort_col + 1) % len(self.columns)
-        col = self.columns[self.sort_col]
         key = self.metrics[(self.sort_col - 4) // 2] if self.sort_col >= 4 else ""
-        self.reverse = self.sort_col >= 4 and not lower_is_better(key) and "last" in col
+        self.reverse = self.sort_col >= 4 and not lower_is_better(key)  # the best first
         self.seen = ()
         self.tick()
 
@@ -162,7 +163,7 @@ class RunsScreen(Base):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         feed = next(f for f in self.feeds if f.location == event.row_key.value)
-        self.app.push_screen(RunScreen(feed))
+        self.app.push_screen(RunScreen(feed, extra=self.metrics))
 
 
 # -- one run ----------------------------------------------------------------------------------
@@ -317,19 +318,32 @@ class KeySearch(ModalScreen[str | None]):
 
     DEFAULT_CSS = """
     KeySearch { align: center middle; }
-    KeySearch > VerticalScroll { width: 70; max-width: 95%; height: 18; border: round $accent;
-        background: $surface; }
+    KeySearch > Vertical { width: 70; max-width: 95%; height: 18; max-height: 95%;
+        border: round $accent; background: $surface; }
+    KeySearch OptionList { height: 1fr; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "cancel"), Binding("down", "move(1)", show=False),
+        Binding("up", "move(-1)", show=False)]
 
     def __init__(self, keys: Sequence[str]) -> None:
         super().__init__()
         self.keys = list(keys)
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield Input(placeholder="part of a key, e.g. kl or reward")
+        with Vertical():
+            yield Input(placeholder="part of a key, e.g. kl or reward; ↑ ↓ Enter")
             yield OptionList(*[clean(k) for k in self.keys])
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def action_move(self, by: int) -> None:
+        """Move the highlight while typing."""
+        options = self.query_one(OptionList)
+        if options.option_count:
+            at = options.highlighted if options.highlighted is not None else -by
+            options.highlighted = max(0, min(options.option_count - 1, at + by))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         words = event.value.lower().split()
@@ -486,8 +500,7 @@ class GroupsScreen(Base):
         split = "train" if self.label is None else clean(self.label)
         self.query_one("#head", Static).update(
             f"{clean(self.feed.name)} · iteration {self.iteration} {split} · {len(groups)} "
-            f"groups · equal-reward groups {'—' if share is None else f'{share:.0%}'}"
-            " · Enter: trajectories")
+            f"groups · equal-reward groups {'—' if share is None else f'{share:.0%}'}")
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         group = self.groups[event.cursor_row]
@@ -550,7 +563,7 @@ class TranscriptScreen(Base):
 
     def compose(self) -> ComposeResult:
         t = self.traj
-        yield Static(f"transcript · iteration {self.iteration} · group {t.group} · trajectory "
+        yield Static(f"iteration {self.iteration} · group {t.group} · trajectory "
                      f"{t.traj} · reward {fmt(t.reward)} · advantage {fmt(t.advantage)}",
                      id="head")
         with VerticalScroll():
