@@ -132,10 +132,17 @@ class MetricsFeed:
     lines: int = 0
 
     def add(self, record: Mapping[str, Any], *, plot: bool = True) -> None:
-        """Take one metrics line (``plot``: also into the series)."""
+        """Take one metrics line (``plot``: into the series and last values too; else only
+        the chosen keys' best, the cheap pass over a long history)."""
         self.lines += 1
         x = step_of(record)
         if x is None:
+            return
+        if not plot:
+            for key in self.chosen:
+                y = _number(record.get(key))
+                if y is not None:
+                    self.best[key] = best_of(key, self.best.get(key), y)
             return
         if self.last_step is None or x >= self.last_step:
             self.last_step = x
@@ -151,11 +158,10 @@ class MetricsFeed:
                 self.last[key] = (x, y)
             if key in self.chosen:
                 self.best[key] = best_of(key, self.best.get(key), y)
-            if plot:
-                s = self.series.get(key)
-                if s is None:
-                    s = self.series[key] = Series()
-                s.add(x, y)
+            s = self.series.get(key)
+            if s is None:
+                s = self.series[key] = Series()
+            s.add(x, y)
 
     def value(self, key: str) -> float | None:
         """The last value of ``key``, or None."""
