@@ -46,7 +46,7 @@ class TopApp(App[None]):
     def tick(self) -> None:
         """Let the screen show what the feeds read since."""
         screen = self.screen
-        if isinstance(screen, Base):
+        if isinstance(screen, Base) and screen.ready:
             screen.tick()
 
     def action_help(self) -> None:

@@ -59,6 +59,9 @@ class Base(Screen[None]):
         Binding("q", "app.quit", "quit"),
     ]
 
+    #: Set once the screen's widgets are mounted: the app's tick waits for it.
+    ready = False
+
     def action_back(self) -> None:
         """Leave this screen (the first screen stays)."""
         if len(self.app.screen_stack) > 2:
@@ -110,6 +113,7 @@ class RunsScreen(Base):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.ready = True
         self.tick()
 
     def _row(self, feed: RunFeed) -> list[Any]:
@@ -188,6 +192,14 @@ class Chart(Panel):
 
     DEFAULT_CSS = "Chart { height: 4; width: 1fr; min-width: 30; }"
 
+    def __init__(self, draw: Any, rows: int) -> None:
+        super().__init__(draw)
+        self.rows = rows
+
+    def render(self) -> Text:
+        text: Text = self.draw(max(10, self.size.width or 80), self.rows)
+        return text
+
 
 class RunScreen(Base):
     """One run: header, latest iteration's rewards, charts, checkpoints, findings."""
@@ -219,6 +231,7 @@ class RunScreen(Base):
 
     def on_mount(self) -> None:
         self.feed.open_detail()
+        self.ready = True
         self.tick()
 
     def _distribution(self, width: int) -> Text:
@@ -235,13 +248,13 @@ class RunScreen(Base):
             return findings_text(list(self.feed.findings), self.feed.findings_state, 5)
 
     def _chart(self, label: str, key: str) -> Any:
-        def draw(width: int) -> Text:
+        def draw(width: int, rows: int) -> Text:
             with self.feed.lock:
                 m = self.feed.metrics
                 s = m.series.get(key)
                 pts = s.points() if s is not None else []
                 return chart_text(label, key, pts, m.value(key), m.best.get(key)
-                                  if key in m.best else _best(pts, key), width, 3)
+                                  if key in m.best else _best(pts, key), width, rows)
         return draw
 
     def head_text(self) -> str:
@@ -256,8 +269,9 @@ class RunScreen(Base):
             elif st is not None and st.finished_by:
                 state += f" ({st.finished_by})"
             it = m.batch if m.batch is not None else m.last_step
+            it_s = "—" if it is None else str(it)
             ckpt = st.last_checkpoint if st is not None else None
-            lines = [f"{clean(f.name)} · {clean(state)} · iteration {it} · checkpoint "
+            lines = [f"{clean(f.name)} · {clean(state)} · iteration {it_s} · checkpoint "
                      f"{clean(ckpt) if ckpt is not None else '—'}",
                      f"{len(f.iterations)} iterations on disk · history: {f.history} · ? help"]
             if f.error:
@@ -278,7 +292,28 @@ class RunScreen(Base):
             self.keys = keys
             charts = self.query_one("#charts")
             charts.remove_children()
-            charts.mount_all([Chart(self._chart(label, key)) for label, key in keys])
+            charts.mount_all([Chart(self._chart(label, key), self._rows())
+                              for label, key in keys])
+            self._fit()
+        for w in self.query(Panel):
+            w.refresh(layout=True)
+
+    def _rows(self) -> int:
+        """Chart rows: 3 on a small terminal, more where there is room."""
+        return 3 if self.app.size.height < 40 else 6
+
+    def _fit(self) -> None:
+        """Lay the charts out for the terminal's size: 40 columns or more each."""
+        charts = self.query_one("#charts")
+        charts.styles.grid_size_columns = max(1, min(3, self.app.size.width // 40))
+        rows = self._rows()
+        charts.styles.grid_rows = str(rows + 1)
+        for chart in self.query(Chart):
+            chart.rows = rows
+            chart.styles.height = rows + 1
+
+    def on_resize(self) -> None:
+        self._fit()
         for w in self.query(Panel):
             w.refresh(layout=True)
 
@@ -438,6 +473,7 @@ class IterationsScreen(Base):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.ready = True
         self.tick()
 
     def tick(self) -> None:

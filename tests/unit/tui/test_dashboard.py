@@ -57,6 +57,11 @@ async def until(pilot: Any, ok: Callable[[], bool], what: str) -> None:
         await pilot.pause(0.05)
 
 
+def table_rows(app: Any) -> list[list[str]]:
+    """The runs view's rows as shown (runs named a and b), split into cells."""
+    return [ln.split() for ln in screen_text(app).splitlines() if ln.startswith((" a ", " b "))]
+
+
 def hashes(root: Path) -> dict[str, str]:
     """Every file under ``root`` by relative path, with its SHA-256."""
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
@@ -100,7 +105,8 @@ def test_one_run_opens_on_its_run_view_and_drills_down_to_a_transcript_and_back(
     app = _app(demo)
 
     async def script(pilot: Any) -> None:
-        await until(pilot, lambda: "mean reward" in screen_text(app), "the rewards panel")
+        await until(pilot, lambda: "mean reward" in screen_text(app)
+                    and "iteration 11 · checkpoint" in screen_text(app), "the first screen")
         text = screen_text(app)
         assert "demo · finished (final checkpoint) · iteration 11 · checkpoint final" in text
         assert "iteration 11 · 16 trajectories · 4 groups" in text
@@ -173,19 +179,14 @@ def test_runs_view_lists_every_run_and_sorts_by_a_metric(tmp_path: Path) -> None
 
     async def script(pilot: Any) -> None:
         assert isinstance(app.screen, RunsScreen)
-        await until(pilot, lambda: all(f.status and f.loaded for f in app.feeds)
-                    and "final" in screen_text(app), "both rows")
-        await pilot.pause(0.2)
-        rows = [ln for ln in screen_text(app).splitlines() if ln.startswith((" a ", " b "))]
-        assert rows[0].split()[:4] == ["a", "finished", "2", "final"]
-        assert rows[1].split()[:4] == ["b", "finished", "4", "final"]
+        expected = [["a", "finished", "2", "final"], ["b", "finished", "4", "final"]]
+        await until(pilot, lambda: [r[:4] for r in table_rows(app)] == expected, "both rows")
         best = {f.name: f.metrics.best["env/all/reward/total"] for f in app.feeds}
         for _ in range(5):
             await pilot.press("s")
         assert "sorted by reward/total best ↓" in screen_text(app)
         first = max(best, key=lambda k: best[k])
-        rows = [ln for ln in screen_text(app).splitlines() if ln.startswith((" a ", " b "))]
-        assert rows[0].split()[0] == first
+        assert table_rows(app)[0][0] == first
         await pilot.press("enter")
         assert isinstance(app.screen, RunScreen) and app.screen.feed.name == first
 

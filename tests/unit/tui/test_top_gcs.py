@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("textual")
 
-from test_dashboard import drive, screen_text, until
+from test_dashboard import drive, screen_text, table_rows, until
 
 from rlio.demo import run_demo
 from rlio.storage import open_storage
@@ -56,12 +56,8 @@ def test_a_gs_prefix_of_two_runs_shows_both_and_opens_a_transcript(gs_env: Emula
 
     async def script(pilot: Any) -> None:
         assert isinstance(app.screen, RunsScreen)
-        await until(pilot, lambda: all(f.status and f.loaded for f in app.feeds),
-                    "both runs read")
-        await pilot.pause(0.2)
-        rows = [ln.split()[:4] for ln in screen_text(app).splitlines()
-                if ln.startswith((" a ", " b "))]
-        assert rows == [["a", "finished", "1", "final"], ["b", "finished", "2", "final"]]
+        expected = [["a", "finished", "1", "final"], ["b", "finished", "2", "final"]]
+        await until(pilot, lambda: [r[:4] for r in table_rows(app)] == expected, "both rows")
         await pilot.press("enter")
         assert isinstance(app.screen, RunScreen)
         await until(pilot, lambda: "mean reward" in screen_text(app), "the run view")

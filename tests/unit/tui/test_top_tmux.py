@@ -84,8 +84,9 @@ def test_first_screen_a_transcript_and_back_then_q_restores_the_terminal(
     tmux.wait(lambda s: "before-top" in s, "the shell")
     tmux.keys(f"{env} {shlex.quote(sys.executable)} -m rlio top {shlex.quote(str(run))}; "
               "echo exit=$?", "Enter")
-    first = tmux.wait(lambda s: "mean reward" in s and "reward  last" in s, "the first screen")
-    assert "demo · finished (final checkpoint) · iteration 5 · checkpoint final" in first
+    head = "demo · finished (final checkpoint) · iteration 5 · checkpoint final"
+    first = tmux.wait(lambda s: head in s and "mean reward" in s and "reward  last" in s,
+                      "the first screen")
     assert "equal-reward groups" in first
     assert len(first.splitlines()) <= 24 and all(len(ln) <= 80 for ln in first.splitlines())
     tmux.keys("i")
