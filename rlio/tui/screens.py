@@ -18,6 +18,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input, OptionList, Static
 
 from rlio import layout
+from rlio.findings import Severity
 from rlio.tui.chat_text import clean, transcript_text
 from rlio.tui.feeds import RunFeed, lower_is_better
 from rlio.tui.group_stats import GroupRow, TrajectoryRow, equal_share, group_rows
@@ -273,7 +274,8 @@ class RunScreen(Base):
             ckpt = st.last_checkpoint if st is not None else None
             lines = [f"{clean(f.name)} · {clean(state)} · iteration {it_s} · checkpoint "
                      f"{clean(ckpt) if ckpt is not None else '—'}",
-                     f"{len(f.iterations)} iterations on disk · history: {f.history} · ? help"]
+                     f"{len(f.iterations)} iterations on disk · history: {f.history} · "
+                     f"findings: {_findings_word(f)} · ? help"]
             if f.error:
                 lines.append(f"error: {clean(f.error)}")
             if not f.loaded:
@@ -339,6 +341,16 @@ class RunScreen(Base):
         with self.feed.lock:
             text = findings_text(list(self.feed.findings), self.feed.findings_state, 500)
         self.app.push_screen(TextScreen("findings", text))
+
+
+def _findings_word(feed: RunFeed) -> str:
+    """``checking``, ``none`` or ``3 (2 errors)``: the count so far."""
+    if feed.findings_state in ("not checked", "checking"):
+        return feed.findings_state
+    if not feed.findings:
+        return "none"
+    errors = sum(1 for x in feed.findings if x.severity == Severity.ERROR)
+    return f"{len(feed.findings)} ({errors} errors)"
 
 
 def _best(points: Sequence[tuple[float, float]], key: str) -> float | None:
