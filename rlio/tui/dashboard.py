@@ -41,7 +41,7 @@ class TopApp(App[None]):
             feed.start()
         self.push_screen(RunScreen(self.feeds[0], extra=self.metrics[1:])
                          if len(self.feeds) == 1 else RunsScreen(self.feeds, self.metrics))
-        self.set_interval(0.5, self.tick)
+        self.set_interval(0.2, self.tick)
 
     def tick(self) -> None:
         """Let the screen show what the feeds read since."""

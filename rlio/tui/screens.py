@@ -69,7 +69,7 @@ class Base(Screen[None]):
             self.app.pop_screen()
 
     def tick(self) -> None:
-        """Show what changed in the feeds (called twice a second)."""
+        """Show what changed in the feeds (called five times a second; cheap when nothing did)."""
 
 
 def _table(*columns: str) -> DataTable[Any]:
