@@ -210,7 +210,8 @@ class RunFeed:
         self.version = 0
         self.metrics = MetricsFeed(tuple(chosen))
         self.status: RunStatus | None = None
-        self.error: str | None = None
+        self.error: str | None = None  # a reader thread ended on it
+        self.look_error: str | None = None  # the last look failed (tried again)
         self.loaded = False  # the tail is in
         self.history = "pending"  # "pending", "reading", "done" or "tail only"
         self.checkpoints: deque[dict[str, Any]] = deque(maxlen=MAX_CHECKPOINTS)
@@ -359,31 +360,43 @@ class RunFeed:
                 self._changed()
 
     def _slow_loop(self) -> None:
-        watcher = None
-        last_groups: tuple[int, tuple[str, ...]] | None = None
+        """Every ``slow`` seconds (or when the run view opens): the status, and in the run view
+        the iterations, the latest groups and the findings. A look that fails (the network, a
+        file gone for now) is shown and tried again at the next one."""
+        state: dict[str, Any] = {"watcher": None, "groups": None}
         while True:
-            storage = self._open()
-            status = run_status(storage)
-            with self.lock:
-                if status != self.status:
-                    self.status = status
+            try:
+                self._look(state)
+            except OSError as exc:
+                with self.lock:
+                    self.look_error = f"{type(exc).__name__}: {exc}"
                     self._changed()
-                detail = self.detail
-            if detail:
-                if not self._detail_started:
-                    self._detail_started = True
-                    self._spawn(self._checkpoints_loop)
-                last_groups = self._look_iterations(storage, last_groups)
-                if self.loaded:  # the first screen before the validator's first pass
-                    if watcher is None:
-                        from rlio.validate.watch import Watcher
-
-                        watcher = Watcher(self.location)
-                    self._look_findings(watcher)
             self._wake.wait(self.slow)  # or sooner, when the run view opens
             self._wake.clear()
             if self._stop.is_set():
                 raise Stopped
+
+    def _look(self, state: dict[str, Any]) -> None:
+        storage = self._open()
+        status = run_status(storage)
+        with self.lock:
+            if status != self.status or self.look_error is not None:
+                self.status = status
+                self.look_error = None
+                self._changed()
+            detail = self.detail
+        if not detail:
+            return
+        if not self._detail_started:
+            self._detail_started = True
+            self._spawn(self._checkpoints_loop)
+        state["groups"] = self._look_iterations(storage, state["groups"])
+        if self.loaded:  # the first screen before the validator's first pass
+            if state["watcher"] is None:
+                from rlio.validate.watch import Watcher
+
+                state["watcher"] = Watcher(self.location)
+            self._look_findings(state["watcher"])
 
     def _look_iterations(self, storage: Storage, seen: tuple[int, tuple[str, ...]] | None
                          ) -> tuple[int, tuple[str, ...]] | None:

@@ -4,6 +4,7 @@ transcript, the same prompt across iterations, key search and help. Each screen 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -33,6 +34,9 @@ from rlio.tui.panels import (
 
 if TYPE_CHECKING:
     from rlio.reader.run import Run
+
+#: Conversations shown when a trajectory's own transcript is not linked in the logtree.
+MAX_OTHER_CONVERSATIONS = 20
 
 HELP = """\
 rlio top — keys
@@ -276,8 +280,9 @@ class RunScreen(Base):
                      f"{clean(ckpt) if ckpt is not None else '—'}",
                      f"{len(f.iterations)} iterations on disk · history: {f.history} · "
                      f"findings: {_findings_word(f)} · ? help"]
-            if f.error:
-                lines.append(f"error: {clean(f.error)}")
+            for error in (f.error, f.look_error):
+                if error:
+                    lines.append(f"error: {clean(error)}")
             if not f.loaded:
                 lines.append("loading the tail of metrics.jsonl…")
         return "\n".join(lines)
@@ -607,6 +612,8 @@ class TranscriptScreen(Base):
         self.label = label
         self.traj = traj
         self.messages: list[Any] | None = None
+        self.others: list[Any] = []
+        self.loaded = False
         self.thinking = False
 
     def compose(self) -> ComposeResult:
@@ -623,25 +630,40 @@ class TranscriptScreen(Base):
 
     @work(thread=True, exclusive=True)
     def load(self) -> None:
-        """Read the logtree (a worker thread)."""
-        found = _transcripts(_run(self.feed), self.iteration, self.label)
-        self.app.call_from_thread(self.show, found.get((self.traj.group, self.traj.traj)))
+        """Read the logtree (a worker thread); without this trajectory's transcript, the
+        iteration's conversations as logged."""
+        run = _run(self.feed)
+        found = _transcripts(run, self.iteration, self.label)
+        messages = found.get((self.traj.group, self.traj.traj))
+        others = [] if messages is not None else list(
+            itertools.islice(run.conversations(self.iteration, evaluator=self.label),
+                             MAX_OTHER_CONVERSATIONS))
+        self.app.call_from_thread(self.show, messages, others)
 
-    def show(self, messages: list[Any] | None) -> None:
-        """Show the conversation (or say it was not logged)."""
+    def show(self, messages: list[Any] | None, others: Sequence[Any] = ()) -> None:
+        """Show the conversation, or say it was not logged (and what the logtree holds)."""
         self.messages = messages
+        self.others = list(others)
+        self.loaded = True
         body = self.query_one("#body", Static)
-        if messages is None:
-            body.update("this trajectory's transcript is not in the iteration's logtree "
-                        "(the cookbook logs the first few groups only)")
+        if messages is not None:
+            body.update(transcript_text(messages, thinking=self.thinking))
             return
-        body.update(transcript_text(messages, thinking=self.thinking))
+        text = Text("this trajectory's transcript is not linked in the iteration's logtree (the "
+                    "cookbook logs the first few groups only)", style="dim")
+        if self.others:
+            text.append(f"; the logtree's conversations (up to {MAX_OTHER_CONVERSATIONS}):\n",
+                        style="dim")
+            for conv in self.others:
+                text.append_text(transcript_text(conv.messages, thinking=self.thinking,
+                                                 title=" > ".join(conv.path) or "(top)"))
+        body.update(text)
 
     def action_thinking(self) -> None:
         """Unfold or fold the thinking parts."""
         self.thinking = not self.thinking
-        if self.messages is not None:
-            self.show(self.messages)
+        if self.loaded:
+            self.show(self.messages, self.others)
 
     def action_prompt(self) -> None:
         """The same prompt in every iteration that logged it."""

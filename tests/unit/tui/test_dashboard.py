@@ -264,3 +264,36 @@ def test_a_live_run_written_by_another_process_shows_each_new_iteration(
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_transcript_not_in_a_group_section_shows_the_logtrees_conversations(
+        tmp_path: Path) -> None:
+    """An evaluator-style logtree (a conversation outside any Group section): the trajectory's
+    screen says its transcript is not linked and shows the conversation the logtree holds."""
+    from rlio import RunWriter
+
+    root = tmp_path / "eval"
+    with RunWriter(root) as run:
+        with run.logtree(0, title="Evaluation") as lt:
+            lt.conversation([{"role": "user", "content": "capital of France?"},
+                             {"role": "assistant", "content": "Paris"}])
+        run.write_rollout_summaries(0, [
+            {"group_idx": 0, "traj_idx": 0, "tags": [], "sampling_client_step": 0,
+             "total_reward": 1.0, "final_reward": 1.0, "trajectory_metrics": {},
+             "steps": [{"step_idx": 0, "ob_len": 3, "ac_len": 2, "reward": 0.0,
+                        "episode_done": True, "metrics": {}, "logs": {}}],
+             "final_ob_len": 5}])
+        run.log_metrics({"progress/batch": 0, "env/all/reward/total": 1.0}, step=0)
+    app = _app(root)
+
+    async def script(pilot: Any) -> None:
+        await until(pilot, lambda: "mean reward 1" in screen_text(app), "the run view")
+        await pilot.press("i")
+        await until(pilot, lambda: "0          train" in screen_text(app), "the iteration")
+        await pilot.press("enter")
+        await until(pilot, lambda: bool(app.screen.groups), "the groups")
+        await pilot.press("enter", "enter")
+        await until(pilot, lambda: "Paris" in screen_text(app), "the logtree's conversation")
+        assert "not linked" in screen_text(app)
+
+    drive(app, script)
