@@ -85,9 +85,9 @@ def drive(app: TopApp, script: Callable[[Any], Awaitable[None]],
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 12-iteration demo run (tool calls, thinking, an evaluator, checkpoints)."""
+    """A 4-iteration demo run (tool calls, thinking, an evaluator, checkpoints)."""
     root = tmp_path_factory.mktemp("top") / "demo"
-    run_demo(root, iterations=12, seed=0)
+    run_demo(root, iterations=4, seed=0)
     return root
 
 
@@ -106,15 +106,15 @@ def test_one_run_opens_on_its_run_view_and_drills_down_to_a_transcript_and_back(
 
     async def script(pilot: Any) -> None:
         await until(pilot, lambda: "mean reward" in screen_text(app)
-                    and "iteration 11 · checkpoint" in screen_text(app), "the first screen")
+                    and "iteration 3 · checkpoint" in screen_text(app), "the first screen")
         text = screen_text(app)
-        assert "demo · finished (final checkpoint) · iteration 11 · checkpoint final" in text
-        assert "iteration 11 · 16 trajectories · 4 groups" in text
+        assert "demo · finished (final checkpoint) · iteration 3 · checkpoint final" in text
+        assert "iteration 3 · 16 trajectories · 4 groups" in text
         assert "equal-reward groups" in text
-        assert "reward  last 0.688" in text and "entropy" in text
+        assert "reward  last 0.8138" in text and "entropy" in text
         await pilot.press("i")
         assert isinstance(app.screen, IterationsScreen)
-        await until(pilot, lambda: "11         train" in screen_text(app), "iteration rows")
+        await until(pilot, lambda: "3          train" in screen_text(app), "iteration rows")
         await pilot.press("enter")
         assert isinstance(app.screen, GroupsScreen)
         await until(pilot, lambda: bool(app.screen.groups), "the groups")
@@ -127,14 +127,14 @@ def test_one_run_opens_on_its_run_view_and_drills_down_to_a_transcript_and_back(
         assert isinstance(screen, TranscriptScreen)
         await until(pilot, lambda: "── user" in screen_text(app), "the transcript")
         text = screen_text(app)
-        assert "iteration 11 · group 0 · trajectory 0 · reward 0.024 · advantage -0.7285" in text
+        assert "iteration 3 · group 0 · trajectory 0 · reward 0.0252 · advantage -0.7373" in text
         assert "→ calculator(" in text and "▸ thinking" in text
         await pilot.press("t")
         assert "I should multiply" in screen_text(app)
         await pilot.press("p")
         assert isinstance(app.screen, PromptScreen)
         await until(pilot, lambda: "trajectories · Enter" in screen_text(app), "prompt rows")
-        assert app.screen.rows[0][0] == 11
+        assert app.screen.rows[0][0] == 3
         for back in (TranscriptScreen, TrajectoriesScreen, GroupsScreen, IterationsScreen,
                      RunScreen, RunScreen):
             await pilot.press("escape")
