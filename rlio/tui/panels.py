@@ -47,6 +47,11 @@ def fmt(value: float | None) -> str:
     return f"{value:.4g}"
 
 
+def _evaluators(key: str) -> bool:
+    """Whether ``key`` is an evaluator's (``test/env/...``, ``gsm8k/test (v2)/env/...``)."""
+    return key.startswith(("test/", "eval/")) or ("/env/" in key and not key.startswith("env/"))
+
+
 def usual_keys(keys: Iterable[str]) -> list[tuple[str, str]]:
     """``(label, key)`` of each usual metric the run logs (training keys, not evaluators')."""
     present = sorted(keys)
@@ -55,7 +60,7 @@ def usual_keys(keys: Iterable[str]) -> list[tuple[str, str]]:
         key = next((k for k in exact if k in present), None)
         if key is None:
             key = next((k for k in present if fragment in k and "/" in k
-                        and not k.startswith(("test/", "eval/"))), None)
+                        and not _evaluators(k)), None)
         if key is not None and key not in (k for _, k in out):
             out.append((label, key))
     return out

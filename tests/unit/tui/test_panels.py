@@ -42,12 +42,18 @@ def test_the_usual_keys_are_found_by_their_real_names() -> None:
     evaluator's key is not taken for the training one."""
     keys = ["env/all/reward/total", "optim/kl_sample_train_v2", "optim/entropy", "optim/lr",
             "tokens/cumulative/sampled", "cost/cumulative_usd", "time/total",
-            "test/env/all/reward/total"]
+            "test/env/all/reward/total", "gsm8k/test (v2)/env/all/ac_tokens_per_turn"]
     assert usual_keys(keys) == [
         ("reward", "env/all/reward/total"), ("KL", "optim/kl_sample_train_v2"),
         ("entropy", "optim/entropy"), ("learning rate", "optim/lr"),
         ("tokens", "tokens/cumulative/sampled"), ("cost", "cost/cumulative_usd"),
         ("time", "time/total")]
+
+
+def test_an_evaluators_key_is_not_taken_for_a_usual_one() -> None:
+    """Only an evaluator logs tokens: no tokens chart (its key is not the training one)."""
+    assert usual_keys(["env/all/reward/total", "gsm8k/test (v2)/env/all/ac_tokens_per_turn",
+                       "test/time/total"]) == [("reward", "env/all/reward/total")]
 
 
 def test_a_chart_title_names_the_last_and_best_value() -> None:
