@@ -297,3 +297,31 @@ def test_a_transcript_not_in_a_group_section_shows_the_logtrees_conversations(
         assert "not linked" in screen_text(app)
 
     drive(app, script)
+
+
+def test_a_cookbook_run_with_every_quirk_is_shown_without_error(tmp_path: Path) -> None:
+    """The cookbook's quirks (NaN metrics, an HTML-only iteration, a 0-byte evaluator file,
+    rolling checkpoints, an eval-only line at the end): the run view, every iteration and every
+    group open without an error, and nothing in the run changes."""
+    from factories import cookbook_run
+
+    root = cookbook_run(tmp_path / "quirky", iterations=3)
+    before = hashes(root)
+    app = _app(root)
+
+    async def script(pilot: Any) -> None:
+        await until(pilot, lambda: "iteration 2 · checkpoint final" in screen_text(app)
+                    and "mean reward" in screen_text(app), "the run view")
+        await pilot.press("i")
+        await until(pilot, lambda: len(app.screen.shown) == 3, "the iterations")
+        for row in range(3):
+            if row:
+                await pilot.press("escape", "down")
+            await pilot.press("enter")
+            assert isinstance(app.screen, GroupsScreen)
+            await until(pilot, lambda: "groups · equal-reward" in screen_text(app),
+                        "an iteration's groups")
+        assert app.feeds[0].error is None and app.feeds[0].look_error is None
+
+    drive(app, script)
+    assert hashes(root) == before

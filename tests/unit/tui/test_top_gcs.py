@@ -48,10 +48,11 @@ def _upload(local: Path) -> str:
 def test_a_gs_prefix_of_two_runs_shows_both_and_opens_a_transcript(gs_env: Emulator,
                                                                    tmp_path: Path) -> None:
     """Two demo runs under a gs:// prefix: one row each (finished, the last iteration), the
-    run view from the tail only, and a transcript through the drill-down."""
+    run view from the tail only, a transcript through the drill-down, and nothing written."""
     run_demo(tmp_path / "sweep" / "a", iterations=2, seed=1)
     run_demo(tmp_path / "sweep" / "b", iterations=3, seed=2)
     uri = _upload(tmp_path / "sweep")
+    before = {e.path: e.size for e in open_storage(uri).walk()}
     app = TopApp(discover_named([uri]), poll=0.1, slow=0.2)
 
     async def script(pilot: Any) -> None:
@@ -69,3 +70,4 @@ def test_a_gs_prefix_of_two_runs_shows_both_and_opens_a_transcript(gs_env: Emula
         await until(pilot, lambda: "── user" in screen_text(app), "the transcript")
 
     drive(app, script)
+    assert {e.path: e.size for e in open_storage(uri).walk()} == before
