@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -31,7 +32,8 @@ class TopApp(App[None]):
                  slow: float = 3.0) -> None:
         super().__init__()
         self.metrics = list(metrics) or list(DEFAULT_METRICS)
-        self.feeds = [RunFeed(loc, name, chosen=self.metrics, poll=poll, slow=slow)
+        scans = threading.Semaphore(1)  # one long history is read at a time
+        self.feeds = [RunFeed(loc, name, chosen=self.metrics, poll=poll, slow=slow, scans=scans)
                       for name, loc in runs]
 
     def on_mount(self) -> None:

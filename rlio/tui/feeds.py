@@ -201,8 +201,11 @@ class RunFeed:
     under ``lock``; ``version`` grows whenever something shown changed."""
 
     def __init__(self, location: str, name: str, *, chosen: Iterable[str] = (),
-                 poll: float = 1.0, slow: float = 3.0) -> None:
+                 poll: float = 1.0, slow: float = 3.0,
+                 scans: threading.Semaphore | None = None) -> None:
         self.location = location
+        #: Held while the history is scanned: feeds sharing it scan one run at a time.
+        self.scans = scans or threading.Semaphore(1)
         self.name = name
         self.poll = poll
         self.slow = slow
@@ -316,7 +319,8 @@ class RunFeed:
         entry = storage.stat(layout.METRICS)
         size = entry.size if entry is not None else 0
         if size and len(tail) >= TAIL_LINES:
-            self._scan(storage, size, len(tail))
+            with self.scans:
+                self._scan(storage, size, len(tail))
         with self.lock:
             self.history = "done"
             self._changed()

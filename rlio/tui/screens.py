@@ -50,8 +50,9 @@ run view       /  chart any metric key       i  iterations (drill-down)
 iteration      Enter on a group → its trajectories → a transcript
 transcript     t  unfold / fold thinking     p  the same prompt in other iterations
 
-Outcome = total_reward (step rewards + final_reward); advantage = outcome − group mean.
-Everything is read-only: rlio top never writes to a run.
+outcome = total_reward (the step rewards plus final_reward)
+advantage = outcome − its group's mean; an equal-reward group has no learning signal
+rlio top only reads: it never writes to a run.
 """
 
 
