@@ -48,10 +48,10 @@ runs view      s  sort by the next column    r  reverse the order
 run view       /  chart any metric key       i  iterations (drill-down)
                f  all findings
 iteration      Enter on a group → its trajectories → a transcript
-transcript     t  unfold / fold thinking     p  the same prompt in other iterations
+transcript     t  unfold / fold thinking     p  the prompt in other iterations
 
 outcome = total_reward (the step rewards plus final_reward)
-advantage = outcome − its group's mean; an equal-reward group has no learning signal
+advantage = outcome − its group's mean (equal-reward groups: no signal)
 rlio top only reads: it never writes to a run.
 """
 
@@ -450,7 +450,7 @@ class HelpScreen(ModalScreen[None]):
         border: round $accent; background: $surface; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,question_mark,q", "close", "close")]
+        Binding("escape,question_mark", "close", "close")]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
