@@ -320,17 +320,16 @@ class RunFeed:
         size = entry.size if entry is not None else 0
         if size and len(tail) >= TAIL_LINES:
             with self.scans:
-                self._scan(storage, size, len(tail))
+                self._scan(storage, size)
         with self.lock:
             self.history = "done"
             self._changed()
 
-    def _scan(self, storage: Storage, size: int, tail_lines: int) -> None:
+    def _scan(self, storage: Storage, size: int) -> None:
         """Read the whole local file once: the chosen keys' best over every line, the series
         from every ``stride``-th line (about ``CAP`` of them), merged under the live ones."""
-        tail_bytes = max(1, storage.read_range(layout.METRICS, max(0, size - (64 << 10)),
-                                               size).count(b"\n"))
-        per_line = (min(size, 64 << 10)) / tail_bytes
+        sample = storage.read_range(layout.METRICS, max(0, size - (64 << 10)), size)
+        per_line = len(sample) / max(1, sample.count(b"\n"))  # bytes per line, about
         stride = max(1, int(size / per_line / CAP))
         scanned = MetricsFeed(self.metrics.chosen)
         for n, record in enumerate(_stopping(iter_records(storage, layout.METRICS),
