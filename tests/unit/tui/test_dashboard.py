@@ -292,7 +292,9 @@ def test_a_transcript_not_in_a_group_section_shows_the_logtrees_conversations(
         await until(pilot, lambda: "0          train" in screen_text(app), "the iteration")
         await pilot.press("enter")
         await until(pilot, lambda: bool(app.screen.groups), "the groups")
-        await pilot.press("enter", "enter")
+        await pilot.press("enter")
+        await until(pilot, lambda: "advantage" in screen_text(app), "the trajectories")
+        await pilot.press("enter")
         await until(pilot, lambda: "Paris" in screen_text(app), "the logtree's conversation")
         assert "not linked" in screen_text(app)
 
@@ -316,7 +318,10 @@ def test_a_cookbook_run_with_every_quirk_is_shown_without_error(tmp_path: Path) 
         await until(pilot, lambda: len(app.screen.shown) == 3, "the iterations")
         for row in range(3):
             if row:
-                await pilot.press("escape", "down")
+                await pilot.press("escape")
+                await until(pilot, lambda: isinstance(app.screen, IterationsScreen),
+                            "the iterations again")
+                await pilot.press("down")
             await pilot.press("enter")
             assert isinstance(app.screen, GroupsScreen)
             await until(pilot, lambda: "groups · equal-reward" in screen_text(app),

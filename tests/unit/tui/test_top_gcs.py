@@ -63,10 +63,14 @@ def test_a_gs_prefix_of_two_runs_shows_both_and_opens_a_transcript(gs_env: Emula
         assert isinstance(app.screen, RunScreen)
         await until(pilot, lambda: "mean reward" in screen_text(app), "the run view")
         assert app.feeds[0].history == "tail only"
-        await pilot.press("i", "enter")
+        await pilot.press("i")
+        await until(pilot, lambda: "iteration  split" in screen_text(app), "the iterations")
+        await pilot.press("enter")
         await until(pilot, lambda: bool(getattr(app.screen, "groups", None)), "the groups")
-        await pilot.press("enter", "enter")
-        assert isinstance(app.screen, TranscriptScreen)
+        await pilot.press("enter")
+        await until(pilot, lambda: "advantage" in screen_text(app), "the trajectories")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, TranscriptScreen), "the transcript")
         await until(pilot, lambda: "── user" in screen_text(app), "the transcript")
 
     drive(app, script)
