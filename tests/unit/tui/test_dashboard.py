@@ -252,7 +252,8 @@ def test_a_live_run_written_by_another_process_shows_each_new_iteration(
             go.touch()
             await until(pilot, lambda: "iteration 3 · 2 trajectories" in screen_text(app),
                         "iteration 3, written live")
-            assert "· iteration 3 · checkpoint" in screen_text(app)
+            await until(pilot, lambda: "· iteration 3 · checkpoint" in screen_text(app),
+                        "the header's iteration 3 (its metrics line comes on its own tick)")
             go.unlink()
             await until(pilot, lambda: "finished (final checkpoint)" in screen_text(app),
                         "the end of the run")
