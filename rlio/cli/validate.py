@@ -21,7 +21,7 @@ from rlio.cli.common import (
     fail,
     printable,
 )
-from rlio.errors import RunNotFoundError
+from rlio.errors import RunNotFoundError, install_line
 from rlio.findings import Finding, Report, Severity
 from rlio.status import RunStatus, run_statuses
 from rlio.validate.fleet import (
@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             import distributed
         except ImportError:
-            return fail("--dask needs the distributed package: pip install 'rlio[dask]'")
+            return fail("--dask needs the distributed package (the extra rlio[dask]): "
+            + install_line("dask"))
         try:
             client = distributed.Client(args.dask, timeout=30)  # type: ignore[no-untyped-call]
         except (OSError, TimeoutError, ValueError) as exc:
