@@ -22,7 +22,7 @@ from rlio.cli.common import (
     printable,
 )
 from rlio.errors import RunNotFoundError, install_line
-from rlio.findings import Finding, Report, Severity
+from rlio.findings import Finding, Report, Severity, counts_text
 from rlio.status import RunStatus, run_statuses
 from rlio.validate.fleet import (
     FleetReport,
@@ -208,8 +208,7 @@ def verdict_line(report: Report, fail_on: Severity) -> str:
     """``RUN: ok|FAILED: counts``; FAILED exactly when a finding is at or above ``fail_on``."""
     c = report.counts
     verdict = "FAILED" if report.at_or_above(fail_on) else "ok"
-    return (f"{printable(report.run)}: {verdict}: {c['error']} error(s), "
-            f"{c['warning']} warning(s), {c['info']} info")
+    return f"{printable(report.run)}: {verdict}: {counts_text(c)}"
 
 
 def render_fleet_text(fleet: FleetReport, fail_on: Severity,

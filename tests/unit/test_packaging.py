@@ -276,8 +276,7 @@ def test_install_line_from_a_checkout_names_the_checkout_editable() -> None:
 
 def test_every_extra_is_listed_in_the_readme_and_all() -> None:
     """Every extra of pyproject.toml (but test, inside dev) is named in the README, and `all`
-    holds every user-facing
-    extra (all but test, dev and all)."""
+    holds every user-facing extra (all but test, dev and all)."""
     import tomllib
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][

@@ -19,13 +19,24 @@ def setup_commands() -> list[str]:
 
 
 def test_readme_has_install_demo_and_test_commands() -> None:
-    """The set-up section holds the install + demo + validate line and the test command."""
+    """The set-up section holds a light line (the base package from the checkout, the demo,
+    validate) and the test line (the test extras, the cookbook, pytest) that .ci/run runs as
+    written."""
     install, tests = setup_commands()[:2]
-    assert "pip install -e '.[dev]'" in install and "rlio demo out/demo" in install
-    assert "rlio validate out/demo" in install
-    assert tests == ".venv/bin/python -m pytest -m 'not slow'"
+    assert ".venv/bin/pip install -e . &&" in install and "[" not in install
+    assert "rlio demo out/demo" in install and "rlio validate out/demo" in install
+    assert "pip install -e '.[dev]'" in tests and "--no-deps 'tinker-cookbook==0.6.1'" in tests
+    assert tests.endswith(".venv/bin/python -m pytest -m 'not slow'")
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert tests in ci
+    assert tests in ci.splitlines()
+
+
+def test_readme_is_short_and_links_its_details() -> None:
+    """The README stays a page for users (under about 150 lines) and links the documents its
+    details moved to, all of which exist."""
+    assert README.count("\n") <= 155
+    for doc in ("docs/storage.md", "docs/benchmarks.md", "docs/cli.md", "docs/development.md"):
+        assert f"]({doc})" in README and (ROOT / doc).is_file(), doc
 
 
 def test_readme_rlio_commands_run_twice_in_a_row(tmp_path: Path) -> None:
