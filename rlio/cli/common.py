@@ -122,8 +122,9 @@ def dask_executor(address: str | None) -> Iterator[Any]:
     try:
         import distributed
     except ImportError as exc:
-        raise ValueError("--dask needs the distributed package (the extra rlio[dask]): "
-            + install_line("dask")) from exc
+        need = install_line("dask")
+        raise ValueError(f"--dask needs the distributed package (the extra rlio[dask]): {need}"
+                         ) from exc
     try:
         client: Any = distributed.Client(address, timeout=30)  # type: ignore[no-untyped-call]
     except (OSError, TimeoutError, ValueError) as exc:

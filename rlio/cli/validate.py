@@ -99,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             import distributed
         except ImportError:
-            return fail("--dask needs the distributed package (the extra rlio[dask]): "
-            + install_line("dask"))
+            need = install_line("dask")
+            return fail(f"--dask needs the distributed package (the extra rlio[dask]): {need}")
         try:
             client = distributed.Client(args.dask, timeout=30)  # type: ignore[no-untyped-call]
         except (OSError, TimeoutError, ValueError) as exc:

@@ -44,6 +44,7 @@ from rlio.writer.summaries import cross_check, ordered_rollout, records_argument
 from rlio.writer.support import (
     checkpoint_record,
     git_diff,
+    metrics_call,
     metrics_record,
     refuse_fresh_start,
     refuse_symlinks,
@@ -265,7 +266,8 @@ class RunWriter:
 
     # -- records: encoded, judged -----------------------------------------------------------
 
-    def _encode(self, record: Any, what: str, index: int, *, call: str | None = None) -> bytes:
+    def _encode(self, record: Any, what: str, index: int, *,
+                call: Callable[[], str] | None = None) -> bytes:
         """One JSONL line: orjson at once under the strict policy; a record orjson refuses (or
         the token policy) is made plain JSON values first (``to_json_value``).
 
@@ -277,18 +279,19 @@ class RunWriter:
                 return orjson.dumps(record, normalize_value, _LINE_OPTS)
             except (TypeError, ValueError, RecursionError):
                 pass
-        plain = to_json_value(record, what=what, index=index, call=call)
+        plain = to_json_value(record, what=what, index=index, call=call and call())
         return encode_line(plain, nonfinite=self._nonfinite, index=index)
 
     def _line(self, schema: str, record: Any, what: str, index: int,
-              line: bytes | None = None, *, call: str | None = None) -> tuple[Any, bytes]:
+              line: bytes | None = None, *,
+              call: Callable[[], str] | None = None) -> tuple[Any, bytes]:
         """The line of ``record`` (``line`` when given), and the record as the validator will
         read it: the line decoded (NaN tokens as the null they stand for), judged by schema
         ``schema``'s checker. Without ``check``: ``record`` and its line.
 
         Raises:
-            RecordError: naming ``what`` and the index (or the ``call``, when given) and the JSON
-                pointer of the problem.
+            RecordError: naming ``what`` and the index (or ``call()``, the caller's call, when
+                given) and the JSON pointer of the problem.
         """
         if line is None:
             line = self._encode(record, what, index, call=call)
@@ -303,7 +306,8 @@ class RunWriter:
         if self._checks[schema](image):
             return image, line
         pointer, reason = explain(schema, image) or ("", f"does not match schema {schema}")
-        raise RecordError(f"{call or f'{what} {index}'} at {pointer or '/'}: {reason}",
+        where = call() if call is not None else f"{what} {index}"
+        raise RecordError(f"{where} at {pointer or '/'}: {reason}",
                           index=index, pointer=pointer)
 
     # -- append-only files -------------------------------------------------------------------
@@ -347,7 +351,6 @@ class RunWriter:
             self._log_with_spans(metrics, step)
             return
         index = self._counts[L.METRICS]
-        call = "log_metrics(...)" if step is None else f"log_metrics(..., step={step!r:.40})"
         if type(step) is int and type(metrics) is dict and "step" not in metrics \
                 and self._nonfinite == "null" and step.bit_length() < 64:
             try:  # the step goes in front of the encoded metrics (no copy of the caller's dict)
@@ -357,7 +360,8 @@ class RunWriter:
             if body is not None:
                 line = (b'{"step":%d,' % step + body[1:] if len(body) > 3
                         else b'{"step":%d}\n' % step)
-                self._line("metrics-line", metrics, "metrics record", index, line, call=call)
+                self._line("metrics-line", metrics, "metrics record", index, line,
+                           call=lambda: metrics_call(step))
                 self._append(L.METRICS, line, durable=False)
                 self._last_step = step
                 top = self._top_step
@@ -366,8 +370,9 @@ class RunWriter:
                 elif step < top:
                     self._step_went_back(step, top)
                 return
+        call = metrics_call(step)
         record = metrics_record(metrics, step, index, call)
-        _, line = self._line("metrics-line", record, "metrics record", index, call=call)
+        _, line = self._line("metrics-line", record, "metrics record", index, call=lambda: call)
         self._append(L.METRICS, line, durable=False)
         self._last_step = s = record.get("step", self._last_step)
         top = self._top_step

@@ -92,6 +92,11 @@ def refuse_fresh_start(storage: Storage, *, has_iteration_files: bool) -> None:
         )
 
 
+def metrics_call(step: Any) -> str:
+    """How errors name a ``log_metrics`` call: ``log_metrics(..., step=3)``."""
+    return "log_metrics(...)" if step is None else f"log_metrics(..., step={step!r:.40})"
+
+
 def metrics_record(metrics: Mapping[str, Any], step: Any, index: int,
                    call: str = "log_metrics(...)") -> Mapping[str, Any]:
     """The metrics line of ``log_metrics(metrics, step)``: ``step`` first, then the metrics.
