@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from factories import run_cli
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from rlio import RunWriter
 from rlio._codec.numtext import number_text
+from rlio.cli import main
+from rlio.cli.query import render_table
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False))
@@ -29,19 +31,21 @@ def test_the_forms_named_in_the_issue() -> None:
         "1e-05", "1.1", "7", "2", "NaN", "Infinity"]
 
 
-def test_diff_compare_and_query_print_one_number_the_same_way(tmp_path: Path) -> None:
-    """The learning rate 1e-05 and the metric 1.1 (stored as 1.0999999999999999 after a sum)
-    read the same in `rlio diff`, `rlio compare`'s page and `rlio query`'s table."""
+def test_diff_compare_and_query_print_one_number_the_same_way(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The learning rate 1e-05 and the value 1.1 (1.0999999999999999 after a sum) read the same
+    in `rlio diff`, `rlio compare`'s page and `rlio query`'s table (its renderer: DuckDB itself
+    is tested in tests/unit/reader/test_reader_sql.py)."""
     for name, lr in (("a", 1e-05), ("b", 2.5e-05)):
         with RunWriter(tmp_path / "runs" / name) as run:
             run.write_config({"lr": lr})
             run.log_metrics({"v": 0.1 + 1.0}, step=0)
-    diff = run_cli("diff", "runs/a", "runs/b", cwd=tmp_path)
-    assert "lr: 1e-05 -> 2.5e-05" in diff.stdout, diff.stdout
+    runs = [str(tmp_path / "runs" / n) for n in ("a", "b")]
+    assert main(["diff", *runs]) == 0
+    assert "lr: 1e-05 -> 2.5e-05" in capsys.readouterr().out
     page = tmp_path / "c.html"
-    assert run_cli("compare", "runs/a", "runs/b", "-o", str(page), cwd=tmp_path).returncode == 0
+    assert main(["compare", *runs, "-o", str(page)]) == 0
     html = page.read_text(encoding="utf-8")
     assert ">1e-05<" in html and "0.00001" not in html
-    query = run_cli("query", "SELECT max(v) AS v FROM metrics", "runs", cwd=tmp_path)
-    assert query.returncode == 0, query.stderr
-    assert "1.1" in query.stdout.split() and "1.0999999999999999" not in query.stdout
+    table = render_table(["run", "v"], [("a", 0.1 + 1.0), ("b", 1e-05)])  # rlio query's text
+    assert table.splitlines()[2:4] == ["a      1.1", "b    1e-05"]
