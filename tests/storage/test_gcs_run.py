@@ -11,6 +11,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rlio.storage import open_storage
 from rlio.storage.gcs.api import PARTS_DIR
 from rlio.storage.gcs.storage import GcsStorage
