@@ -7,6 +7,11 @@ class RlioError(Exception):
     """Base class of every error rlio raises on purpose."""
 
 
+class RlioWarning(UserWarning):
+    """Something rlio wrote or read that is probably not what the caller meant (a metrics step
+    that goes backwards, a config value written as text); the write still happened."""
+
+
 class RecordError(RlioError, ValueError):
     """A record cannot be written faithfully; names the record index and JSON pointer."""
 
@@ -33,11 +38,48 @@ class UnsafeStorageError(RlioError, OSError):
 
 
 class MissingExtraError(RlioError, ImportError):
-    """An optional dependency a feature needs is not installed; names the ``pip install`` line.
+    """An optional dependency a feature needs is not installed; names the ``pip install`` line
+    that works for how rlio was installed (``install_line``).
 
     Each URI scheme's library comes with its extra (gs://: ``rlio[gcs]``, s3://: ``rlio[s3]``,
     az://: ``rlio[azure]``), which the base install leaves out (most runs are local).
     """
+
+
+def install_line(extra: str) -> str:
+    """The command that installs rlio's extra ``extra`` into the running interpreter, in the form
+    that works for how rlio was installed: from a checkout (this package sits beside its
+    ``pyproject.toml``) ``python -m pip install -e '/path/to/checkout[gcs]'``; from a local
+    folder, that folder; from a package index ``python -m pip install 'rlio[gcs]'``."""
+    import shlex
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    if (root / "pyproject.toml").is_file() and (root / "rlio" / "errors.py").is_file():
+        target = f"-e {shlex.quote(f'{root}[{extra}]')}"
+    else:
+        source = _installed_from()
+        target = shlex.quote(f"{source}[{extra}]" if source else f"rlio[{extra}]")
+    python = shlex.quote(sys.executable) if sys.executable else "python3"
+    return f"{python} -m pip install {target}"
+
+
+def _installed_from() -> str | None:
+    """The local folder rlio was installed from (its ``direct_url.json``), if it still exists."""
+    import json
+    import os
+    from importlib import metadata
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        text = metadata.distribution("rlio").read_text("direct_url.json")
+        url = json.loads(text)["url"] if text else ""
+    except (metadata.PackageNotFoundError, ValueError, KeyError, TypeError, OSError):
+        return None
+    parts = urlsplit(url)
+    path = unquote(parts.path)
+    return path if parts.scheme == "file" and os.path.isdir(path) else None
 
 
 class StorageUnavailableError(RlioError, OSError):

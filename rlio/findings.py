@@ -164,6 +164,15 @@ def pointer_of(path: Iterable[str | int]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
+#: How a count of findings of each severity is labelled in text ("2 warning(s)"), everywhere.
+COUNT_LABELS = (("error", "error(s)"), ("warning", "warning(s)"), ("info", "info(s)"))
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    """``"0 error(s), 2 warning(s), 1 info(s)"``: a report's counts as every text output says."""
+    return ", ".join(f"{counts[sev]:,} {label}" for sev, label in COUNT_LABELS)
+
+
 @dataclass(frozen=True, slots=True)
 class Report:
     """The outcome of validating one run: sorted findings and counts per severity (frozen;

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from rlio import layout as L
 from rlio._codec.jsonl import DecodeError, decode
 from rlio._codec.lines import MAX_TAIL_LINE, backward_lines
+from rlio._codec.numtext import number_text
 from rlio.rules import TRAINING_KEYS
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
@@ -67,7 +68,8 @@ class RunStatus:
         """What it last wrote: ``last wrote step 4 (done_frac 0.5) at T; last checkpoint 'x'``."""
         parts = []
         if self.last_step is not None:
-            frac = f" (done_frac {self.done_frac:g})" if self.done_frac is not None else ""
+            frac = (f" (done_frac {number_text(self.done_frac)})" if self.done_frac is not None
+                    else "")
             when = (time.strftime(" at %Y-%m-%dT%H:%M:%SZ", time.gmtime(self.last_write))
                     if self.last_write is not None else "")
             parts.append(f"last wrote step {self.last_step}{frac}{when}")

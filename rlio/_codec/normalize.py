@@ -15,38 +15,43 @@ import datetime
 import enum
 import math
 import os
+import warnings
 from collections.abc import Mapping
 from typing import Any, Literal
 
 import orjson
 
 from rlio._codec.jsonl import INT_MAX, INT_MIN, NonFinite, normalize_value
-from rlio.errors import RecordError
+from rlio.errors import RecordError, RlioWarning
 from rlio.findings import pointer_of
 
-OnUnserializable = Literal["error", "repr"]
+OnUnserializable = Literal["error", "repr", "text"]
 
 _MAX_DEPTH = 255  # orjson refuses to serialize deeper documents
 _Path = list[str | int]
 
 
-def _fail(what: str, path: _Path, reason: str, index: int | None) -> RecordError:
+def _fail(what: str, path: _Path, reason: str, index: int | None,
+          call: str | None = None) -> RecordError:
     pointer = pointer_of(path)
-    where = f"{what} {index}" if index is not None else what
+    where = call or (f"{what} {index}" if index is not None else what)
     return RecordError(f"{where} at {pointer or '/'}: {reason}", index=index, pointer=pointer)
 
 
 class _Normalizer:
     """One deep conversion; carries the options and the set of containers on the current path."""
 
-    def __init__(self, on_unserializable: OnUnserializable, what: str, index: int | None) -> None:
-        self.repr_mode = on_unserializable == "repr"
+    def __init__(self, on_unserializable: OnUnserializable, what: str, index: int | None,
+                 call: str | None, notes: list[str] | None) -> None:
+        self.mode = on_unserializable
         self.what = what
         self.index = index
+        self.call = call
+        self.notes = notes
         self.active: set[int] = set()
 
     def fail(self, path: _Path, reason: str) -> RecordError:
-        return _fail(self.what, path, reason, self.index)
+        return _fail(self.what, path, reason, self.index, self.call)
 
     def convert(self, obj: Any, path: _Path) -> Any:
         """``obj`` as plain JSON values (``path``: where it sits, for errors)."""
@@ -111,9 +116,12 @@ class _Normalizer:
         return self.convert(replacement, path)
 
     def _error_or_repr(self, obj: Any, path: _Path, reason: str) -> str:
-        if self.repr_mode:
-            return repr(obj)
-        raise self.fail(path, reason)
+        if self.mode == "error":
+            raise self.fail(path, reason)
+        text = repr(obj) if self.mode == "repr" else cookbook_text(obj)
+        if self.notes is not None:
+            self.notes.append(f"{pointer_of(path) or '/'} ({reason}; written as {text!r:.80})")
+        return text
 
     def _container(self, obj: Any, path: _Path) -> Any:
         """Convert a mapping, sequence or dataclass, refusing reference cycles."""
@@ -148,9 +156,22 @@ class _Normalizer:
             return k.value
         if isinstance(k, str):
             return str.__str__(k)
-        if self.repr_mode:
-            return json_key(k)
-        raise self.fail(path, f"key {k!r} is a {type(k).__name__}; keys must be strings")
+        if self.mode == "error":
+            raise self.fail(path, f"key {k!r} is a {type(k).__name__}; keys must be strings")
+        if self.notes is not None:
+            self.notes.append(f"{pointer_of(path) or '/'} (key {k!r} written as {json_key(k)!r})")
+        return json_key(k)
+
+
+def cookbook_text(obj: Any) -> str:
+    """The text the Tinker cookbook's logger writes for a config value with no JSON form: a
+    function or class as ``module.name`` (its ``dump_config``), anything else as
+    ``str(type(obj))`` (its JSON encoder's fallback); an oversized integer as its digits."""
+    if type(obj) is int:
+        return str(obj)
+    if callable(obj) and isinstance(getattr(obj, "__name__", None), str):
+        return f"{getattr(obj, '__module__', None) or 'builtins'}.{obj.__name__}"
+    return str(type(obj))
 
 
 def json_key(key: Any) -> str:
@@ -164,7 +185,7 @@ def json_key(key: Any) -> str:
 
 def to_json_value(
     obj: Any, *, on_unserializable: OnUnserializable = "error", what: str = "record",
-    index: int | None = None,
+    index: int | None = None, call: str | None = None, notes: list[str] | None = None,
 ) -> Any:
     """A deep copy of ``obj`` made only of dict, list, str, int, float, bool and None.
 
@@ -172,17 +193,20 @@ def to_json_value(
         obj: the value to convert (dataclasses, pydantic models, enums, paths, numpy/torch scalars,
             mappings, sequences, sets of orderable items, dates).
         on_unserializable: ``"error"`` raises for a value with no faithful JSON form;
-            ``"repr"`` writes its ``repr()`` string instead.
+            ``"repr"`` writes its ``repr()`` string instead; ``"text"`` the text the cookbook's
+            logger writes (``cookbook_text``).
         what: how error messages name the value (``"config"``, ``"metrics record"``).
         index: the record's index, named in errors.
+        call: the call to name in errors instead of ``what`` and ``index``.
+        notes: where each value written as text is described (its pointer and why).
 
     Raises:
         RecordError: naming the JSON pointer of the first value that cannot be written.
     """
     try:
-        return _Normalizer(on_unserializable, what, index).convert(obj, [])
+        return _Normalizer(on_unserializable, what, index, call, notes).convert(obj, [])
     except RecursionError:
-        raise _fail(what, [], "value nested too deeply to convert", index) from None
+        raise _fail(what, [], "value nested too deeply to convert", index, call) from None
 
 
 def has_nonfinite(obj: Any) -> bool:
@@ -223,15 +247,24 @@ def nonfinite_to_none(obj: Any) -> Any:
     return root
 
 
-def config_bytes(obj: Any, *, on_unserializable: OnUnserializable = "error",
+def config_bytes(obj: Any, *, on_unserializable: OnUnserializable = "text",
                  nonfinite: NonFinite = "null") -> bytes:
     """``config.json``'s bytes for ``obj``: a JSON object, indent 2, a final newline.
 
+    A value with no JSON form is written as ``on_unserializable`` says (by default as the
+    cookbook's logger writes it), with one ``RlioWarning`` naming each such field.
+
     Raises:
-        RecordError: a value has no faithful JSON form (see ``to_json_value``), or ``obj`` does
-            not serialize to a JSON object.
+        RecordError: a value has no faithful JSON form and ``on_unserializable="error"`` (see
+            ``to_json_value``), or ``obj`` does not serialize to a JSON object.
     """
-    plain = to_json_value(obj, on_unserializable=on_unserializable, what="config")
+    notes: list[str] = []
+    plain = to_json_value(obj, on_unserializable=on_unserializable, what="config",
+                          notes=notes if on_unserializable == "text" else None)
+    if notes:
+        warnings.warn(f"write_config: {len(notes)} config field(s) had no JSON form and were "
+                      f"written as text: {'; '.join(notes[:10])}"
+                      f"{' ...' if len(notes) > 10 else ''}", RlioWarning, stacklevel=3)
     if not isinstance(plain, dict):
         raise RecordError(
             f"config at /: must serialize to a JSON object, got a {type(plain).__name__} "

@@ -12,6 +12,8 @@ from typing import Any, NoReturn
 
 import orjson
 
+from rlio.errors import install_line
+
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE = 0, 1, 2
 
 #: The exit codes most commands share, for their ``--help`` epilog.
@@ -120,7 +122,9 @@ def dask_executor(address: str | None) -> Iterator[Any]:
     try:
         import distributed
     except ImportError as exc:
-        raise ValueError("--dask needs the distributed package: pip install 'rlio[dask]'") from exc
+        need = install_line("dask")
+        raise ValueError(f"--dask needs the distributed package (the extra rlio[dask]): {need}"
+                         ) from exc
     try:
         client: Any = distributed.Client(address, timeout=30)  # type: ignore[no-untyped-call]
     except (OSError, TimeoutError, ValueError) as exc:

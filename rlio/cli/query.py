@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from rlio._codec.numtext import number_text
 from rlio.cli.common import (
     EXIT_OK,
     EXIT_UNREADABLE,
@@ -62,7 +63,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _cell(value: Any) -> str:
-    return "NULL" if value is None else printable(value)
+    if value is None:
+        return "NULL"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return number_text(value)
+    return printable(value)
 
 
 def render_table(columns: list[str], rows: list[tuple[Any, ...]]) -> str:

@@ -21,8 +21,8 @@ from rlio.cli.common import (
     fail,
     printable,
 )
-from rlio.errors import RunNotFoundError
-from rlio.findings import Finding, Report, Severity
+from rlio.errors import RunNotFoundError, install_line
+from rlio.findings import Finding, Report, Severity, counts_text
 from rlio.status import RunStatus, run_statuses
 from rlio.validate.fleet import (
     FleetReport,
@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             import distributed
         except ImportError:
-            return fail("--dask needs the distributed package: pip install 'rlio[dask]'")
+            need = install_line("dask")
+            return fail(f"--dask needs the distributed package (the extra rlio[dask]): {need}")
         try:
             client = distributed.Client(args.dask, timeout=30)  # type: ignore[no-untyped-call]
         except (OSError, TimeoutError, ValueError) as exc:
@@ -207,8 +208,7 @@ def verdict_line(report: Report, fail_on: Severity) -> str:
     """``RUN: ok|FAILED: counts``; FAILED exactly when a finding is at or above ``fail_on``."""
     c = report.counts
     verdict = "FAILED" if report.at_or_above(fail_on) else "ok"
-    return (f"{printable(report.run)}: {verdict}: {c['error']} error(s), "
-            f"{c['warning']} warning(s), {c['info']} info")
+    return f"{printable(report.run)}: {verdict}: {counts_text(c)}"
 
 
 def render_fleet_text(fleet: FleetReport, fail_on: Severity,

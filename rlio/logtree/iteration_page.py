@@ -21,6 +21,7 @@ from html import escape
 from typing import Any
 
 from rlio import layout
+from rlio._codec.numtext import number_text
 from rlio.logtree.html import Mark, render_page, render_tree
 
 _TRAJ_HEADING = re.compile(r"\s*trajectory\s+(\d+)\b", re.IGNORECASE)
@@ -97,12 +98,10 @@ def trajectory(rec: Mapping[str, Any], split: str, iteration: int) -> Trajectory
 
 
 def fmt(v: float | None) -> str:
-    """A reward as shown: four significant digits, NaN and empty spelled out."""
+    """A reward as shown: as every text output writes a number (``number_text``), empty as —."""
     if v is None:
         return "—"
-    if math.isnan(v):
-        return "NaN"
-    return f"{v:.4g}"
+    return number_text(v)
 
 
 # --- the tree: groups, transcripts, prompts --------------------------------------------------

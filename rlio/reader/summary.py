@@ -10,7 +10,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from rlio._codec.numtext import number_text
 from rlio.errors import ResumeError
+from rlio.findings import counts_text
 from rlio.reader.run import Run
 from rlio.reader.source import LineStats
 from rlio.rules import TRAINING_KEYS
@@ -28,11 +30,11 @@ _MAX_DIFF_KEYS: Final = 12
 
 
 def fmt(value: Any) -> str:
-    """A value for a terminal: numbers with six significant digits, the rest as written."""
+    """A value for a terminal: numbers as ``number_text`` writes them, the rest as written."""
     if isinstance(value, bool) or value is None:
         return str(value).lower() if value is not None else "null"
-    if isinstance(value, float):
-        return f"{value:.6g}"
+    if isinstance(value, (int, float)):
+        return number_text(value)
     return str(value)
 
 
@@ -90,7 +92,7 @@ def _verdict(location: str) -> str:
         return f"not validated: {exc}"
     c = report.counts
     word = "ok" if report.ok else "errors"
-    return f"{word}: {c['error']} error(s), {c['warning']} warning(s), {c['info']} info(s)"
+    return f"{word}: {counts_text(c)}"
 
 
 def _resume_line(run: Run) -> str:

@@ -14,7 +14,7 @@ from itertools import repeat
 from typing import Any
 
 from rlio._version import __version__
-from rlio.findings import Finding, Report
+from rlio.findings import COUNT_LABELS, Finding, Report
 from rlio.report import svg as _svg
 from rlio.report.columns import MetricsScan
 from rlio.report.reading import CheckpointScan, ResumePoint
@@ -160,8 +160,7 @@ def section_validation(report: Report | str) -> str:
            f'<span class="word">{"ok" if report.ok else "FAILED"}</span>: '
            + ", ".join(f'<span class="{f"sev-{sev}" if counts[sev] else "zero"}">'
                        f"{counts[sev]:,} {label}</span>"
-                       for sev, label in (("error", "error(s)"), ("warning", "warning(s)"),
-                                          ("info", "info")))
+                       for sev, label in COUNT_LABELS)
            + "</p>"]
     findings = sorted(report.findings, key=lambda f: -int(f.severity))
     shown = findings[:MAX_FINDINGS]

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from html import escape
 from typing import Final
 
+from rlio._codec.numtext import number_text
+
 #: Most points one chart draws; longer series are downsampled to at most this many.
 MAX_POINTS = 1000
 #: Series with at most this many points also get a marker (with a tooltip) per point.
@@ -81,14 +83,8 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 
 
 def fmt(value: float) -> str:
-    """A short human form of a number: integers as integers, others with 4 significant digits."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "∞" if value > 0 else "-∞"
-    if value == int(value) and abs(value) < 1e15:
-        return str(int(value))
-    return f"{value:.4g}"
+    """A number as every text output writes it (``number_text``)."""
+    return number_text(value)
 
 
 def tick(value: float) -> str:

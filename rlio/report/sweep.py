@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 import orjson
 
+from rlio._codec.numtext import number_text
 from rlio._version import __version__
 from rlio.report import svg as _svg
 from rlio.report.page import CSP, section, table
@@ -125,7 +126,9 @@ def _json(value: Any) -> str:
 
 
 def _cell(value: Any) -> str:
-    text = value if isinstance(value, str) else _json(value)
+    text = value if isinstance(value, str) else (
+        number_text(value) if isinstance(value, (int, float)) and not isinstance(value, bool)
+        else _json(value))
     return text if len(text) <= _MAX_VALUE else text[:_MAX_VALUE] + "…"
 
 

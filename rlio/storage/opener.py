@@ -1,8 +1,8 @@
 """``open_storage``: the backend for a local path or URI; each scheme's library imported here only.
 
 Local runs need none: the base install leaves them out, and a URI scheme whose library is
-absent raises ``MissingExtraError`` naming the install line (gs://: ``pip install 'rlio[gcs]'``,
-s3://: ``pip install 'rlio[s3]'``, az://: ``pip install 'rlio[azure]'``). A remote scheme is one
+absent raises ``MissingExtraError`` naming the install line of its extra (gs://: ``rlio[gcs]``,
+s3://: ``rlio[s3]``, az://: ``rlio[azure]``; ``rlio.errors.install_line``). A remote scheme is one
 entry of ``_REMOTE``: a function from the URI to its backend. A store that cannot be reached or
 has no credentials raises ``StorageUnavailableError`` within seconds.
 """
@@ -21,20 +21,22 @@ from rlio.errors import (
     RunNotFoundError,
     StorageUnavailableError,
     UnsafeStorageError,
+    install_line,
 )
 from rlio.storage.base import Storage
 from rlio.storage.local import LocalStorage
 
 
-def _import_extra(module: str, location: str, install: str) -> ModuleType:
-    """Import ``module`` for ``location``, or raise MissingExtraError naming ``install``."""
+def _import_extra(module: str, location: str, extra: str) -> ModuleType:
+    """Import ``module`` for ``location``, or raise MissingExtraError naming the install line of
+    rlio's extra ``extra``."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtraError(
             f"{location.partition('://')[0]}:// run directories need "
-            f"{module.partition('.')[0]}, which cannot be imported ({exc}); install it with: "
-            f"{install}") from exc
+            f"{module.partition('.')[0]}, which cannot be imported ({exc}); install the extra "
+            f"rlio[{extra}] with: {install_line(extra)}") from exc
 
 
 def bucket_and_prefix(location: str, what: str = "bucket") -> tuple[str, str]:
@@ -85,7 +87,7 @@ def _open_gcs(location: str) -> Storage:
     emulator = bool(os.environ.get("STORAGE_EMULATOR_HOST"))
     if emulator:
         os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
-    gcsfs_core = _import_extra("gcsfs.core", location, "pip install 'rlio[gcs]'")
+    gcsfs_core = _import_extra("gcsfs.core", location, "gcs")
     _reachable(location, os.environ.get("STORAGE_EMULATOR_HOST") or "https://storage.googleapis.com")
 
     from rlio.storage.gcs.storage import GcsStorage
@@ -98,7 +100,7 @@ def _open_s3(location: str) -> Storage:
     """An ``s3://bucket/prefix`` run over a boto3 S3 client (imported here, not before),
     configured from the standard AWS environment (``rlio.storage.s3.api.client``)."""
     bucket, prefix = bucket_and_prefix(location)
-    _import_extra("boto3", location, "pip install 'rlio[s3]'")
+    _import_extra("boto3", location, "s3")
 
     from rlio.storage.s3.storage import S3Storage
 
@@ -111,7 +113,7 @@ def _azure_client(location: str, container: str) -> object:
     URL from ``AZURE_STORAGE_ACCOUNT_URL`` or the public endpoint) with
     ``AZURE_STORAGE_ACCOUNT_KEY`` or ``AZURE_STORAGE_SAS_TOKEN``, or ``DefaultAzureCredential``
     where azure-identity is installed."""
-    blob = _import_extra("azure.storage.blob", location, "pip install 'rlio[azure]'")
+    blob = _import_extra("azure.storage.blob", location, "azure")
     from rlio.storage.azure.api import client_options
 
     env = os.environ
@@ -183,7 +185,7 @@ def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> S
     if scheme in (None, "file"):
         storage = LocalStorage((rest if scheme else loc).rstrip("/") or "/")
     elif scheme == "memory":
-        fsspec = _import_extra("fsspec", loc, "pip install fsspec")
+        fsspec = _import_extra("fsspec", loc, "gcs")  # fsspec comes with rlio[gcs]
         from rlio.storage.memory import MemoryStorage
 
         storage = MemoryStorage(loc, fsspec.filesystem("memory"))

@@ -32,7 +32,7 @@ import orjson
 from rlio import layout as L
 from rlio._codec.jsonl import _LINE_OPTS, NonFinite, decode, encode_line, normalize_value
 from rlio._codec.normalize import OnUnserializable, config_bytes, nonfinite_to_none, to_json_value
-from rlio.errors import LabelCollisionError, LeaseLostError, RecordError
+from rlio.errors import LabelCollisionError, LeaseLostError, RecordError, RlioWarning
 from rlio.resume import ResumeState, prepare_resume
 from rlio.schema import explain, fast_check
 from rlio.storage.base import Appender, Storage
@@ -40,10 +40,11 @@ from rlio.storage.opener import open_storage
 from rlio.storage.tail import repair_torn_tail
 from rlio.writer import ownership
 from rlio.writer.logtree_files import logtree_block
-from rlio.writer.summaries import cross_check, ordered_rollout
+from rlio.writer.summaries import cross_check, ordered_rollout, records_argument
 from rlio.writer.support import (
     checkpoint_record,
     git_diff,
+    metrics_call,
     metrics_record,
     refuse_fresh_start,
     refuse_symlinks,
@@ -123,6 +124,8 @@ class RunWriter:
         self._labels: dict[str, str] = {}  # label -> the evaluator name that claimed it
         self._timer = SpanTimer()
         self._last_step = 0  # where spans pending at close() are filed
+        self._top_step: int | None = None  # the highest step logged (a lower one warns, once)
+        self._warned_back = False
         self._closed = False
         self.resume_state: ResumeState | None = None
         self._storage = open_storage(self.log_path, create=not attach)
@@ -263,7 +266,8 @@ class RunWriter:
 
     # -- records: encoded, judged -----------------------------------------------------------
 
-    def _encode(self, record: Any, what: str, index: int) -> bytes:
+    def _encode(self, record: Any, what: str, index: int, *,
+                call: Callable[[], str] | None = None) -> bytes:
         """One JSONL line: orjson at once under the strict policy; a record orjson refuses (or
         the token policy) is made plain JSON values first (``to_json_value``).
 
@@ -275,20 +279,22 @@ class RunWriter:
                 return orjson.dumps(record, normalize_value, _LINE_OPTS)
             except (TypeError, ValueError, RecursionError):
                 pass
-        plain = to_json_value(record, what=what, index=index)
+        plain = to_json_value(record, what=what, index=index, call=call and call())
         return encode_line(plain, nonfinite=self._nonfinite, index=index)
 
     def _line(self, schema: str, record: Any, what: str, index: int,
-              line: bytes | None = None) -> tuple[Any, bytes]:
+              line: bytes | None = None, *,
+              call: Callable[[], str] | None = None) -> tuple[Any, bytes]:
         """The line of ``record`` (``line`` when given), and the record as the validator will
         read it: the line decoded (NaN tokens as the null they stand for), judged by schema
         ``schema``'s checker. Without ``check``: ``record`` and its line.
 
         Raises:
-            RecordError: naming ``what``, the index and the JSON pointer of the problem.
+            RecordError: naming ``what`` and the index (or ``call()``, the caller's call, when
+                given) and the JSON pointer of the problem.
         """
         if line is None:
-            line = self._encode(record, what, index)
+            line = self._encode(record, what, index, call=call)
         if not self._check:
             return record, line
         try:
@@ -300,8 +306,9 @@ class RunWriter:
         if self._checks[schema](image):
             return image, line
         pointer, reason = explain(schema, image) or ("", f"does not match schema {schema}")
-        raise RecordError(f"{what} {index} at {pointer or '/'}: {reason}", index=index,
-                          pointer=pointer)
+        where = call() if call is not None else f"{what} {index}"
+        raise RecordError(f"{where} at {pointer or '/'}: {reason}",
+                          index=index, pointer=pointer)
 
     # -- append-only files -------------------------------------------------------------------
 
@@ -353,14 +360,37 @@ class RunWriter:
             if body is not None:
                 line = (b'{"step":%d,' % step + body[1:] if len(body) > 3
                         else b'{"step":%d}\n' % step)
-                self._line("metrics-line", metrics, "metrics record", index, line)
+                self._line("metrics-line", metrics, "metrics record", index, line,
+                           call=lambda: metrics_call(step))
                 self._append(L.METRICS, line, durable=False)
                 self._last_step = step
+                top = self._top_step
+                if top is None or step > top:
+                    self._top_step = step
+                elif step < top:
+                    self._step_went_back(step, top)
                 return
-        record = metrics_record(metrics, step, index)
-        _, line = self._line("metrics-line", record, "metrics record", index)
+        call = metrics_call(step)
+        record = metrics_record(metrics, step, index, call)
+        _, line = self._line("metrics-line", record, "metrics record", index, call=lambda: call)
         self._append(L.METRICS, line, durable=False)
-        self._last_step = record.get("step", self._last_step)
+        self._last_step = s = record.get("step", self._last_step)
+        top = self._top_step
+        if type(s) is int:
+            if top is None or s > top:
+                self._top_step = s
+            elif s < top:
+                self._step_went_back(s, top)
+
+    def _step_went_back(self, step: int, top: int) -> None:
+        """Warn (once per writer) that a metrics line went below the highest step logged."""
+        if self._warned_back:
+            return
+        self._warned_back = True
+        warnings.warn(
+            f"log_metrics(..., step={step}) after step={top}: the metrics step went backwards "
+            f"(written as given; `rlio validate` reports it as RL408 unless a resume or an eval "
+            f"line explains it). Warned once per RunWriter.", RlioWarning, stacklevel=3)
 
     def _log_with_spans(self, metrics: Mapping[str, Any], step: int | None) -> None:
         """``log_metrics`` with the pending spans: ``time/<name>`` metrics, then their line."""
@@ -442,16 +472,19 @@ class RunWriter:
 
     # -- whole files -------------------------------------------------------------------------
 
-    def write_config(self, obj: Any, *, on_unserializable: OnUnserializable = "error") -> None:
+    def write_config(self, obj: Any, *, on_unserializable: OnUnserializable = "text") -> None:
         """Replace ``config.json`` atomically with ``obj`` serialized (indent 2).
 
-        Accepts dataclasses, pydantic models, enums, paths, mappings and sequences. Only the
-        lease holder writes it: an attached writer is refused.
+        Accepts dataclasses, pydantic models, enums, paths, mappings and sequences. A value with
+        no JSON form (a function, a class such as ``np.float32``, bytes, a non-string key) is
+        written as the cookbook's logger writes it (``"numpy.float32"``, ``"<class 'bytes'>"``)
+        with an ``RlioWarning`` naming the field; ``on_unserializable="repr"`` writes its
+        ``repr()`` instead and ``"error"`` refuses it. Only the lease holder writes it: an
+        attached writer is refused.
 
         Raises:
-            RecordError: a value has no faithful JSON form (a function, a class, bytes, a
-                non-string key, a reference cycle); names its key path. With
-                ``on_unserializable="repr"`` such values are written as their ``repr()``.
+            RecordError: a reference cycle, or (with ``on_unserializable="error"``) a value with
+                no JSON form; names its key path.
         """
         self._require_open(durable=True)
         ownership.refuse_attached(self._attach, f"write_config: {L.CONFIG}", self.log_path)
@@ -495,9 +528,11 @@ class RunWriter:
         ``final_reward``.
 
         Raises:
+            TypeError: ``records`` is not a list (an iterable) of mappings, such as one mapping.
             RecordError: naming the record index and the JSON pointer; the file is unchanged.
         """
         self._require_open(durable=True)
+        records_argument(iteration, records)
         it = L.iteration_number(iteration)
         rel = self._target(it, "rollout_summaries", evaluator)
         split = L.split_name(L.parse_path(rel).label)

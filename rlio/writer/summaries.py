@@ -33,6 +33,21 @@ def record_error(index: int, pointer: str, reason: str) -> RecordError:
                        index=index, pointer=pointer)
 
 
+def records_argument(iteration: Any, records: Any) -> None:
+    """Refuse a ``records`` argument that is not a collection of records (a single mapping, a
+    string), before its keys or characters are taken for records.
+
+    Raises:
+        TypeError: naming the argument and the call.
+    """
+    if isinstance(records, (Mapping, str, bytes)) or not hasattr(records, "__iter__"):
+        raise TypeError(
+            f"write_rollout_summaries({iteration!r:.20}, records): the argument `records` must be"
+            f" a list of mappings (one rollout summary per trajectory), got "
+            f"{type(records).__name__} {records!r:.60}"
+            + (" (wrap one record in a list: [record])" if isinstance(records, Mapping) else ""))
+
+
 def _in_order(rec: Any, iteration: int, split: str) -> bool:
     """Whether ``rec`` needs nothing from ``ordered_rollout``: a dict in documented key order with
     the file's split and an int iteration, its steps dicts with their keys in documented order."""
@@ -64,7 +79,9 @@ def ordered_rollout(rec: Any, iteration: int, split: str, index: int) -> Any:
     if _in_order(rec, iteration, split):
         return rec
     if not isinstance(rec, Mapping):
-        raise record_error(index, "", f"expected a mapping, got {type(rec).__name__}")
+        raise record_error(index, "", f"write_rollout_summaries: records[{index}] is "
+                                      f"{type(rec).__name__} {rec!r:.40}, not a mapping (records "
+                                      f"must be a list of mappings, one per trajectory)")
     given_split = rec.get("split", split)
     if given_split != split:
         raise record_error(index, "/split", f"split {given_split!r} does not match this file's "

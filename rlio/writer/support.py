@@ -92,7 +92,13 @@ def refuse_fresh_start(storage: Storage, *, has_iteration_files: bool) -> None:
         )
 
 
-def metrics_record(metrics: Mapping[str, Any], step: Any, index: int) -> Mapping[str, Any]:
+def metrics_call(step: Any) -> str:
+    """How errors name a ``log_metrics`` call: ``log_metrics(..., step=3)``."""
+    return "log_metrics(...)" if step is None else f"log_metrics(..., step={step!r:.40})"
+
+
+def metrics_record(metrics: Mapping[str, Any], step: Any, index: int,
+                   call: str = "log_metrics(...)") -> Mapping[str, Any]:
     """The metrics line of ``log_metrics(metrics, step)``: ``step`` first, then the metrics.
 
     Raises:
@@ -108,7 +114,7 @@ def metrics_record(metrics: Mapping[str, Any], step: Any, index: int) -> Mapping
         return {"step": metrics["step"], **metrics}
     if "step" in metrics and not _same(metrics["step"], step):
         raise RecordError(
-            f"metrics record {index} at /step: step={step!r} is given as an argument but the "
+            f"{call} at /step: step={step!r} is given as an argument but the "
             f"metrics hold step={metrics['step']!r}", index=index, pointer="/step",
         )
     return {"step": step, **metrics}

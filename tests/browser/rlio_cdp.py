@@ -75,6 +75,7 @@ class Page:
         self._timeout = timeout
         self._next_id = 0
         self._events: list[dict[str, Any]] = []
+        self.target_id = ""  # the page target's id, set by Browser.new_page
         self.record = PageRecord()
         self.url = "about:blank"
         for domain in ("Page", "Runtime", "Log", "Network"):
@@ -237,8 +238,23 @@ class Browser:
         with urllib.request.urlopen(req, timeout=10) as resp:  # loopback only
             target = json.load(resp)
         page = Page(target["webSocketDebuggerUrl"])
+        page.target_id = target["id"]
         self._pages.append(page)
         return page
+
+    def alive(self) -> bool:
+        """Whether the browser process is still running."""
+        return self._proc.poll() is None
+
+    def close_page(self, page: Page) -> None:
+        """Close one page: its connection and its target (the tab), so the next starts clean."""
+        with contextlib.suppress(Exception):
+            page.close()
+        with contextlib.suppress(Exception):  # loopback only
+            urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/close/{page.target_id}",
+                                   timeout=10).close()
+        if page in self._pages:
+            self._pages.remove(page)
 
     def close(self) -> None:
         """Close the pages, kill the browser's process group and remove its profile."""

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from factories import run_python
 
+from rlio.errors import install_line
+
 ROOT = Path(__file__).resolve().parents[2]
 #: Distributions the base install must never pull in (the gs:// stack lives in rlio[gcs]).
 HEAVY = re.compile(
@@ -191,7 +193,7 @@ def test_wheel_in_a_fresh_venv_writes_and_validates_a_local_run(wheel: Path,
 
 def test_gs_without_gcsfs_raises_missing_extra_error() -> None:
     """With gcsfs unimportable, opening gs:// raises MissingExtraError (an ImportError) naming
-    the install line, from the writer and the reader alike; local runs are unaffected."""
+    the install line that works from this checkout, from the writer and the reader alike."""
     proc = run_python("""
         import sys
         sys.modules["gcsfs"] = None
@@ -205,7 +207,7 @@ def test_gs_without_gcsfs_raises_missing_extra_error() -> None:
     """)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert len(lines) == 2 and all("pip install 'rlio[gcs]'" in line for line in lines), lines
+    assert len(lines) == 2 and all(install_line("gcs") in line for line in lines), lines
 
 
 def test_s3_without_boto3_raises_missing_extra_error() -> None:
@@ -223,7 +225,7 @@ def test_s3_without_boto3_raises_missing_extra_error() -> None:
     """)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert len(lines) == 2 and all("pip install 'rlio[s3]'" in line for line in lines), lines
+    assert len(lines) == 2 and all(install_line("s3") in line for line in lines), lines
 
 
 def test_az_without_azure_storage_blob_raises_missing_extra_error() -> None:
@@ -242,7 +244,7 @@ def test_az_without_azure_storage_blob_raises_missing_extra_error() -> None:
     """)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert len(lines) == 2 and all("pip install 'rlio[azure]'" in line for line in lines), lines
+    assert len(lines) == 2 and all(install_line("azure") in line for line in lines), lines
 
 
 def test_pyproject_extras_keep_gcs_out_of_the_base() -> None:
@@ -262,3 +264,24 @@ def test_pyproject_extras_keep_gcs_out_of_the_base() -> None:
     assert {x for d in extras["dev"] if (m := re.fullmatch(r"rlio\[(.*)\]", d))
             for x in m[1].split(",")} >= {"test", "all"}
     assert os.path.basename(str(ROOT / "LICENSE")) == "LICENSE"
+
+
+def test_install_line_from_a_checkout_names_the_checkout_editable() -> None:
+    """Run from a checkout, the install line is this interpreter's pip installing the checkout's
+    extra in editable mode (a line that works where `pip install 'rlio[gcs]'` finds nothing)."""
+    line = install_line("gcs")
+    assert line == f"{sys.executable} -m pip install -e '{ROOT}[gcs]'"
+    assert (ROOT / "pyproject.toml").is_file()
+
+
+def test_every_extra_is_listed_in_the_readme_and_all() -> None:
+    """Every extra of pyproject.toml (but test, inside dev) is named in the README, and `all`
+    holds every user-facing extra (all but test, dev and all)."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert [e for e in extras if f"[{e}]" not in readme and e != "test"] == []
+    inside = set(re.fullmatch(r"rlio\[(.*)\]", extras["all"][0])[1].split(","))
+    assert inside == set(extras) - {"test", "dev", "all"}

@@ -24,6 +24,7 @@ PUBLIC = [
     "ResumeError",
     "ResumeState",
     "RlioError",
+    "RlioWarning",
     "RolloutStep",
     "RolloutSummary",
     "Run",

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import rlio
+from rlio.errors import install_line
 from rlio.reader import sql
 
 RUNS = ("lr-1e-4/cookbook", "lr-1e-4/empty", "lr-1e-5/base", "lr-4e-5/regressed")
@@ -165,9 +166,9 @@ def test_missing_duckdb_names_the_extra() -> None:
             "except rlio.MissingExtraError as e:\n    print(e)\n"
             "from rlio.cli import main\nsys.exit(main(['query', 'SELECT 1', '.']))\n")
     proc = factories.run_python(code)
-    assert "pip install 'rlio[duckdb]'" in proc.stdout
+    assert install_line("duckdb") in proc.stdout
     assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1 and "pip install 'rlio[duckdb]'" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and install_line("duckdb") in proc.stderr
 
 
 def test_cli_formats(tmp_path: Path, sweep: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -61,9 +61,10 @@ def test_nice_ticks_cover_the_range_with_round_steps(lo: float, hi: float) -> No
 
 
 def test_fmt_is_short_and_exact_for_integers() -> None:
-    """Integers print as integers, others with four significant digits, non-finite by name."""
-    assert [_svg.fmt(v) for v in (3.0, 0.123456, 1e-7, math.nan, -math.inf)] == [
-        "3", "0.1235", "1e-07", "NaN", "-∞"]
+    """Integers print as integers, others with six significant digits, non-finite by their JSON
+    token: the one form of every text output (number_text)."""
+    assert [_svg.fmt(v) for v in (3.0, 0.1234567, 1e-7, math.nan, -math.inf)] == [
+        "3", "0.123457", "1e-07", "NaN", "-Infinity"]
 
 
 def _series(n: int, key: str = "env/all/reward/total") -> _svg.Series:

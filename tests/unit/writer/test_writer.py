@@ -120,7 +120,7 @@ def test_nested_metric_value_is_rejected_naming_the_key(tmp_path: pathlib.Path,
             run.log_metrics({"ok": 2, "bad/key": value}, step=1)
     assert info.value.pointer == "/bad~1key"
     assert info.value.index == 1
-    assert "metrics record 1" in str(info.value) and "/bad~1key" in str(info.value)
+    assert "log_metrics(..., step=1) at /bad~1key" in str(info.value)
     assert read_jsonl(tmp_path / "metrics.jsonl") == [{"step": 0, "ok": 1}]
 
 
@@ -248,9 +248,10 @@ def test_config_normalizes_dataclasses_enums_paths(tmp_path: pathlib.Path) -> No
 
 def test_config_refuses_unserializable_values_naming_the_key_path(
         tmp_path: pathlib.Path) -> None:
-    """A function in the config raises RecordError naming its key path; no file is written."""
+    """With on_unserializable='error', a function in the config raises RecordError naming its
+    key path; no file is written."""
     with RunWriter(tmp_path) as run, pytest.raises(RecordError) as info:
-        run.write_config({"a": {"b": [1, lambda: 0]}})
+        run.write_config({"a": {"b": [1, lambda: 0]}}, on_unserializable="error")
     assert info.value.pointer == "/a/b/1"
     assert "config at /a/b/1" in str(info.value)
     assert not (tmp_path / "config.json").exists()
@@ -263,10 +264,29 @@ def test_config_refuses_unserializable_values_naming_the_key_path(
     ({"k": {"a", 1}}, "/k"),
 ])
 def test_config_errors_by_kind(tmp_path: pathlib.Path, value: Any, pointer: str) -> None:
-    """Non-string keys, bytes, classes and mixed sets are refused with a pointer."""
+    """With on_unserializable='error', non-string keys, bytes, classes and mixed sets are refused
+    with a pointer."""
     with RunWriter(tmp_path) as run, pytest.raises(RecordError) as info:
-        run.write_config(value)
+        run.write_config(value, on_unserializable="error")
     assert info.value.pointer == pointer
+
+
+def test_config_writes_what_has_no_json_form_as_the_cookbook_does(
+        tmp_path: pathlib.Path) -> None:
+    """By default a class (np.float32), a function, bytes and a non-string key are written as the
+    cookbook's logger writes them, with one RlioWarning naming each field."""
+    import numpy as np
+
+    from rlio import RlioWarning
+    with RunWriter(tmp_path) as run, pytest.warns(RlioWarning) as caught:
+        run.write_config({"dtype": np.float32, "fn": len, "raw": b"x", "ok": 1, "m": {2: "y"}})
+    assert json.loads((tmp_path / "config.json").read_text()) == {
+        "dtype": "numpy.float32", "fn": "builtins.len", "raw": "<class 'bytes'>", "ok": 1,
+        "m": {"2": "y"}}
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert all(f"/{k} (" in message for k in ("dtype", "fn", "raw", "m"))
+    assert "/ok" not in message
 
 
 def test_config_cycle_is_an_error(tmp_path: pathlib.Path) -> None:
@@ -604,3 +624,39 @@ def test_step_extra_keys_follow_the_documented_ones(tmp_path: pathlib.Path) -> N
     assert list(got) == ["step_idx", "ob_len", "ac_len", "reward", "episode_done", "stop_reason",
                          "metrics", "logs", "trace", "custom"]
     assert got == step
+
+
+def test_a_step_going_backwards_warns_once(tmp_path: pathlib.Path) -> None:
+    """log_metrics(step=2) after step=9 is written and gives one RlioWarning per writer, however
+    many lower steps follow (either encoding path)."""
+    from rlio import RlioWarning
+    with RunWriter(tmp_path) as run, pytest.warns(RlioWarning) as caught:
+        run.log_metrics({"a": 1}, step=9)
+        run.log_metrics({"a": 2}, step=2)
+        run.log_metrics({"a": 3}, step=1)
+        run.log_metrics({"step": 0, "a": (4,)[0]})
+    assert len(caught) == 1 and "step=2) after step=9" in str(caught[0].message)
+    assert [r["step"] for r in read_jsonl(tmp_path / "metrics.jsonl")] == [9, 2, 1, 0]
+
+
+def test_steps_that_only_grow_or_repeat_do_not_warn(tmp_path: pathlib.Path) -> None:
+    """Rising, repeated and step-less metrics lines give no warning."""
+    import warnings
+
+    with RunWriter(tmp_path) as run, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for step in (0, 1, 1, 5):
+            run.log_metrics({"a": step}, step=step)
+        run.log_metrics({"eval/x": 1.0})
+
+
+@pytest.mark.parametrize("records", [{"group_idx": 0}, "abc", 7])
+def test_rollout_records_not_a_list_name_the_argument(tmp_path: pathlib.Path,
+                                                      records: Any) -> None:
+    """write_rollout_summaries(0, a dict / a str / an int) says the argument `records` must be a
+    list of mappings; nothing is written."""
+    with RunWriter(tmp_path) as run, pytest.raises(TypeError) as info:
+        run.write_rollout_summaries(0, records)
+    assert "write_rollout_summaries(0, records)" in str(info.value)
+    assert "`records` must be a list of mappings" in str(info.value)
+    assert not list(tmp_path.glob("*rollout_summaries*"))

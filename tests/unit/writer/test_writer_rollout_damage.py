@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import math
 import tempfile
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,9 @@ from factories import ordered_record, rollout_write_outcome, set_at, writer_agre
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rlio import RecordError, RunWriter, validate_run
 from rlio._schema.loader import load_schema
+from rlio.findings import Severity
 from rlio.rules import REWARD_TOLERANCE
 
 ROLLOUT = load_schema("rollout-summary-line")
@@ -131,15 +134,58 @@ def test_damaged_batches_are_refused_iff_the_validator_finds_an_error(recs: list
     agree(recs)
 
 
-@pytest.mark.parametrize(("path", "value"), DAMAGE, ids=[
-    f"{'/'.join(map(str, p))}={v!r}"[:40] for p, v in DAMAGE])
+def _at_iteration(path: list[Any], value: Any, it: int) -> Any:
+    """A DAMAGE value for a batch of iteration ``it`` instead of 4: an ``iteration`` damage keeps
+    its type and its offset from the file's iteration (5 -> it + 1, 4.0 -> float(it))."""
+    if path == ["iteration"] and not isinstance(value, bool):
+        return type(value)(value - 4 + it)
+    return copy.deepcopy(value)
+
+
+def _write_each(root: Path, batches: list[list[Any]], *, check: bool) -> list[bool | None]:
+    """Write batch k as iteration 10 + k of one run: True (written), False (RecordError) or
+    None (another error: not writable at all)."""
+    out: list[bool | None] = []
+    with RunWriter(root, check=check) as run:
+        for k, recs in enumerate(batches):
+            try:
+                run.write_rollout_summaries(10 + k, copy.deepcopy(recs))
+                out.append(True)
+            except RecordError:
+                out.append(False)
+    return out
+
+
 @pytest.mark.parametrize("at", [1, BATCH + 2])
-def test_each_damage_is_refused_iff_the_validator_finds_an_error(path: list[Any], value: Any,
+def test_each_damage_is_refused_iff_the_validator_finds_an_error(tmp_path: Path,
                                                                  at: int) -> None:
-    """Every damage in DAMAGE, early or late in the batch: the writer and the validator agree."""
-    recs = [ordered_record(i // 8, i % 8) for i in range(BATCH + 5)]
-    set_at(recs[at], path, value)
-    agree(recs)
+    """Every damage in DAMAGE, early or late in a batch of BATCH + 5 records, is refused exactly
+    when the validator reports an error in that batch written unchecked; an accepted batch is
+    written byte for byte as the unchecked writer writes it. Each damage is its own iteration of
+    one run (a finding names its file): two runs per position, not four per damage."""
+    batches = []
+    for k, (path, value) in enumerate(DAMAGE):
+        it = 10 + k
+        recs = [ordered_record(i // 8, i % 8, iteration=it) for i in range(BATCH + 5)]
+        set_at(recs[at], path, _at_iteration(path, value, it))
+        batches.append(recs)
+    checked = _write_each(tmp_path / "checked", batches, check=True)
+    unchecked = _write_each(tmp_path / "unchecked", batches, check=False)
+    errors = [f for f in validate_run(tmp_path / "unchecked", max_findings_per_code=10**6)
+              .findings if f.severity == Severity.ERROR]
+    bad = {f.file for f in errors}
+    for k, (path, value) in enumerate(DAMAGE):
+        rel = f"train_iteration_{10 + k:06d}_rollout_summaries.jsonl"
+        damage = (path, value, checked[k], unchecked[k])
+        if not unchecked[k]:  # not writable even unchecked: refused by the checked writer too
+            assert checked[k] is False, damage
+            continue
+        assert checked[k] == (rel not in bad), damage
+        if checked[k]:
+            assert (tmp_path / "checked" / rel).read_bytes() == \
+                (tmp_path / "unchecked" / rel).read_bytes(), damage
+    assert bad <= {f"train_iteration_{10 + k:06d}_rollout_summaries.jsonl"
+                   for k in range(len(DAMAGE))}, bad
 
 
 @pytest.mark.parametrize("at", [(0, 0), (0, 2), (BATCH + 1, 1)])
