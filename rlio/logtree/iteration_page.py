@@ -1,13 +1,13 @@
 """An iteration's page: navigation, the trajectory table, then the logtree with groups collapsed.
 
 The page is still one self-contained document (no script, no network, the strict CSP of
-``rlio.logtree.html``). The table comes from the rollout summaries (docs/format.md §6), one row a
-trajectory; a failing trajectory (reward <= 0, NaN or a null total, or never done) carries the
-class ``fail`` and a visible marker. Rows link to the trajectory's transcript where the tree
-logged one: the k-th top-level section whose heading starts with "Group" is group k (the
-cookbook logs the first ``num_groups_to_log`` groups in order), and inside it a section headed
-``Trajectory <i> ...`` is trajectory i (else the i-th conversation is). The first conversation
-of a trajectory gets the anchor ``traj-<group>-<traj>``.
+``rlio.logtree.html``). The table comes from the rollout summaries (docs/format.md §6), one row
+a trajectory; a failing trajectory (``rlio.outcome``: total reward <= 0, NaN or null, or never
+done) carries the class ``fail`` and a visible marker. Rows link to the trajectory's transcript
+where the tree logged one: the k-th top-level section whose heading starts with "Group" is group
+k (the cookbook logs the first ``num_groups_to_log`` groups in order), and inside it a section
+headed ``Trajectory <i> ...`` is trajectory i (else the i-th conversation is). The first
+conversation of a trajectory gets the anchor ``traj-<group>-<traj>``.
 """
 
 from __future__ import annotations
@@ -22,78 +22,14 @@ from typing import Any
 
 from rlio import layout
 from rlio.logtree.html import Mark, render_page, render_tree
+from rlio.outcome import FAILING_RULE, Trajectory, group_stats, trajectory
+
+__all__ = ["Nav", "Trajectory", "Transcripts", "find_transcripts", "fmt", "render_iteration_page",
+           "trajectory", "written_nav"]
 
 _TRAJ_HEADING = re.compile(r"\s*trajectory\s+(\d+)\b", re.IGNORECASE)
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _TAGS = re.compile(r"<[^>]*>")
-
-
-@dataclass(frozen=True, slots=True)
-class Trajectory:
-    """One rollout summary line, as the pages show it."""
-
-    split: str
-    iteration: int
-    group: int
-    traj: int
-    total_reward: float | None
-    final_reward: float | None
-    steps: int
-    turns: int
-    ob_tokens: int
-    ac_tokens: int
-    done: bool
-    sampling_client_step: int | None = None
-
-    @property
-    def reward(self) -> float | None:
-        """The outcome: ``final_reward`` when it is a number, else ``total_reward``."""
-        return self.final_reward if self.final_reward is not None else self.total_reward
-
-    @property
-    def failing(self) -> bool:
-        """Reward <= 0, either reward NaN, ``total_reward`` null (a sum is a number: ``null``
-        is a NaN written under the default ``nonfinite="null"``), or the episode never
-        finished."""
-        if self.total_reward is None:
-            return True
-        for r in (self.total_reward, self.final_reward):
-            if r is not None and math.isnan(r):
-                return True
-        r = self.reward
-        return (r is not None and r <= 0) or not self.done
-
-    @property
-    def anchor(self) -> str:
-        """The id of this trajectory's transcript on its iteration page."""
-        return f"traj-{self.group}-{self.traj}"
-
-
-def _num(v: Any) -> float | None:
-    return float(v) if type(v) in (int, float) else None
-
-
-def _int(v: Any) -> int:
-    return v if type(v) is int and v >= 0 else 0
-
-
-def trajectory(rec: Mapping[str, Any], split: str, iteration: int) -> Trajectory:
-    """The row of one rollout summary record (tolerant: odd values show as empty or 0)."""
-    steps = rec.get("steps")
-    steps = [s for s in steps if isinstance(s, Mapping)] if isinstance(steps, list) else []
-    tm = rec.get("trajectory_metrics")
-    turns = tm.get("turns") if isinstance(tm, Mapping) else None
-    done = bool(steps) and steps[-1].get("episode_done") is True
-    scs = rec.get("sampling_client_step")
-    return Trajectory(
-        split=split, iteration=iteration, group=_int(rec.get("group_idx")),
-        traj=_int(rec.get("traj_idx")), total_reward=_num(rec.get("total_reward")),
-        final_reward=_num(rec.get("final_reward")), steps=len(steps),
-        turns=turns if type(turns) is int else len(steps),
-        ob_tokens=sum(_int(s.get("ob_len")) for s in steps) + _int(rec.get("final_ob_len")),
-        ac_tokens=sum(_int(s.get("ac_len")) for s in steps), done=done,
-        sampling_client_step=scs if type(scs) is int else None,
-    )
 
 
 def fmt(v: float | None) -> str:
@@ -231,14 +167,17 @@ def table_html(trajs: Sequence[Trajectory] | None, linked: set[tuple[int, int]])
                 "table and the full navigation.</p></section>")
     fails = sum(t.failing for t in trajs)
     out = [f'<section class="it-trajs" id="trajectories"><h2>Trajectories <span class="count">'
-           f"({len(trajs):,}, {fails:,} failing)</span></h2>"]
+           f"({len(trajs):,}, {fails:,} failing)</span></h2>"
+           f'<p class="it-note">Outcome: total reward. {escape(FAILING_RULE)}. Advantage: '
+           "total reward minus the group's mean.</p>"]
     if not trajs:
         out.append('<p class="it-note">No rollout summaries for this iteration.</p></section>')
         return "".join(out)
+    adv = {(g.group, t): a for g in group_stats(trajs) for t, a in g.advantages.items()}
     out.append('<div class="it-scroll"><table class="traj-table"><thead><tr><th>group</th>'
-               "<th>traj</th><th>total reward</th><th>final reward</th><th>steps</th>"
-               "<th>turns</th><th>ob tokens</th><th>ac tokens</th><th>done</th><th>transcript"
-               "</th></tr></thead><tbody>")
+               "<th>traj</th><th>total reward</th><th>advantage</th><th>final reward</th>"
+               "<th>steps</th><th>turns</th><th>ob tokens</th><th>ac tokens</th><th>done</th>"
+               "<th>transcript</th></tr></thead><tbody>")
     for t in trajs:
         cls = ' class="fail"' if t.failing else ""
         mark = '<span class="fail-mark" title="failing trajectory">✗</span> ' if t.failing else ""
@@ -247,6 +186,7 @@ def table_html(trajs: Sequence[Trajectory] | None, linked: set[tuple[int, int]])
         out.append(
             f'<tr{cls} data-group="{t.group}" data-traj="{t.traj}"><td>{mark}{t.group}</td>'
             f'<td>{t.traj}</td><td class="num">{fmt(t.total_reward)}</td>'
+            f'<td class="num">{fmt(adv.get((t.group, t.traj)))}</td>'
             f'<td class="num">{fmt(t.final_reward)}</td><td class="num">{t.steps}</td>'
             f'<td class="num">{t.turns}</td><td class="num">{t.ob_tokens:,}</td>'
             f'<td class="num">{t.ac_tokens:,}</td><td>{"yes" if t.done else "no"}</td>'
@@ -256,19 +196,15 @@ def table_html(trajs: Sequence[Trajectory] | None, linked: set[tuple[int, int]])
 
 
 def _group_summaries(found: Transcripts, trajs: Sequence[Trajectory]) -> None:
-    """Each collapsed group's summary line: its trajectory count, failures and mean reward."""
-    by_group: dict[int, list[Trajectory]] = {}
-    for t in trajs:
-        by_group.setdefault(t.group, []).append(t)
+    """Each collapsed group's summary line: its trajectory count, failures, mean and spread."""
+    stats = {g.group: g for g in group_stats(trajs)}
     for g, section in enumerate(found.groups):
-        rows = by_group.get(g, [])
-        rewards = [r for t in rows if (r := t.reward) is not None and not math.isnan(r)]
         text = f" group {g}"
-        if rows:
-            mean = sum(rewards) / len(rewards) if rewards else None
-            fails = sum(t.failing for t in rows)
-            text += f" · {len(rows)} trajectories · mean reward {fmt(mean)}"
-            text += f' · <span class="fail-mark">{fails} failing</span>' if fails else ""
+        st = stats.get(g)
+        if st is not None:
+            text += f" · {st.size} trajectories · mean reward {fmt(st.mean)}"
+            text += f" · spread {fmt(st.spread)}" + (" · all equal" if st.all_equal else "")
+            text += f' · <span class="fail-mark">{st.failing} failing</span>' if st.failing else ""
         found.marks[id(section)] = Mark(id=f"group-{g}", collapsible=True,
                                         summary=f'<span class="lt-group-stats">{text}</span>')
 

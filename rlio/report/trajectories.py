@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from html import escape
 
 from rlio.logtree.iteration_page import Trajectory, fmt
+from rlio.outcome import FAILING_RULE
 from rlio.report import svg as _svg
 from rlio.report.page import section, table
 
@@ -117,8 +118,8 @@ def section_rewards(ro: Rollouts) -> str:
         return section("rewards", "Reward distributions",
                        '<p class="note">No rollout summaries in this run.</p>')
     out = ['<p class="note">Per iteration: whisker min–max, box first–third quartile, tick '
-           "at the median, over the trajectories' rewards (final reward where logged, else "
-           "total reward).</p><div class=\"charts\">"]
+           "at the median, over the trajectories' total rewards (step rewards + final reward)."
+           f" {escape(FAILING_RULE)}.</p><div class=\"charts\">"]
     for i, split in enumerate(sorted(ro.boxes, key=split_order)):
         bs = ro.boxes[split]
         drawn = f", {_svg.MAX_BOXES:,} drawn" if len(bs) > _svg.MAX_BOXES else ""
