@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
@@ -27,7 +27,7 @@ from rlio.outcome import FAILING_RULE, Trajectory, group_stats, trajectory
 __all__ = ["Nav", "Trajectory", "Transcripts", "find_transcripts", "fmt", "render_iteration_page",
            "trajectory", "written_nav"]
 
-_TRAJ_HEADING = re.compile(r"\s*trajectory\s+(\d+)\b", re.IGNORECASE)
+_TRAJ_HEADING = re.compile(r"\s*(?:trajectory|completion)\s+(\d+)\b", re.IGNORECASE)
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _TAGS = re.compile(r"<[^>]*>")
 
@@ -75,41 +75,74 @@ def _is_section(node: Any) -> bool:
     return _is_mapping(node) and node.get("tag") in ("section", "div", "details")
 
 
-def find_transcripts(root: Any) -> Transcripts:
-    """The group sections and each trajectory's conversation messages (iterative walk)."""
+def _conversations(section: Any) -> Iterator[tuple[Any, int | None]]:
+    """Each conversation node under ``section`` in document order, with the trajectory index a
+    ``Trajectory <i>`` (or ``Completion <i>``) heading above it names (else None)."""
+    stack: list[tuple[Any, int | None]] = [(section, None)]
+    while stack:
+        node, traj = stack.pop()
+        if not _is_mapping(node):
+            continue
+        data = node.get("data")
+        if isinstance(data, Mapping) and data.get("type") == "conversation":
+            yield node, traj
+            continue
+        if node is not section and _is_section(node):
+            m = _TRAJ_HEADING.match(_heading_text(node))
+            if m:
+                traj = int(m.group(1))
+        children = node.get("children")
+        if isinstance(children, list):
+            stack.extend((c, traj) for c in reversed(children))
+
+
+def _take(found: Transcripts, key: tuple[int, int], node: Mapping[str, Any]) -> None:
+    """File ``node``'s messages under ``key``; the first conversation of a key gets its anchor."""
+    if key not in found.messages:
+        found.marks[id(node)] = Mark(id=f"traj-{key[0]}-{key[1]}")
+        found.messages[key] = []
+    msgs = node.get("data", {}).get("messages")
+    if isinstance(msgs, list):
+        found.messages[key].extend(m for m in msgs if isinstance(m, Mapping))
+
+
+def find_transcripts(root: Any, rows: Sequence[tuple[int, int]] = ()) -> Transcripts:
+    """The group sections and each trajectory's conversation messages (iterative walk).
+
+    In a group, conversations under a ``Trajectory <i>`` or ``Completion <i>`` heading are
+    trajectory i's, and conversations outside such headings (a shared prompt) lead each of
+    them; without such headings the i-th conversation is trajectory i.
+    A tree without any Group section (an evaluator's samples): the k-th top-level section that
+    holds a conversation is the k-th trajectory of ``rows`` (the rollout summaries' (group,
+    traj) in file order), else (k, 0).
+    """
     found = Transcripts()
     kids = root.get("children") if isinstance(root, Mapping) else None
-    for node in kids if isinstance(kids, list) else []:
-        if _is_section(node) and _heading_text(node).lower().startswith("group"):
-            found.groups.append(node)
+    tops = [n for n in (kids if isinstance(kids, list) else []) if _is_section(n)]
+    found.groups = [n for n in tops if _heading_text(n).lower().startswith("group")]
     for g, section in enumerate(found.groups):
         found.marks[id(section)] = Mark(id=f"group-{g}", collapsible=True)
-        ordinal = 0
-        # (node, trajectory index this subtree belongs to, or None)
-        stack: list[tuple[Any, int | None]] = [(section, None)]
-        while stack:
-            node, traj = stack.pop()
-            if not _is_mapping(node):
-                continue
-            data = node.get("data")
-            if isinstance(data, Mapping) and data.get("type") == "conversation":
-                t = traj if traj is not None else ordinal
-                ordinal += traj is None
-                msgs = data.get("messages")
-                key = (g, t)
-                if key not in found.messages:
-                    found.marks[id(node)] = Mark(id=f"traj-{g}-{t}")
-                    found.messages[key] = []
-                if isinstance(msgs, list):
-                    found.messages[key].extend(m for m in msgs if isinstance(m, Mapping))
-                continue
-            if node is not section and _is_section(node):
-                m = _TRAJ_HEADING.match(_heading_text(node))
-                if m:
-                    traj = int(m.group(1))
-            children = node.get("children")
-            if isinstance(children, list):
-                stack.extend((c, traj) for c in reversed(children))
+        convs = list(_conversations(section))
+        if all(traj is None for _, traj in convs):
+            for ordinal, (node, _) in enumerate(convs):
+                _take(found, (g, ordinal), node)
+            continue
+        # headed conversations are the trajectories; the others (a group's shared prompt, as
+        # the preference environment logs it) lead each trajectory's messages
+        shared = [m for node, traj in convs if traj is None
+                  for m in node.get("data", {}).get("messages", ()) if isinstance(m, Mapping)]
+        for node, traj in convs:
+            if traj is not None:
+                if (g, traj) not in found.messages:
+                    found.messages[(g, traj)] = list(shared)
+                    found.marks[id(node)] = Mark(id=f"traj-{g}-{traj}")
+                _take(found, (g, traj), node)
+    if not found.groups:
+        k = 0
+        for section in tops:
+            for node, _ in _conversations(section):
+                _take(found, rows[k] if k < len(rows) else (k, 0), node)
+            k += any(True for _ in _conversations(section))
     return found
 
 
@@ -220,7 +253,8 @@ def render_iteration_page(doc: Mapping[str, Any] | None, nav: Nav,
     """
     root = doc.get("root") if isinstance(doc, Mapping) else None
     if found is None:
-        found = find_transcripts(root) if root is not None else Transcripts()
+        rows = [(t.group, t.traj) for t in trajs or ()]
+        found = find_transcripts(root, rows) if root is not None else Transcripts()
     _group_summaries(found, trajs or ())
     prelude = (f'<header class="it-header">{nav_html(nav)}'
                f"{table_html(trajs, set(found.messages))}</header>\n")

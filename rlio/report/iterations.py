@@ -143,7 +143,8 @@ def iterate(storage: Storage, places: dict[tuple[str, int], Placement], report_n
     for j, p in enumerate(order):
         trajs = read_trajectories(storage, p.sources.rollouts, p.split, p.iteration)
         doc = read_logtree(storage, p.sources.logtree)
-        found = find_transcripts(doc.get("root")) if doc is not None else None
+        rows = [(t.group, t.traj) for t in trajs or ()]
+        found = find_transcripts(doc.get("root"), rows) if doc is not None else None
         if write is not None:
             title = doc.get("title") if doc is not None else None
             if not isinstance(title, str):
