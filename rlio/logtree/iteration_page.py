@@ -22,7 +22,7 @@ from typing import Any
 
 from rlio import layout
 from rlio.logtree.html import Mark, render_page, render_tree
-from rlio.outcome import FAILING_RULE, Trajectory, group_stats, trajectory
+from rlio.outcome import FAILING_RULE, Trajectory, group_stats, iteration_stats, trajectory
 
 __all__ = ["Nav", "Trajectory", "Transcripts", "find_transcripts", "fmt", "render_iteration_page",
            "trajectory", "written_nav"]
@@ -224,8 +224,35 @@ def table_html(trajs: Sequence[Trajectory] | None, linked: set[tuple[int, int]])
             f'<td class="num">{t.turns}</td><td class="num">{t.ob_tokens:,}</td>'
             f'<td class="num">{t.ac_tokens:,}</td><td>{"yes" if t.done else "no"}</td>'
             f"<td>{link}</td></tr>")
-    out.append("</tbody></table></div></section>")
+    out.append("</tbody></table></div>")
+    out.append(_groups_html(trajs))
+    out.append("</section>")
     return "".join(out)
+
+
+def _groups_html(trajs: Sequence[Trajectory]) -> str:
+    """Per GRPO group: size, failing, mean and spread of the total rewards, all equal; then the
+    iteration's tokens per trajectory and staleness where logged."""
+    groups = group_stats(trajs)
+    diag = iteration_stats(trajs, groups)
+    share = "—" if diag.equal_share is None else f"{diag.equal_share:.0%}"
+    facts = [f"{diag.groups:,} groups, {diag.equal_groups:,} with all-equal rewards ({share}: "
+             "no learning signal)",
+             f"mean tokens per trajectory: {fmt(diag.ac_tokens)} sampled, "
+             f"{fmt(diag.ob_tokens)} observed"]
+    if diag.staleness_max is not None:
+        facts.append(f"staleness (iteration − sampling_client_step): max "
+                     f"{diag.staleness_max}, mean {fmt(diag.staleness_mean)}")
+    rows = "".join(
+        f'<tr data-group-stats="{g.group}" data-equal="{str(g.all_equal).lower()}"><td>{g.group}'
+        f'</td><td class="num">{g.size}</td><td class="num">{g.failing}</td><td class="num">'
+        f'{fmt(g.mean)}</td><td class="num">{fmt(g.spread)}</td><td>'
+        f'{"yes" if g.all_equal else "no"}</td></tr>' for g in groups)
+    return ('<h2 id="groups">Groups</h2><ul class="it-facts">'
+            + "".join(f"<li>{escape(f)}</li>" for f in facts)
+            + '</ul><div class="it-scroll"><table class="group-table"><thead><tr><th>group</th>'
+            "<th>trajectories</th><th>failing</th><th>mean reward</th><th>spread</th>"
+            f"<th>all equal</th></tr></thead><tbody>{rows}</tbody></table></div>")
 
 
 def _group_summaries(found: Transcripts, trajs: Sequence[Trajectory]) -> None:

@@ -33,6 +33,7 @@ from rlio.report.reading import (
 from rlio.report.trajectories import (
     Rollouts,
     section_extremes,
+    section_grpo,
     section_iteration_list,
     section_rewards,
 )
@@ -153,6 +154,7 @@ def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bo
     sections = [
         _page.section_metrics(m, _chart_keys(m, metrics)),
         section_rewards(rollouts),
+        section_grpo(rollouts),
         section_extremes(rollouts),
         section_prompts(tracker, prompt_href),
         _page.section_checkpoints(ckpts, resume, x_max),

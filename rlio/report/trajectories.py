@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from html import escape
 
 from rlio.logtree.iteration_page import Trajectory, fmt
-from rlio.outcome import FAILING_RULE
+from rlio.outcome import FAILING_RULE, iteration_stats
 from rlio.report import svg as _svg
 from rlio.report.page import section, table
 
@@ -63,6 +63,7 @@ class IterationStats:
     count: int | None = None  # rollout summary lines; None without the file
     failing: int = 0
     mean: float | None = None
+    equal_share: float | None = None  # groups whose rewards are all equal
 
 
 def _offer(heap: list[_Rated], item: _Rated) -> None:
@@ -80,6 +81,8 @@ class Rollouts:
         self.listing: dict[str, list[IterationStats]] = {}
         self.boxes: dict[str, list[_svg.Box]] = {}
         self.stale: list[tuple[int, int]] = []
+        #: per split: (iteration, share of all-equal groups, mean sampled tokens per trajectory)
+        self.grpo: dict[str, list[tuple[int, float | None, float | None]]] = {}
         self.worst: list[_Rated] = []  # negated rewards
         self.best: list[_Rated] = []
         self.seen = 0
@@ -94,9 +97,11 @@ class Rollouts:
         if trajs is None:
             return
         rewards = [r for t in trajs if (r := t.reward) is not None]
-        finite = [r for r in rewards if not math.isnan(r)]
-        st.count, st.failing = len(trajs), sum(t.failing for t in trajs)
-        st.mean = sum(finite) / len(finite) if finite else None
+        diag = iteration_stats(trajs)
+        st.count, st.failing, st.mean = diag.trajectories, diag.failing, diag.mean
+        st.equal_share = diag.equal_share
+        if trajs:
+            self.grpo.setdefault(split, []).append((it, diag.equal_share, diag.ac_tokens))
         b = box(it, rewards)
         if b is not None:
             self.boxes.setdefault(split, []).append(b)
@@ -142,6 +147,40 @@ def section_rewards(ro: Rollouts) -> str:
     return section("rewards", "Reward distributions", "".join(out))
 
 
+def _grpo_chart(split: str, i: int, points: list[tuple[int, float]], key: str,
+                what: str) -> str:
+    xs, ys = [float(p[0]) for p in points], [float(p[1]) for p in points]
+    chart = _svg.line_chart(_svg.Series(key, xs, ys, len(xs)), x_label="iteration",
+                            chart_id=f"grpo-{i}")
+    return (f'<figure class="card chart-card" data-grpo="{escape(key)}" data-split="'
+            f'{escape(split)}"><figcaption><h3>{escape(what)}</h3><p class="stats">'
+            f"{escape(split_title(split))} · last {_svg.fmt(ys[-1])}</p></figcaption>{chart}"
+            "</figure>")
+
+
+def section_grpo(ro: Rollouts) -> str:
+    """GRPO's own diagnostics over training: the share of groups whose rewards are all equal
+    (every advantage 0: no learning signal) and the sampled tokens per trajectory."""
+    title = "GRPO signal"
+    if not ro.grpo:
+        return section("grpo", title, '<p class="note">No rollout summaries in this run.</p>')
+    out = ['<p class="note">A group whose trajectories all have the same total reward gives '
+           "every one advantage 0 (advantage: total reward minus the group's mean), so it "
+           "teaches nothing. Tokens: sampled (ac) tokens per trajectory, mean per iteration."
+           '</p><div class="charts">']
+    n = 0
+    for split in sorted(ro.grpo, key=split_order):
+        rows = ro.grpo[split]
+        for key, what, col in (("equal_share", "Groups with all-equal rewards (share)", 1),
+                               ("ac_tokens", "Sampled tokens per trajectory", 2)):
+            pts = [(r[0], v) for r in rows if (v := r[col]) is not None]
+            if pts:
+                out.append(_grpo_chart(split, n, pts, key, what))
+                n += 1
+    out.append("</div>")
+    return section("grpo", title, "".join(out))
+
+
 def _row(t: Trajectory, link: str) -> str:
     cls = ' class="fail"' if t.failing else ""
     return (f"<tr{cls}><td>{escape(t.split)}</td><td>{t.iteration}</td><td>{t.group}</td>"
@@ -180,7 +219,8 @@ def section_iteration_list(ro: Rollouts, timing: dict[int, str],
                    '<nav class="it-list">')
         for s in its:
             detail = ("no rollouts" if s.count is None else
-                      f"{fmt(s.mean)}" + (f" · {s.failing}✗" if s.failing else ""))
+                      f"{fmt(s.mean)}" + (f" · {s.failing}✗" if s.failing else "")
+                      + (f" · {s.equal_share:.0%} equal" if s.equal_share else ""))
             out.append(f'<a class="it{" has-fail" if s.failing else ""}" href="{escape(s.href)}" '
                        f'data-iteration="{s.iteration}" data-failing="{s.failing}"><b>'
                        f'{s.iteration}</b> <span class="it-detail">{escape(detail)}</span></a>')

@@ -158,3 +158,30 @@ def _scores(run: Path) -> dict[tuple[str, str], float]:
             xs = [r["total_reward"] for r in recs if r["group_idx"] == g]
             out[(split, user.group(1).splitlines()[0])] = sum(xs) / len(xs)
     return out
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_group_diagnostics_match_the_records(runs: dict[str, Path], env: str) -> None:
+    """Each group's mean and all-equal flag, the share of all-equal groups in the report's list
+    and the staleness (async) are what the records give."""
+    run, exp = runs[env], expected(runs[env])
+    report = (run / "report.html").read_text()
+    for split, it in exp.records:
+        page = _page(run, split, it)
+        recs = exp.records[(split, it)]
+        groups = re.findall(r'<tr data-group-stats="(\d+)" data-equal="(\w+)">(.*?)</tr>', page,
+                            re.S)
+        assert len(groups) == len({r["group_idx"] for r in recs})
+        for g, equal, cells in groups:
+            xs = [r["total_reward"] for r in recs if r["group_idx"] == int(g)]
+            fin = [x for x in xs if x is not None and math.isfinite(x)]
+            assert _close(_num(_TD.findall(cells)[3]), sum(fin) / len(fin) if fin else None)
+            assert (equal == "true") is (len(fin) == len(xs) and len(set(fin)) == 1)
+        share = exp.equal_share(split, it)
+        block = report.split(f'class="pages" data-split="{split}"', 1)[1]
+        detail = re.search(rf'data-iteration="{it}"[^>]*>.*?<span class="it-detail">([^<]*)<',
+                           block, re.S)
+        assert detail is not None
+        assert (f"{share:.0%} equal" in detail.group(1)) is (share > 0), detail.group(1)
+        lag = max(it - r["sampling_client_step"] for r in recs)
+        assert f"sampling_client_step): max {lag}," in page
