@@ -84,9 +84,10 @@ def section_metrics(m: MetricsScan, keys: Sequence[str]) -> str:
                      "the latest value of a repeated step is drawn)")
     out = [_notes(notes), '<div class="charts">', *(_chart(m, k, i) for i, k in enumerate(keys)),
            "</div>"]
-    names = [k for k in m.keys if k != "step"]
+    charted = set(keys)
+    names = [k for k in m.keys if k != "step" and k not in charted]
     if names:
-        out.append(f"<details><summary>All {len(names):,} metric keys (chart any with "
+        out.append(f"<details><summary>{len(names):,} other metric keys (chart any with "
                    "<code>rlio report RUN --metric KEY</code>)</summary><p class=\"keys\">"
                    + " ".join(f"<code>{escape(k)}</code>" for k in names[:_MAX_KEYS])
                    + "</p></details>")

@@ -185,3 +185,20 @@ def test_group_diagnostics_match_the_records(runs: dict[str, Path], env: str) ->
         assert (f"{share:.0%} equal" in detail.group(1)) is (share > 0), detail.group(1)
         lag = max(it - r["sampling_client_step"] for r in recs)
         assert f"sampling_client_step): max {lag}," in page
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_every_usual_key_the_run_logged_is_charted(runs: dict[str, Path], env: str) -> None:
+    """Reward, KL estimators, entropy, learning rate, tokens, cost, time (and staleness) each get
+    a chart under their real names when the run logged them."""
+    page = (runs[env] / "report.html").read_text()
+    charted = set(map(html.unescape, re.findall(r'data-metric="([^"]+)"', page)))
+    if env == "evalonly":
+        assert charted == {"gsm8k/env/all/reward/total", "hard/env/all/reward/total"}
+        return
+    usual = {"env/all/reward/total", "progress/done_frac", "optim/kl_sample_train_v1",
+             "optim/kl_sample_train_v2", "optim/entropy", "optim/lr",
+             "tokens/cumulative/sampled", "cost/cumulative_usd", "time/total",
+             "env/all/by_group/frac_mixed"}
+    assert usual <= charted
+    assert ("async/staleness_max" in charted) is (env == "async")
