@@ -12,17 +12,24 @@ conversation of a trajectory gets the anchor ``traj-<group>-<traj>``.
 
 from __future__ import annotations
 
-import math
 import posixpath
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from html import escape
 from typing import Any
 
 from rlio import layout
-from rlio.logtree.html import Mark, render_page, render_tree
-from rlio.outcome import FAILING_RULE, Trajectory, group_stats, iteration_stats, trajectory
+from rlio.logtree.html import GroupSummary, Mark, page_context, tree_events
+from rlio.outcome import (
+    FAILING_RULE,
+    GroupStats,
+    IterationStats,
+    Trajectory,
+    group_stats,
+    iteration_stats,
+    trajectory,
+)
+from rlio.templating import fmt, render
 
 __all__ = ["Nav", "Trajectory", "Transcripts", "find_transcripts", "fmt", "render_iteration_page",
            "trajectory", "written_nav"]
@@ -30,15 +37,6 @@ __all__ = ["Nav", "Trajectory", "Transcripts", "find_transcripts", "fmt", "rende
 _TRAJ_HEADING = re.compile(r"\s*(?:trajectory|completion)\s+(\d+)\b", re.IGNORECASE)
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _TAGS = re.compile(r"<[^>]*>")
-
-
-def fmt(v: float | None) -> str:
-    """A reward as shown: four significant digits, NaN and empty spelled out."""
-    if v is None:
-        return "—"
-    if math.isnan(v):
-        return "NaN"
-    return f"{v:.4g}"
 
 
 # --- the tree: groups, transcripts, prompts --------------------------------------------------
@@ -161,136 +159,81 @@ class Nav:
     note: str = ""
 
 
-def nav_html(nav: Nav) -> str:
-    """The navigation bar (every label escaped; hrefs are relative paths made by rlio)."""
-    parts = ['<nav class="it-nav" aria-label="iterations">']
-    if nav.report is not None:
-        parts.append(f'<a class="nav-report" href="{escape(nav.report)}">Run report</a>')
-    for cls, link, arrow in (("nav-prev", nav.prev, "← "), ("nav-next", nav.next, "")):
-        if link is not None:
-            label = f"{arrow}{link[0]}" if arrow else f"{link[0]} →"
-            parts.append(f'<a class="{cls}" href="{escape(link[1])}">{escape(label)}</a>')
-        else:
-            parts.append(f'<span class="{cls} off">{"← first" if arrow else "last →"}</span>')
-    if nav.splits:
-        parts.append('<span class="nav-splits">')
-        for split, href in nav.splits:
-            if href is None:
-                parts.append(f'<span class="nav-split here">{escape(split)}</span>')
-            else:
-                parts.append(f'<a class="nav-split" href="{escape(href)}">{escape(split)}</a>')
-        parts.append("</span>")
-    if nav.original is not None:
-        parts.append(f'<a class="nav-original" href="{escape(nav.original)}">producer page</a>')
-    parts.append("</nav>")
-    if nav.note:
-        parts.append(f'<p class="it-note">{escape(nav.note)}</p>')
-    return "".join(parts)
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One row of the trajectory table: the trajectory, its advantage, whether it links."""
+
+    t: Trajectory
+    advantage: float | None
+    linked: bool
 
 
-def table_html(trajs: Sequence[Trajectory] | None, linked: set[tuple[int, int]]) -> str:
-    """The trajectory table: one row a rollout summary line, failing rows marked.
+@dataclass(frozen=True, slots=True)
+class TableView:
+    """The trajectory table and the groups (``rows`` None: written before the summaries)."""
 
-    None: the page is written before the iteration's rollout summaries (a writer's logtree
-    block); ``rlio report`` rewrites it with the table.
-    """
+    rows: Sequence[Row] | None
+    failing: int = 0
+    rule: str = FAILING_RULE
+    groups: Sequence[GroupStats] = ()
+    diag: IterationStats | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderView:
+    """What an iteration page shows above its tree."""
+
+    nav: Nav
+    table: TableView
+
+
+def table_view(trajs: Sequence[Trajectory] | None,
+               linked: Collection[tuple[int, int]]) -> TableView:
+    """The trajectory table of ``trajs`` (None: the page is written before the iteration's
+    rollout summaries, by a writer's logtree block; ``rlio report`` rewrites it)."""
     if trajs is None:
-        return ('<section class="it-trajs" id="trajectories"><p class="it-note">Written before '
-                "this iteration's rollout summaries: <code>rlio report</code> adds the trajectory "
-                "table and the full navigation.</p></section>")
-    fails = sum(t.failing for t in trajs)
-    out = [f'<section class="it-trajs" id="trajectories"><h2>Trajectories <span class="count">'
-           f"({len(trajs):,}, {fails:,} failing)</span></h2>"
-           f'<p class="it-note">Outcome: total reward. {escape(FAILING_RULE)}. Advantage: '
-           "total reward minus the group's mean.</p>"]
-    if not trajs:
-        out.append('<p class="it-note">No rollout summaries for this iteration.</p></section>')
-        return "".join(out)
-    adv = {(g.group, t): a for g in group_stats(trajs) for t, a in g.advantages.items()}
-    out.append('<div class="it-scroll"><table class="traj-table"><thead><tr><th>group</th>'
-               "<th>traj</th><th>total reward</th><th>advantage</th><th>final reward</th>"
-               "<th>steps</th><th>turns</th><th>ob tokens</th><th>ac tokens</th><th>done</th>"
-               "<th>transcript</th></tr></thead><tbody>")
-    for t in trajs:
-        cls = ' class="fail"' if t.failing else ""
-        mark = '<span class="fail-mark" title="failing trajectory">✗</span> ' if t.failing else ""
-        link = (f'<a href="#{t.anchor}">view</a>' if (t.group, t.traj) in linked
-                else '<span class="it-none">not logged</span>')
-        out.append(
-            f'<tr{cls} data-group="{t.group}" data-traj="{t.traj}"><td>{mark}{t.group}</td>'
-            f'<td>{t.traj}</td><td class="num">{fmt(t.total_reward)}</td>'
-            f'<td class="num">{fmt(adv.get((t.group, t.traj)))}</td>'
-            f'<td class="num">{fmt(t.final_reward)}</td><td class="num">{t.steps}</td>'
-            f'<td class="num">{t.turns}</td><td class="num">{t.ob_tokens:,}</td>'
-            f'<td class="num">{t.ac_tokens:,}</td><td>{"yes" if t.done else "no"}</td>'
-            f"<td>{link}</td></tr>")
-    out.append("</tbody></table></div>")
-    out.append(_groups_html(trajs))
-    out.append("</section>")
-    return "".join(out)
-
-
-def _groups_html(trajs: Sequence[Trajectory]) -> str:
-    """Per GRPO group: size, failing, mean and spread of the total rewards, all equal; then the
-    iteration's tokens per trajectory and staleness where logged."""
+        return TableView(None)
     groups = group_stats(trajs)
-    diag = iteration_stats(trajs, groups)
-    share = "—" if diag.equal_share is None else f"{diag.equal_share:.0%}"
-    facts = [f"{diag.groups:,} groups, {diag.equal_groups:,} with all-equal rewards ({share}: "
-             "no learning signal)",
-             f"mean tokens per trajectory: {fmt(diag.ac_tokens)} sampled, "
-             f"{fmt(diag.ob_tokens)} observed"]
-    if diag.staleness_max is not None:
-        facts.append(f"staleness (iteration − sampling_client_step): max "
-                     f"{diag.staleness_max}, mean {fmt(diag.staleness_mean)}")
-    rows = "".join(
-        f'<tr data-group-stats="{g.group}" data-equal="{str(g.all_equal).lower()}"><td>{g.group}'
-        f'</td><td class="num">{g.size}</td><td class="num">{g.failing}</td><td class="num">'
-        f'{fmt(g.mean)}</td><td class="num">{fmt(g.spread)}</td><td>'
-        f'{"yes" if g.all_equal else "no"}</td></tr>' for g in groups)
-    return ('<h2 id="groups">Groups</h2><ul class="it-facts">'
-            + "".join(f"<li>{escape(f)}</li>" for f in facts)
-            + '</ul><div class="it-scroll"><table class="group-table"><thead><tr><th>group</th>'
-            "<th>trajectories</th><th>failing</th><th>mean reward</th><th>spread</th>"
-            f"<th>all equal</th></tr></thead><tbody>{rows}</tbody></table></div>")
+    adv = {(g.group, t): a for g in groups for t, a in g.advantages.items()}
+    rows = [Row(t, adv.get((t.group, t.traj)), (t.group, t.traj) in linked) for t in trajs]
+    return TableView(rows, sum(t.failing for t in trajs), FAILING_RULE, groups,
+                     iteration_stats(trajs, groups))
+
+
+def table_html(trajs: Sequence[Trajectory] | None, linked: Collection[tuple[int, int]]) -> str:
+    """The trajectory table alone (the page's, for a caller that shows only it)."""
+    return render("iteration_table.html.j2", t=table_view(trajs, linked))
 
 
 def _group_summaries(found: Transcripts, trajs: Sequence[Trajectory]) -> None:
     """Each collapsed group's summary line: its trajectory count, failures, mean and spread."""
     stats = {g.group: g for g in group_stats(trajs)}
     for g, section in enumerate(found.groups):
-        text = f" group {g}"
         st = stats.get(g)
-        if st is not None:
-            text += f" · {st.size} trajectories · mean reward {fmt(st.mean)}"
-            text += f" · spread {fmt(st.spread)}" + (" · all equal" if st.all_equal else "")
-            text += f' · <span class="fail-mark">{st.failing} failing</span>' if st.failing else ""
-        found.marks[id(section)] = Mark(id=f"group-{g}", collapsible=True,
-                                        summary=f'<span class="lt-group-stats">{text}</span>')
+        summary = GroupSummary(g) if st is None else GroupSummary(
+            g, st.size, st.mean, st.spread, st.all_equal, st.failing)
+        found.marks[id(section)] = Mark(id=f"group-{g}", collapsible=True, summary=summary)
 
 
 def render_iteration_page(doc: Mapping[str, Any] | None, nav: Nav,
                           trajs: Sequence[Trajectory] | None, *, title: str,
-                          found: Transcripts | None = None) -> str:
+                          found: Transcripts | None = None, write_id: str | None = None) -> str:
     """The whole page of one iteration: nav, trajectory table, then the tree (groups collapsed).
 
     ``doc`` is the logtree JSON (docs/format.md §7); None draws the header alone (a run that only
     kept the producer's HTML page, linked as ``nav.original``). ``found``: the tree's
-    transcripts when the caller already looked them up.
+    transcripts when the caller already looked them up; ``write_id``: the id its JSON twin
+    carries (§7).
     """
     root = doc.get("root") if isinstance(doc, Mapping) else None
     if found is None:
         rows = [(t.group, t.traj) for t in trajs or ()]
         found = find_transcripts(root, rows) if root is not None else Transcripts()
     _group_summaries(found, trajs or ())
-    prelude = (f'<header class="it-header">{nav_html(nav)}'
-               f"{table_html(trajs, set(found.messages))}</header>\n")
-    if root is None:
-        body = (f'<body class="lt-root">\n{prelude}<h1 class="lt-title">{escape(title)}</h1>'
-                "</body>\n")
-    else:
-        body = render_tree(root, prelude=prelude, marks=found.marks)
-    return render_page(title, body)
+    view = HeaderView(nav, table_view(trajs, set(found.messages)))
+    events = None if root is None else tree_events(root, marks=found.marks)
+    return render("iteration.html.j2", view=view, events=events,
+                  **page_context(title, write_id=write_id))
 
 
 def _rel(target: str, page: str) -> str:

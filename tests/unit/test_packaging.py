@@ -262,3 +262,10 @@ def test_pyproject_extras_keep_gcs_out_of_the_base() -> None:
     assert {x for d in extras["dev"] if (m := re.fullmatch(r"rlio\[(.*)\]", d))
             for x in m[1].split(",")} >= {"test", "all"}
     assert os.path.basename(str(ROOT / "LICENSE")) == "LICENSE"
+
+
+def test_the_wheel_ships_every_page_template(wheel: Path) -> None:
+    """Every Jinja2 template under rlio/templates is in the wheel (the pages render from them)."""
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    templates = sorted((ROOT / "rlio" / "templates").glob("*.j2"))
+    assert templates and all(f"rlio/templates/{t.name}" in shipped for t in templates)
