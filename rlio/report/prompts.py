@@ -13,16 +13,14 @@ import math
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from html import escape
 from typing import Any
 from urllib.parse import quote
 
 import orjson
 
 from rlio.logtree.html import page_context
-from rlio.logtree.iteration_page import Trajectory, fmt
+from rlio.logtree.iteration_page import Trajectory
 from rlio.outcome import FAILING_RULE
-from rlio.report.page import section, table
 from rlio.report.trajectories import split_order
 from rlio.templating import render
 
@@ -222,27 +220,35 @@ def render_prompt_page(track: Track, location: str, report_name: str) -> str:
                   **page_context(f"Prompt {track.key}"))
 
 
-def section_prompts(tracker: PromptTracker, href: dict[str, str]) -> str:
-    """The report's list of the prompts whose reward changed most, and how many are tracked."""
-    pages = tracker.pages()
-    if not pages:
-        return section("prompts", "Prompts across training", '<p class="note">No logtree '
-                       "conversation in this run: no prompt to track.</p>")
-    out = [f'<p class="note">{len(tracker.tracks):,} distinct prompt(s) in the logtrees; '
-           f"{len(pages):,} with a page.</p>"]
-    rows = []
-    for tr, ms in tracker.movers():
-        change = ms[-1] - ms[0]
-        rows.append(f'<tr><td><a href="{escape(href[tr.key])}">{escape(tr.label())}</a></td>'
-                    f"<td>{escape(tr.mean_by_iteration()[0][0])}</td><td>{len(ms)}</td>"
-                    f"<td>{fmt(ms[0])} → {fmt(ms[-1])}</td>"
-                    f"<td>{'+' if change > 0 else ''}{fmt(change)}</td></tr>")
-    if rows:
-        out.append(table("movers", ("prompt", "split", "iterations", "first → last mean reward",
-                                    "change"), rows))
-    out.append('<details><summary>All tracked prompts</summary><ul class="prompt-list">')
-    out.extend(f'<li><a href="{escape(href[tr.key])}">{escape(tr.label())}</a> '
-               f'<span class="count">({len(tr.iterations())} iteration(s))</span></li>'
-               for tr in pages)
-    out.append("</ul></details>")
-    return section("prompts", "Prompts across training", "".join(out))
+@dataclass(frozen=True, slots=True)
+class Mover:
+    """A prompt whose mean reward changed most: where its page is, first and last means."""
+
+    label: str
+    href: str
+    split: str
+    iterations: int
+    first: float
+    last: float
+
+    @property
+    def change(self) -> float:
+        return self.last - self.first
+
+
+@dataclass(frozen=True, slots=True)
+class PromptsView:
+    """The report's prompt section: how many, the movers, every tracked prompt's link."""
+
+    distinct: int
+    movers: list[Mover]
+    pages: list[tuple[str, str, int]]  # label, href, iterations
+
+
+def prompts_view(tracker: PromptTracker, href: dict[str, str]) -> PromptsView:
+    """The prompts whose reward changed most, and how many are tracked."""
+    movers = [Mover(tr.label(), href[tr.key], tr.mean_by_iteration()[0][0], len(ms), ms[0],
+                    ms[-1]) for tr, ms in tracker.movers()]
+    return PromptsView(len(tracker.tracks), movers,
+                       [(tr.label(), href[tr.key], len(tr.iterations()))
+                        for tr in tracker.pages()])

@@ -23,7 +23,7 @@ from rlio.report import page as _page
 from rlio.report import svg as _svg
 from rlio.report.columns import EVAL_REWARD_SUFFIX, MetricsScan
 from rlio.report.iterations import index_run, iterate, place_pages
-from rlio.report.prompts import PromptTracker, prompt_location, render_prompt_page, section_prompts
+from rlio.report.prompts import PromptTracker, prompt_location, prompts_view, render_prompt_page
 from rlio.report.reading import (
     MetricsObserver,
     read_checkpoints,
@@ -33,10 +33,10 @@ from rlio.report.reading import (
 )
 from rlio.report.trajectories import (
     Rollouts,
-    section_extremes,
-    section_grpo,
-    section_iteration_list,
-    section_rewards,
+    extremes_view,
+    grpo_view,
+    iterations_view,
+    rewards_view,
 )
 from rlio.report.usual import closest_keys, usual_keys
 from rlio.storage.base import Storage
@@ -163,17 +163,19 @@ def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bo
         ("checkpoints", f"{len(ckpts.records):,}"),
         ("files", f"{idx.files:,}"),
     ]
-    sections = [
-        _page.section_metrics(m, _chart_keys(m, metrics)),
-        section_rewards(rollouts),
-        section_grpo(rollouts),
-        section_extremes(rollouts),
-        section_prompts(tracker, prompt_href),
-        _page.section_checkpoints(ckpts, resume, x_max),
-        _page.section_validation(verdict) if validate else "",
-        section_iteration_list(rollouts, idx.timing, run_href),
-    ]
-    return _page.document(name, facts, _read_config(storage), sections)
+    listing, timing = iterations_view(rollouts, idx.timing, run_href)
+    sections = {
+        "metrics": _page.metrics_view(m, _chart_keys(m, metrics)),
+        "rewards": rewards_view(rollouts) if rollouts.boxes else None,
+        "grpo": grpo_view(rollouts),
+        "extremes": extremes_view(rollouts),
+        "prompts": prompts_view(tracker, prompt_href),
+        "checkpoints": _page.checkpoints_view(ckpts, resume, x_max),
+        "validation": _page.validation_view(verdict) if validate else None,
+        "iterations": listing,
+        "timing": timing,
+    }
+    return _page.render_report(name, facts, _read_config(storage), sections)
 
 
 def render_run_report(run: str | os.PathLike[str], *, metrics: Sequence[str] = (),
