@@ -236,7 +236,7 @@ padding:.3em .7em;background:var(--card)}
 display:block;overflow-x:auto;max-width:100%}
 .lt-table caption{text-align:left;font-weight:600;padding:.2em 0;color:var(--fg)}
 .lt-table th,.lt-table td{border:1px solid var(--border);padding:.25em .6em;text-align:left;
-vertical-align:top;overflow-wrap:anywhere}
+vertical-align:top;overflow-wrap:break-word}.lt-table th{white-space:nowrap}
 .lt-table th{background:var(--th)}
 .lt-table tbody tr:nth-child(even){background:var(--zebra)}
 .lt-table td.num{text-align:right;font-variant-numeric:tabular-nums}
@@ -287,11 +287,11 @@ background:var(--card);border:1px solid var(--border);border-radius:8px;font-siz
 .it-trajs h2{font-size:1.15em}.it-trajs .count{color:var(--muted);font-weight:400}
 .it-scroll{overflow:auto;max-height:60vh;max-width:100%;border:1px solid var(--border);
 border-radius:8px;background:var(--card)}
-.traj-table{border-collapse:collapse;width:100%;font-size:.85em}
-.traj-table th{position:sticky;top:0;background:var(--th);text-align:left}
-.traj-table th,.traj-table td{padding:.2em .5em;border-bottom:1px solid var(--border);
-white-space:nowrap}
-.traj-table td.num{text-align:right;font-variant-numeric:tabular-nums}
+.traj-table,.group-table{border-collapse:collapse;width:100%;font-size:.85em}
+.traj-table th,.group-table th{position:sticky;top:0;background:var(--th);text-align:left}
+.traj-table th,.traj-table td,.group-table th,.group-table td{padding:.2em .5em;
+border-bottom:1px solid var(--border);white-space:nowrap}
+.traj-table td.num,.group-table td.num{text-align:right;font-variant-numeric:tabular-nums}
 .traj-table tr.fail{background:var(--exc-bg)}
 .traj-table tr.fail td{color:var(--exc)}
 .fail-mark{color:var(--exc);font-weight:700}

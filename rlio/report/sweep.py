@@ -49,7 +49,9 @@ _EXTRA_CSS: Final = "".join(f"svg .line.s{i},.sw.s{i}{{stroke:{c};background:{c}
 svg .line.d1{stroke-dasharray:6 3}svg .line.d2{stroke-dasharray:2 2}
 .sw{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-1px}
 .sw.d1,.sw.d2{opacity:.6}.legend-runs{display:flex;flex-wrap:wrap;gap:2px 12px;font-size:12px}
-.legend-runs span{overflow-wrap:anywhere}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.legend-runs span{overflow-wrap:break-word}
+td[data-col=name],.config-diff td:first-child{white-space:nowrap}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
 .up{color:var(--ok)}.down{color:var(--err)}.counts{font-weight:600}
 """
 
