@@ -58,6 +58,6 @@ def run(args: argparse.Namespace) -> int:
     except FileExistsError as exc:
         hint = "" if args.force else ", or pass --force to replace an earlier demo run"
         return fail(f"{exc}; choose an empty or new directory{hint}")
-    kind = f"{args.env} " if args.env else f"{args.layout} "
-    sys.stdout.write(f"wrote a {kind}demo run of {args.iterations} iterations to {args.out}\n")
+    kind = f"({args.env} environment)" if args.env else f"({args.layout} layout)"
+    sys.stdout.write(f"wrote a demo run {kind} of {args.iterations} iterations to {args.out}\n")
     return EXIT_OK
