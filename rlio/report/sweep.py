@@ -21,11 +21,13 @@ from urllib.parse import quote
 import orjson
 
 from rlio._version import __version__
+from rlio.errors import UnknownMetricError
 from rlio.report import svg as _svg
 from rlio.report.page import CSP
 from rlio.report.run_report import REPORT_NAME, write_run_report
 from rlio.report.style import CSS
 from rlio.report.sweep_runs import AXES, RunSummary, lower_is_better, summarize
+from rlio.report.usual import closest_keys
 from rlio.templating import render
 from rlio.validate.fleet import Unreadable, discover_named, each_run
 
@@ -311,6 +313,7 @@ def render_comparison(paths: Sequence[str | os.PathLike[str]], *, output: str,
 
     Raises:
         ValueError: ``x`` is not an axis, or ``baseline`` names no run found.
+        UnknownMetricError: a key of ``metrics`` that no run logged (names the closest).
     """
     if x not in AXES:
         raise ValueError(f"x must be one of {', '.join(AXES)}, got {x!r}")
@@ -334,6 +337,7 @@ def render_comparison(paths: Sequence[str | os.PathLike[str]], *, output: str,
                                                 x, want_prompts, executor=executor, jobs=jobs))
     good = [s for s in summaries if s.error is None]
     unreadable += [Unreadable(s.location, s.error) for s in summaries if s.error is not None]
+    _check_metrics(metrics, good)
     chosen = list(metrics) or default_metrics(good)
     runs = sort_runs(good, order)
     pairs = _pairs(good, baseline) if want_prompts else None  # PATH order, not the table's
@@ -349,6 +353,19 @@ def render_comparison(paths: Sequence[str | os.PathLike[str]], *, output: str,
                                                  for i, k in enumerate(chosen)],
                   points=series_points(len(runs)),
                   pairs=None if pairs is None else [pair_view(p, links) for p in pairs])
+
+
+def _check_metrics(metrics: Sequence[str], runs: Sequence[RunSummary]) -> None:
+    """Refuse a ``--metric`` key no run logged, naming the closest keys of any run."""
+    if not runs:
+        return
+    logged = {k for r in runs for k in r.keys}
+    for key in metrics:
+        if key not in logged:
+            close = closest_keys(key, sorted(logged))
+            hint = f"; closest: {', '.join(close)}" if close else ""
+            raise UnknownMetricError(f"metric {key!r} is in no run's metrics.jsonl{hint}",
+                                     key=key, closest=close)
 
 
 def _summarize_named(location: str, names: dict[str, str], metrics: tuple[str, ...], x: str,
