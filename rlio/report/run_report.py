@@ -121,19 +121,18 @@ def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bo
             write: Callable[[str, bytes], None] | None) -> str:
     storage = open_run_storage(run_s)
     wanted = list(metrics)
-    stand_in: dict[str, str] = {}
     inside = _run_relative(storage, output)
     report_name = REPORT_NAME if output is None else (
         posixpath.basename(output.rstrip("/")) or REPORT_NAME)
     folder = posixpath.splitext(report_name)[0] or "report"
     verdict: Report | str = ""
-    observer = MetricsObserver(storage, wanted, stand_in)  # the charts: the validator's parse
+    observer = MetricsObserver(storage, wanted)  # the charts: the validator's parse
     if validate:
         try:
             verdict = validation(run_s, inside, folder, observer)
         except Exception as exc:  # the page still shows metrics when the validator fails
             verdict = f"{type(exc).__name__}: {exc}"
-    m = observer.scan if observer.scan is not None else read_metrics(storage, wanted, stand_in)
+    m = observer.scan if observer.scan is not None else read_metrics(storage, wanted)
     _check_metrics(m, metrics, run_s)
     ckpts = read_checkpoints(storage)
     resume = resume_point(run_s)
