@@ -220,16 +220,20 @@ def _is_demo_run(location: str) -> bool:
             config = json.load(f)
     except (OSError, ValueError):
         return False
-    return isinstance(config, dict) and config.get("model_name") == DemoConfig.model_name
+    return isinstance(config, dict) and config.get("model_name") in (DemoConfig.model_name,
+                                                                     "sim/policy-8b")
 
 
 def run_demo(
     out: str | os.PathLike[str], *, layout: Layout = "flat", iterations: int = 12, seed: int = 0,
-    replace: bool = False,
+    replace: bool = False, env: str | None = None,
 ) -> None:
     """Write a simulated RL run of ``iterations`` iterations to ``out`` (a fresh directory).
 
     Args:
+        env: write a run shaped like one of the cookbook's environments instead
+            (``rlio.demo_envs.ENVS``: math, multiturn, tools, preference, evalonly, async); its
+            ``layout`` is flat.
         replace: delete a previous demo run at ``out`` first (a local folder whose
             ``config.json`` the demo wrote), so the same command can run again. Any other
             non-empty folder is still refused: a real run is never deleted.
@@ -250,6 +254,11 @@ def run_demo(
             raise FileExistsError(f"{location!r} holds files that are not a demo run; refusing "
                                   "to replace them")
         shutil.rmtree(location)
+    if env is not None:
+        from rlio.demo_envs import write_env_run
+
+        write_env_run(location, env, iterations=iterations, seed=seed)
+        return
     cfg = DemoConfig(log_path=Path(location), layout=layout, iterations=iterations, seed=seed)
     rng = random.Random(seed)
     nan_at = iterations // 2

@@ -131,3 +131,16 @@ class NotARunError(RunNotFoundError):
     """No run at the path: it is missing, a file, or a folder without ``metrics.jsonl``,
     ``checkpoints.jsonl`` or per-iteration files, or ``config.json`` with ``code.diff``
     (``rlio.layout.is_run_root``). ``strerror`` is the one line every command prints."""
+
+
+class UnknownMetricError(RlioError, KeyError):
+    """A metric asked for by name (``rlio report --metric KEY``) that the run never logged;
+    ``closest`` holds the run's keys nearest to it by spelling."""
+
+    def __init__(self, message: str, *, key: str, closest: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.key = key
+        self.closest = closest
+
+    def __str__(self) -> str:
+        return str(self.args[0])

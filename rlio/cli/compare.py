@@ -65,6 +65,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the comparison page of ``args.paths``."""
+    from rlio.errors import UnknownMetricError
     from rlio.report.sweep import write_comparison
 
     if args.prompts:
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         with dask_executor(args.dask) as executor:
             where, problems = write_comparison(args.paths, args.output, executor=executor,
                                                **options)
-    except ValueError as exc:
+    except (ValueError, UnknownMetricError) as exc:
         return fail(str(exc))
     except OSError as exc:
         return fail(f"cannot write {args.output!r}: {exc.strerror or exc}")

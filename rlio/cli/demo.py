@@ -19,6 +19,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             ("rlio demo out/nested --layout nested --iterations 30 --seed 7",
              "a longer nested run; the same seed writes the same records"),
             ("rlio demo out/demo --force", "replace the demo run written there before"),
+            ("rlio demo out/math --env math", "a run shaped like the cookbook's math environment "
+             "(reward in the step, final_reward 0.0)"),
         ),
         exit_codes=(
             (EXIT_OK, "the run was written"),
@@ -34,6 +36,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="training iterations to simulate (>= 1)")
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="random seed of the simulated rewards and texts")
+    p.add_argument("--env", choices=("math", "multiturn", "tools", "preference", "evalonly",
+                                     "async"), default=None,
+                   help="write a run shaped like a cookbook environment (flat layout) instead of "
+                   "the default demo")
     p.add_argument("--force", action="store_true",
                    help="replace an earlier demo run at OUT (a folder whose config.json the demo "
                    "wrote); any other non-empty folder is still refused")
@@ -48,10 +54,10 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--iterations must be >= 1, got {args.iterations}")
     try:
         run_demo(args.out, layout=args.layout, iterations=args.iterations, seed=args.seed,
-                 replace=args.force)
+                 replace=args.force, env=args.env)
     except FileExistsError as exc:
         hint = "" if args.force else ", or pass --force to replace an earlier demo run"
         return fail(f"{exc}; choose an empty or new directory{hint}")
-    sys.stdout.write(f"wrote a {args.layout} demo run of {args.iterations} iterations to "
-                     f"{args.out}\n")
+    kind = f"({args.env} environment)" if args.env else f"({args.layout} layout)"
+    sys.stdout.write(f"wrote a demo run {kind} of {args.iterations} iterations to {args.out}\n")
     return EXIT_OK

@@ -37,19 +37,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-o", "--output", metavar="FILE",
                    help="where to write the page (default: RUN/report.html)")
     p.add_argument("--metric", action="append", default=[], metavar="KEY",
-                   help="also chart this metric (repeatable)")
+                   help="also chart this metric (repeatable; the usual keys the run logged are "
+                   "charted anyway); a key the run never logged is an error naming the closest")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Write the report of ``args.run``."""
-    from rlio.errors import RunNotFoundError
+    from rlio.errors import RunNotFoundError, UnknownMetricError
     from rlio.report import write_run_report
 
     try:
         where = write_run_report(args.run, output=args.output, metrics=args.metric)
     except (RunNotFoundError, NotADirectoryError) as exc:
         return run_failure(args.run, exc)
+    except UnknownMetricError as exc:
+        return fail(f"{exc}; nothing was written")
     except UnicodeError as exc:  # a file name (or the path) that is not UTF-8
         return fail(f"cannot write a report of run {args.run!r}: a file name in it is not "
                     f"valid UTF-8 ({exc})")

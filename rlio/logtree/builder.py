@@ -30,7 +30,7 @@ import orjson
 
 from rlio._codec.jsonl import normalize_value
 from rlio.logtree.conversation import normalize_messages
-from rlio.logtree.html import render_page, render_tree
+from rlio.logtree.html import render_logtree_page
 from rlio.logtree.sanitize import sanitize_html
 
 __all__ = ["MAX_SECTION_DEPTH", "LogTree"]
@@ -234,12 +234,13 @@ class LogTree:
         doc = self._doc(path, self.root)
         return dumps_compact_fast(doc) if compact else dumps_indented(doc)
 
-    def to_html(self, *, page: str | None = None) -> str:
+    def to_html(self, *, page: str | None = None, write_id: str | None = None) -> str:
         """The complete self-contained page (``<!doctype html>`` ... ``</html>``).
 
         ``page``: the run-relative path the page is written to; a name of the naming contract
         gets the iteration header (links to the report and the neighbouring iterations, groups
-        collapsed). ``rlio report`` later rewrites it with the trajectory table.
+        collapsed). ``rlio report`` later rewrites it with the trajectory table. ``write_id``:
+        the id its JSON twin carries (docs/format.md §7), first in the head.
         """
         if page is not None:
             from rlio.logtree.iteration_page import render_iteration_page, written_nav
@@ -247,8 +248,9 @@ class LogTree:
             nav = written_nav(page)
             if nav is not None:
                 doc = {"root": self.root}
-                return render_iteration_page(doc, nav, None, title=self._title)
-        return render_page(self._title, render_tree(self.root))
+                return render_iteration_page(doc, nav, None, title=self._title,
+                                             write_id=write_id)
+        return render_logtree_page(self._title, self.root, write_id=write_id)
 
 
 # --- tables --------------------------------------------------------------------------------

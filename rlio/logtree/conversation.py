@@ -3,8 +3,8 @@
 A conversation is a ``data`` node (docs/format.md §7): ``{"type": "conversation", "messages": []}``.
 ``normalize_messages`` turns what a training loop holds (dicts, pydantic tool calls, numpy scalars,
 PIL images) into exactly that shape or raises ``RecordError`` naming the message and the pointer;
-``render_conversation`` draws any such payload, including a foreign one, as escaped HTML: no model
-text ever reaches the page as markup.
+``conversation_view`` turns any such payload, including a foreign one, into the view model the
+templates draw with escaping on: no model text ever reaches the page as markup.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import contextlib
 import io
 import re
 from collections.abc import Mapping, Sequence
-from html import escape
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -179,25 +179,20 @@ def _plain(value: Any) -> str:
         return repr(value)
 
 
-def _text(value: Any) -> str:
-    """Escaped text of any JSON value."""
-    return escape(_plain(value))
-
-
 def _pretty_arguments(arguments: Any) -> str:
-    """Escaped tool-call arguments, pretty-printed when they are JSON-encoded objects or arrays."""
+    """Tool-call arguments, pretty-printed when they are JSON-encoded objects or arrays."""
     if isinstance(arguments, str):
         try:
             parsed = orjson.loads(arguments)
         except orjson.JSONDecodeError:
-            return escape(arguments)
+            return arguments
         if isinstance(parsed, (dict, list)) and parsed:
             try:
-                return escape(orjson.dumps(parsed, option=orjson.OPT_INDENT_2).decode())
+                return orjson.dumps(parsed, option=orjson.OPT_INDENT_2).decode()
             except TypeError:  # nested deeper than orjson writes
-                return escape(arguments)
-        return escape(arguments)
-    return _text(arguments)
+                return arguments
+        return arguments
+    return _plain(arguments)
 
 
 def is_safe_image_uri(uri: Any) -> bool:
@@ -205,115 +200,120 @@ def is_safe_image_uri(uri: Any) -> bool:
     return isinstance(uri, str) and _SAFE_IMAGE_URI.match(uri) is not None
 
 
-def _render_part(part: Any, k: int, out: list[str]) -> None:
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One content part as drawn: ``kind`` is text, thinking, image, no-image, image-ref, empty
+    or unknown; ``text`` is plain (the template escapes it)."""
+
+    kind: str
+    text: str = ""
+    index: int = 0
+    size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call: ``raw`` (plain text) when it has no ``function`` object."""
+
+    name: str = ""
+    id: str = ""
+    arguments: str = ""
+    raw: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Unparsed:
+    """A tool call the renderer could not parse: the raw text and the error."""
+
+    raw_text: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message as drawn (``unknown``: the plain text of a message that is no object)."""
+
+    index: int
+    role: str = ""
+    name: str | None = None
+    reply_to: str | None = None
+    trainable: bool | None = None
+    parts: tuple[Part, ...] = ()
+    calls: tuple[ToolCall, ...] = ()
+    unparsed: tuple[Unparsed, ...] = ()
+    unknown: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """A conversation payload (ours or a foreign one) as the template draws it."""
+
+    messages: tuple[Message, ...]
+
+
+def _part(part: Any, k: int) -> Part:
     if not isinstance(part, Mapping):
-        out.append(f'<pre class="msg-part-unknown">{_text(part)}</pre>')
-        return
+        return Part("unknown", _plain(part))
     kind = part.get("type")
     if kind == "text":
-        out.append(f'<div class="msg-text">{_text(part.get("text", ""))}</div>')
-    elif kind == "thinking":
+        return Part("text", _plain(part.get("text", "")))
+    if kind == "thinking":
         thinking = part.get("thinking", "")
-        size = len(thinking) if isinstance(thinking, str) else 0
-        out.append(
-            f'<details class="msg-thinking"><summary>Thinking ({size:,} chars)</summary>'
-            f'<div class="msg-thinking-body">{_text(thinking)}</div></details>'
-        )
-    elif kind == "image":
+        return Part("thinking", _plain(thinking),
+                    size=len(thinking) if isinstance(thinking, str) else 0)
+    if kind == "image":
         image = part.get("image")
         if isinstance(image, str) and is_safe_image_uri(image):
-            out.append(
-                f'<figure class="msg-image"><img src="{escape(image.strip())}" '
-                f'alt="image part {k}"></figure>'
-            )
-        elif image is None:
-            out.append('<div class="msg-image-ref">(image not recorded)</div>')
-        else:
-            out.append(f'<div class="msg-image-ref">image: <code>{_text(image)}</code></div>')
-    else:
-        out.append(f'<pre class="msg-part-unknown">{_text(part)}</pre>')
+            return Part("image", image.strip(), index=k)
+        return Part("no-image") if image is None else Part("image-ref", _plain(image))
+    return Part("unknown", _plain(part))
 
 
-def _render_tool_calls(msg: Mapping[str, Any], out: list[str]) -> None:
+def _calls(msg: Mapping[str, Any]) -> tuple[ToolCall, ...]:
     calls = msg.get("tool_calls")
-    if isinstance(calls, list) and calls:
-        out.append('<div class="tool-calls">')
-        for call in calls:
-            function = call.get("function") if isinstance(call, Mapping) else None
-            if not isinstance(function, Mapping):
-                out.append(f'<pre class="tool-call">{_text(call)}</pre>')
-                continue
-            call_id = call.get("id")
-            id_html = (
-                f' <span class="tool-call-id">{_text(call_id)}</span>' if call_id else ""
-            )
-            out.append(
-                '<div class="tool-call"><div class="tool-call-head">'
-                '<span class="tool-call-label">tool call</span> '
-                f'<code class="tool-call-name">{_text(function.get("name", ""))}</code>{id_html}'
-                f'</div><pre class="tool-call-args">{_pretty_arguments(function.get("arguments"))}'
-                "</pre></div>"
-            )
-        out.append("</div>")
+    out = []
+    for call in calls if isinstance(calls, list) else ():
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping):
+            out.append(ToolCall(raw=_plain(call)))
+            continue
+        call_id = call.get("id")
+        out.append(ToolCall(_plain(function.get("name", "")), _plain(call_id) if call_id else "",
+                            _pretty_arguments(function.get("arguments"))))
+    return tuple(out)
+
+
+def _unparsed(msg: Mapping[str, Any]) -> tuple[Unparsed, ...]:
     raw_calls = msg.get("unparsed_tool_calls")
-    if isinstance(raw_calls, list) and raw_calls:
-        out.append('<div class="tool-calls">')
-        for raw in raw_calls:
-            raw_map = raw if isinstance(raw, Mapping) else {"raw_text": raw}
-            out.append(
-                '<div class="tool-call unparsed"><div class="tool-call-head">'
-                '<span class="tool-call-label">unparsed tool call</span> '
-                f'<span class="tool-call-error">{_text(raw_map.get("error", ""))}</span></div>'
-                f'<pre class="tool-call-args">{_text(raw_map.get("raw_text", ""))}</pre></div>'
-            )
-        out.append("</div>")
+    out = []
+    for raw in raw_calls if isinstance(raw_calls, list) else ():
+        raw_map = raw if isinstance(raw, Mapping) else {"raw_text": raw}
+        out.append(Unparsed(_plain(raw_map.get("raw_text", "")), _plain(raw_map.get("error", ""))))
+    return tuple(out)
 
 
-def _render_message(msg: Any, index: int, out: list[str]) -> None:
+def _message(msg: Any, index: int) -> Message:
     if not isinstance(msg, Mapping):
-        out.append(
-            f'<div class="msg" data-role="unknown" data-index="{index}"><div class="msg-body">'
-            f'<pre class="msg-part-unknown">{_text(msg)}</pre></div></div>'
-        )
-        return
-    role = msg.get("role")
-    role_text = _plain(role)
-    head = [f'<span class="msg-role">{escape(role_text)}</span>']
-    if isinstance(msg.get("name"), str):
-        head.append(f'<span class="msg-name">{escape(msg["name"])}</span>')
-    if msg.get("tool_call_id"):
-        head.append(f'<span class="msg-tool-call-id">reply to {_text(msg["tool_call_id"])}</span>')
-    if "trainable" in msg:
-        trained = msg["trainable"] is True
-        head.append(
-            f'<span class="msg-badge{"" if trained else " off"}">'
-            f'{"trainable" if trained else "not trainable"}</span>'
-        )
-    out.append(
-        f'<div class="msg" data-role="{escape(role_text)}" data-index="{index}">'
-        f'<div class="msg-head">{" ".join(head)}</div><div class="msg-body">'
-    )
+        return Message(index, unknown=_plain(msg))
     content = msg.get("content")
     if isinstance(content, list):
-        for k, part in enumerate(content):
-            _render_part(part, k, out)
-        if not content:
-            out.append('<div class="msg-empty">(no content)</div>')
+        parts = tuple(_part(p, k) for k, p in enumerate(content))
+        parts = parts or (Part("empty", "(no content)"),)
     elif content == "" or content is None:
-        if not msg.get("tool_calls"):
-            out.append('<div class="msg-empty">(empty)</div>')
+        parts = () if msg.get("tool_calls") else (Part("empty", "(empty)"),)
     else:
-        out.append(f'<div class="msg-text">{_text(content)}</div>')
-    _render_tool_calls(msg, out)
-    out.append("</div></div>\n")
+        parts = (Part("text", _plain(content)),)
+    name = msg.get("name")
+    return Message(
+        index, _plain(msg.get("role")), name if isinstance(name, str) else None,
+        _plain(msg["tool_call_id"]) if msg.get("tool_call_id") else None,
+        (msg["trainable"] is True) if "trainable" in msg else None,
+        parts, _calls(msg), _unparsed(msg))
 
 
-def render_conversation(data: Mapping[str, Any], out: list[str]) -> None:
-    """Append the HTML of one conversation payload (ours or a foreign one) to ``out``."""
+def conversation_view(data: Mapping[str, Any]) -> Conversation:
+    """The view model of one conversation payload (ours or a foreign one)."""
     messages = data.get("messages")
     if not isinstance(messages, list):
         messages = []
-    out.append(f'<div class="conversation" data-messages="{len(messages)}">\n')
-    for index, msg in enumerate(messages):
-        _render_message(msg, index, out)
-    out.append("</div>")
+    return Conversation(tuple(_message(m, i) for i, m in enumerate(messages)))

@@ -1,12 +1,13 @@
 """The HTML twin of a logtree: one self-contained page (inline CSS, no script, no network).
 
-``render_tree`` draws the tree of any logtree JSON (docs/format.md §7), rlio's or the cookbook's,
-and ``render_page`` wraps it in the page. Rendering is iterative (a tree thousands of levels deep
+``tree_events`` turns the tree of any logtree JSON (docs/format.md §7), rlio's or the cookbook's,
+into drawing steps the templates (``rlio/templates``) draw, and ``render_logtree_page`` renders
+the page. The walk is iterative (a tree thousands of levels deep
 renders without recursion) and defensive: tag and attribute names are checked, event handlers and
 script URLs are dropped, markup strings go through an allow-list sanitizer (nh3), and a strict
 Content-Security-Policy forbids script and every network request, so even raw HTML a producer
 opted into cannot phone home. Model text is escaped by the
-builder (tree strings) and here (conversation payloads).
+builder (tree strings) and by the templates (conversation payloads).
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from html import escape
 from typing import Any
 
 import orjson
 
 from rlio import layout
-from rlio.logtree.conversation import is_safe_image_uri, render_conversation
+from rlio.logtree.conversation import conversation_view, is_safe_image_uri
 from rlio.logtree.sanitize import sanitize_fragment
+from rlio.templating import render
 
 #: The page needs no script and loads nothing: only inline styles and data: images are allowed.
 CSP = (
@@ -58,10 +59,12 @@ def _safe_tag(tag: Any, *, root: bool = False) -> str:
     return "div" if tag in _BLOCKED_TAGS else tag
 
 
-def _attrs_html(attrs: Any, tag: str) -> str:
+def _attrs(attrs: Any, tag: str) -> list[tuple[str, str]]:
+    """The attributes a node keeps: checked names, no handlers, no URL with a scheme (but a
+    safe ``data:image`` source); values stay plain (the template escapes them)."""
     if not isinstance(attrs, Mapping) or not attrs:
-        return ""
-    parts = []
+        return []
+    out = []
     for name, value in attrs.items():
         if not isinstance(name, str) or not _SAFE_ATTR.match(name):
             continue
@@ -75,66 +78,85 @@ def _attrs_html(attrs: Any, tag: str) -> str:
                 tag == "img" and lname == "src" and is_safe_image_uri(text)
             ):
                 continue  # javascript:, data:, http: ... anything with a scheme
-        parts.append(f' {name}="{escape(text)}"')
-    return "".join(parts)
+        out.append((name, text))
+    return out
 
 
-def _render_data(data: Mapping[str, Any], out: list[str]) -> None:
+def _data_event(data: Mapping[str, Any]) -> Event:
     if data.get("type") == "conversation":
-        render_conversation(data, out)
-        return
+        return ("conversation", conversation_view(data))
     try:
         dumped = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
     except TypeError:
         dumped = repr(data)
-    out.append(
-        f'<details class="lt-data"><summary>data: {escape(str(data.get("type")))}</summary>'
-        f"<pre>{escape(dumped)}</pre></details>"
-    )
+    return ("data", str(data.get("type")), dumped)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """A collapsed group's summary line: its size, mean and spread of total rewards, whether
+    they are all equal, and how many trajectories fail (``size`` None: no rollout rows)."""
+
+    group: int
+    size: int | None = None
+    mean: float | None = None
+    spread: float | None = None
+    all_equal: bool = False
+    failing: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class Mark:
     """How to draw one node differently: give it an ``id`` (a link target), and/or draw a section
-    as a collapsible ``<details>`` whose summary is its heading plus ``summary`` (HTML)."""
+    as a collapsible ``<details>`` whose summary is its heading plus ``summary``."""
 
     id: str | None = None
     collapsible: bool = False
-    summary: str = ""
+    summary: GroupSummary | None = None
     open: bool = False
 
 
-def render_tree(root: Any, *, prelude: str = "", marks: Mapping[int, Mark] | None = None) -> str:
-    """HTML of one node and everything below it (iterative, any depth).
+#: One drawing step of a tree: ("open", tag, id, attrs), ("close", tag, newline), ("markup",
+#: sanitized html), ("text", plain), ("prelude",), ("group", id, open), ("summary", stats),
+#: ("conversation", view), ("data", type, json text).
+Event = tuple[Any, ...]
 
-    The root renders as ``<body>`` (it is one in every producer's tree); strings among children
+
+def tree_events(root: Any, *, marks: Mapping[int, Mark] | None = None) -> list[Event]:
+    """The drawing steps of one tree (iterative, any depth), ``<body>`` first.
+
+    The root draws as ``<body>`` (it is one in every producer's tree); strings among children
     are HTML already (escaped text or raw markup) and pass through the sanitizer: escaped text
-    comes out unchanged, raw markup keeps only what ``rlio.logtree.sanitize`` allows.
-    ``prelude`` (trusted HTML) goes right after ``<body>``; ``marks`` maps ``id(node)`` to how
-    that node is drawn.
+    comes out unchanged, raw markup keeps only what ``rlio.logtree.sanitize`` allows. A
+    ``("prelude",)`` step right after ``<body>`` is where a page puts its header; ``marks``
+    maps ``id(node)`` to how that node is drawn.
     """
-    out: list[str] = []
+    out: list[Event] = []
     if not isinstance(root, Mapping) or root.get("tag") != "body":
-        out.append('<body class="lt-root">\n' + prelude)
-        _render_into(root, out, root_is_body=False, marks=marks or {})
-        out.append("</body>\n")
+        out += [("open", "body", None, [("class", "lt-root")]), ("markup", "\n"), ("prelude",)]
+        _events_into(root, out, root_is_body=False, marks=marks or {})
+        out.append(("close", "body", True))
     else:
-        _render_into(root, out, root_is_body=True, marks=marks or {}, prelude=prelude)
-    return "".join(out)
+        _events_into(root, out, root_is_body=True, marks=marks or {})
+    return out
 
 
-def _render_into(root: Any, out: list[str], *, root_is_body: bool, marks: Mapping[int, Mark],
-                 prelude: str = "") -> None:
-    # Work items: a node to open, or a string to emit as is (a closing tag or an HTML child).
+def _child(c: Any) -> Any:
+    return ("markup", sanitize_fragment(c)) if isinstance(c, str) else c
+
+
+def _events_into(root: Any, out: list[Event], *, root_is_body: bool,
+                 marks: Mapping[int, Mark]) -> None:
+    # Work items: a node to open, or an event to emit as is (a closing tag, an HTML child).
     stack: list[Any] = [root]
     first = root_is_body
     while stack:
         item = stack.pop()
-        if isinstance(item, str):
-            out.append(item)  # a closing tag this loop pushed, or a sanitized child
+        if isinstance(item, tuple):
+            out.append(item)
             continue
         if not isinstance(item, Mapping):
-            out.append(escape(str(item)))
+            out.append(("text", str(item)))
             continue
         is_root = first
         tag = _safe_tag(item.get("tag"), root=first)
@@ -144,50 +166,37 @@ def _render_into(root: Any, out: list[str], *, root_is_body: bool, marks: Mappin
         children = item.get("children")
         kids = children if isinstance(children, list) else []
         if mark is not None and mark.collapsible and kids and isinstance(kids[0], Mapping):
-            opened = " open" if mark.open else ""
-            ident = f' id="{escape(mark.id)}"' if mark.id else ""
-            out.append(f'<details class="lt-section lt-group"{ident}{opened}>'
-                       '<summary class="lt-group-summary">')
-            stack.append("</details>\n")
-            stack.extend(sanitize_fragment(c) if isinstance(c, str) else c
-                         for c in reversed(kids[1:]))
-            stack.append(f"{mark.summary}</summary>\n")
+            out.append(("group", mark.id, mark.open))
+            stack.append(("close", "details", True))
+            stack.extend(_child(c) for c in reversed(kids[1:]))
+            stack.append(("summary", mark.summary))
             stack.append(kids[0])
             continue
         if mark is not None and mark.id and isinstance(attrs, Mapping):
             attrs = {k: v for k, v in attrs.items() if str(k).lower() != "id"}
-        ident = f' id="{escape(mark.id)}"' if mark is not None and mark.id else ""
-        out.append(f"<{tag}{ident}{_attrs_html(attrs, tag)}>")
-        if is_root and prelude:
-            out.append(prelude)
+        out.append(("open", tag, mark.id if mark is not None else None, _attrs(attrs, tag)))
+        if is_root:
+            out.append(("prelude",))
         if tag in _VOID_TAGS:
             continue
         data = item.get("data")
         if isinstance(data, Mapping):
-            _render_data(data, out)
-        stack.append(f"</{tag}>\n" if tag in _BLOCK_TAGS or tag == "body" else f"</{tag}>")
+            out.append(_data_event(data))
+        stack.append(("close", tag, tag in _BLOCK_TAGS or tag == "body"))
         if kids:
-            stack.extend(sanitize_fragment(c) if isinstance(c, str) else c
-                         for c in reversed(kids))
+            stack.extend(_child(c) for c in reversed(kids))
 
 
-def render_page(title: str, body_html: str) -> str:
-    """The complete UTF-8 document around an already rendered ``<body>``."""
-    return (
-        "<!doctype html>\n"
-        '<html lang="en">\n<head>\n'
-        '<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
-        '<meta name="referrer" content="no-referrer">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        '<meta name="color-scheme" content="light dark">\n'
-        '<meta name="generator" content="rlio">\n'
-        f"<title>{escape(title)}</title>\n"
-        f"<style>{PAGE_CSS}</style>\n"
-        "</head>\n"
-        f"{body_html}"
-        "</html>\n"
-    )
+def page_context(title: str, *, write_id: str | None = None) -> dict[str, Any]:
+    """What every logtree and iteration page's head needs (``_base.html.j2``)."""
+    return {"title": title, "csp": CSP, "css": PAGE_CSS, "generator": "rlio",
+            "write_id": write_id, "write_id_meta": layout.WRITE_ID_META}
+
+
+def render_logtree_page(title: str, root: Any, *, write_id: str | None = None) -> str:
+    """The complete self-contained page of a tree (no header)."""
+    return render("logtree.html.j2", events=tree_events(root), **page_context(
+        title, write_id=write_id))
 
 
 PAGE_CSS = """
@@ -227,7 +236,7 @@ padding:.3em .7em;background:var(--card)}
 display:block;overflow-x:auto;max-width:100%}
 .lt-table caption{text-align:left;font-weight:600;padding:.2em 0;color:var(--fg)}
 .lt-table th,.lt-table td{border:1px solid var(--border);padding:.25em .6em;text-align:left;
-vertical-align:top;overflow-wrap:anywhere}
+vertical-align:top;overflow-wrap:break-word}.lt-table th{white-space:nowrap}
 .lt-table th{background:var(--th)}
 .lt-table tbody tr:nth-child(even){background:var(--zebra)}
 .lt-table td.num{text-align:right;font-variant-numeric:tabular-nums}
@@ -278,11 +287,11 @@ background:var(--card);border:1px solid var(--border);border-radius:8px;font-siz
 .it-trajs h2{font-size:1.15em}.it-trajs .count{color:var(--muted);font-weight:400}
 .it-scroll{overflow:auto;max-height:60vh;max-width:100%;border:1px solid var(--border);
 border-radius:8px;background:var(--card)}
-.traj-table{border-collapse:collapse;width:100%;font-size:.85em}
-.traj-table th{position:sticky;top:0;background:var(--th);text-align:left}
-.traj-table th,.traj-table td{padding:.2em .5em;border-bottom:1px solid var(--border);
-white-space:nowrap}
-.traj-table td.num{text-align:right;font-variant-numeric:tabular-nums}
+.traj-table,.group-table{border-collapse:collapse;width:100%;font-size:.85em}
+.traj-table th,.group-table th{position:sticky;top:0;background:var(--th);text-align:left}
+.traj-table th,.traj-table td,.group-table th,.group-table td{padding:.2em .5em;
+border-bottom:1px solid var(--border);white-space:nowrap}
+.traj-table td.num,.group-table td.num{text-align:right;font-variant-numeric:tabular-nums}
 .traj-table tr.fail{background:var(--exc-bg)}
 .traj-table tr.fail td{color:var(--exc)}
 .fail-mark{color:var(--exc);font-weight:700}
@@ -304,14 +313,3 @@ h2,h3,h4,h5,h6{break-after:avoid}
 details::details-content{content-visibility:visible;block-size:auto}
 }
 """
-
-
-def stamp_write_id(page: str, write_id: str) -> str:
-    """``page`` with the write id its logtree JSON twin carries, as the first tag of its head.
-
-    Twins of one write carry one id (docs/format.md §7), so a page rendered again later (the
-    run report's in-place iteration pages) keeps its twin's id and stays a match.
-    """
-    meta = f'<head>\n<meta name="{layout.WRITE_ID_META}" content="{escape(write_id)}">\n'
-    return page.replace("<head>\n", meta, 1)
-

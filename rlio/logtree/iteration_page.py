@@ -1,107 +1,42 @@
 """An iteration's page: navigation, the trajectory table, then the logtree with groups collapsed.
 
 The page is still one self-contained document (no script, no network, the strict CSP of
-``rlio.logtree.html``). The table comes from the rollout summaries (docs/format.md §6), one row a
-trajectory; a failing trajectory (reward <= 0, NaN or a null total, or never done) carries the
-class ``fail`` and a visible marker. Rows link to the trajectory's transcript where the tree
-logged one: the k-th top-level section whose heading starts with "Group" is group k (the
-cookbook logs the first ``num_groups_to_log`` groups in order), and inside it a section headed
-``Trajectory <i> ...`` is trajectory i (else the i-th conversation is). The first conversation
-of a trajectory gets the anchor ``traj-<group>-<traj>``.
+``rlio.logtree.html``). The table comes from the rollout summaries (docs/format.md §6), one row
+a trajectory; a failing trajectory (``rlio.outcome``: total reward <= 0, NaN or null, or never
+done) carries the class ``fail`` and a visible marker. Rows link to the trajectory's transcript
+where the tree logged one: the k-th top-level section whose heading starts with "Group" is group
+k (the cookbook logs the first ``num_groups_to_log`` groups in order), and inside it a section
+headed ``Trajectory <i> ...`` is trajectory i (else the i-th conversation is). The first
+conversation of a trajectory gets the anchor ``traj-<group>-<traj>``.
 """
 
 from __future__ import annotations
 
-import math
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from html import escape
 from typing import Any
 
 from rlio import layout
-from rlio._codec.numtext import number_text
-from rlio.logtree.html import Mark, render_page, render_tree
+from rlio.logtree.html import GroupSummary, Mark, page_context, tree_events
+from rlio.outcome import (
+    FAILING_RULE,
+    GroupStats,
+    IterationStats,
+    Trajectory,
+    group_stats,
+    iteration_stats,
+    trajectory,
+)
+from rlio.templating import fmt, render
 
-_TRAJ_HEADING = re.compile(r"\s*trajectory\s+(\d+)\b", re.IGNORECASE)
+__all__ = ["Nav", "Trajectory", "Transcripts", "find_transcripts", "fmt", "render_iteration_page",
+           "trajectory", "written_nav"]
+
+_TRAJ_HEADING = re.compile(r"\s*(?:trajectory|completion)\s+(\d+)\b", re.IGNORECASE)
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _TAGS = re.compile(r"<[^>]*>")
-
-
-@dataclass(frozen=True, slots=True)
-class Trajectory:
-    """One rollout summary line, as the pages show it."""
-
-    split: str
-    iteration: int
-    group: int
-    traj: int
-    total_reward: float | None
-    final_reward: float | None
-    steps: int
-    turns: int
-    ob_tokens: int
-    ac_tokens: int
-    done: bool
-    sampling_client_step: int | None = None
-
-    @property
-    def reward(self) -> float | None:
-        """The outcome: ``final_reward`` when it is a number, else ``total_reward``."""
-        return self.final_reward if self.final_reward is not None else self.total_reward
-
-    @property
-    def failing(self) -> bool:
-        """Reward <= 0, either reward NaN, ``total_reward`` null (a sum is a number: ``null``
-        is a NaN written under the default ``nonfinite="null"``), or the episode never
-        finished."""
-        if self.total_reward is None:
-            return True
-        for r in (self.total_reward, self.final_reward):
-            if r is not None and math.isnan(r):
-                return True
-        r = self.reward
-        return (r is not None and r <= 0) or not self.done
-
-    @property
-    def anchor(self) -> str:
-        """The id of this trajectory's transcript on its iteration page."""
-        return f"traj-{self.group}-{self.traj}"
-
-
-def _num(v: Any) -> float | None:
-    return float(v) if type(v) in (int, float) else None
-
-
-def _int(v: Any) -> int:
-    return v if type(v) is int and v >= 0 else 0
-
-
-def trajectory(rec: Mapping[str, Any], split: str, iteration: int) -> Trajectory:
-    """The row of one rollout summary record (tolerant: odd values show as empty or 0)."""
-    steps = rec.get("steps")
-    steps = [s for s in steps if isinstance(s, Mapping)] if isinstance(steps, list) else []
-    tm = rec.get("trajectory_metrics")
-    turns = tm.get("turns") if isinstance(tm, Mapping) else None
-    done = bool(steps) and steps[-1].get("episode_done") is True
-    scs = rec.get("sampling_client_step")
-    return Trajectory(
-        split=split, iteration=iteration, group=_int(rec.get("group_idx")),
-        traj=_int(rec.get("traj_idx")), total_reward=_num(rec.get("total_reward")),
-        final_reward=_num(rec.get("final_reward")), steps=len(steps),
-        turns=turns if type(turns) is int else len(steps),
-        ob_tokens=sum(_int(s.get("ob_len")) for s in steps) + _int(rec.get("final_ob_len")),
-        ac_tokens=sum(_int(s.get("ac_len")) for s in steps), done=done,
-        sampling_client_step=scs if type(scs) is int else None,
-    )
-
-
-def fmt(v: float | None) -> str:
-    """A reward as shown: as every text output writes a number (``number_text``), empty as —."""
-    if v is None:
-        return "—"
-    return number_text(v)
 
 
 # --- the tree: groups, transcripts, prompts --------------------------------------------------
@@ -138,41 +73,74 @@ def _is_section(node: Any) -> bool:
     return _is_mapping(node) and node.get("tag") in ("section", "div", "details")
 
 
-def find_transcripts(root: Any) -> Transcripts:
-    """The group sections and each trajectory's conversation messages (iterative walk)."""
+def _conversations(section: Any) -> Iterator[tuple[Any, int | None]]:
+    """Each conversation node under ``section`` in document order, with the trajectory index a
+    ``Trajectory <i>`` (or ``Completion <i>``) heading above it names (else None)."""
+    stack: list[tuple[Any, int | None]] = [(section, None)]
+    while stack:
+        node, traj = stack.pop()
+        if not _is_mapping(node):
+            continue
+        data = node.get("data")
+        if isinstance(data, Mapping) and data.get("type") == "conversation":
+            yield node, traj
+            continue
+        if node is not section and _is_section(node):
+            m = _TRAJ_HEADING.match(_heading_text(node))
+            if m:
+                traj = int(m.group(1))
+        children = node.get("children")
+        if isinstance(children, list):
+            stack.extend((c, traj) for c in reversed(children))
+
+
+def _take(found: Transcripts, key: tuple[int, int], node: Mapping[str, Any]) -> None:
+    """File ``node``'s messages under ``key``; the first conversation of a key gets its anchor."""
+    if key not in found.messages:
+        found.marks[id(node)] = Mark(id=f"traj-{key[0]}-{key[1]}")
+        found.messages[key] = []
+    msgs = node.get("data", {}).get("messages")
+    if isinstance(msgs, list):
+        found.messages[key].extend(m for m in msgs if isinstance(m, Mapping))
+
+
+def find_transcripts(root: Any, rows: Sequence[tuple[int, int]] = ()) -> Transcripts:
+    """The group sections and each trajectory's conversation messages (iterative walk).
+
+    In a group, conversations under a ``Trajectory <i>`` or ``Completion <i>`` heading are
+    trajectory i's, and conversations outside such headings (a shared prompt) lead each of
+    them; without such headings the i-th conversation is trajectory i.
+    A tree without any Group section (an evaluator's samples): the k-th top-level section that
+    holds a conversation is the k-th trajectory of ``rows`` (the rollout summaries' (group,
+    traj) in file order), else (k, 0).
+    """
     found = Transcripts()
     kids = root.get("children") if isinstance(root, Mapping) else None
-    for node in kids if isinstance(kids, list) else []:
-        if _is_section(node) and _heading_text(node).lower().startswith("group"):
-            found.groups.append(node)
+    tops = [n for n in (kids if isinstance(kids, list) else []) if _is_section(n)]
+    found.groups = [n for n in tops if _heading_text(n).lower().startswith("group")]
     for g, section in enumerate(found.groups):
         found.marks[id(section)] = Mark(id=f"group-{g}", collapsible=True)
-        ordinal = 0
-        # (node, trajectory index this subtree belongs to, or None)
-        stack: list[tuple[Any, int | None]] = [(section, None)]
-        while stack:
-            node, traj = stack.pop()
-            if not _is_mapping(node):
-                continue
-            data = node.get("data")
-            if isinstance(data, Mapping) and data.get("type") == "conversation":
-                t = traj if traj is not None else ordinal
-                ordinal += traj is None
-                msgs = data.get("messages")
-                key = (g, t)
-                if key not in found.messages:
-                    found.marks[id(node)] = Mark(id=f"traj-{g}-{t}")
-                    found.messages[key] = []
-                if isinstance(msgs, list):
-                    found.messages[key].extend(m for m in msgs if isinstance(m, Mapping))
-                continue
-            if node is not section and _is_section(node):
-                m = _TRAJ_HEADING.match(_heading_text(node))
-                if m:
-                    traj = int(m.group(1))
-            children = node.get("children")
-            if isinstance(children, list):
-                stack.extend((c, traj) for c in reversed(children))
+        convs = list(_conversations(section))
+        if all(traj is None for _, traj in convs):
+            for ordinal, (node, _) in enumerate(convs):
+                _take(found, (g, ordinal), node)
+            continue
+        # headed conversations are the trajectories; the others (a group's shared prompt, as
+        # the preference environment logs it) lead each trajectory's messages
+        shared = [m for node, traj in convs if traj is None
+                  for m in node.get("data", {}).get("messages", ()) if isinstance(m, Mapping)]
+        for node, traj in convs:
+            if traj is not None:
+                if (g, traj) not in found.messages:
+                    found.messages[(g, traj)] = list(shared)
+                    found.marks[id(node)] = Mark(id=f"traj-{g}-{traj}")
+                _take(found, (g, traj), node)
+    if not found.groups:
+        k = 0
+        for section in tops:
+            for node, _ in _conversations(section):
+                _take(found, rows[k] if k < len(rows) else (k, 0), node)
+            k += any(True for _ in _conversations(section))
     return found
 
 
@@ -191,108 +159,81 @@ class Nav:
     note: str = ""
 
 
-def nav_html(nav: Nav) -> str:
-    """The navigation bar (every label escaped; hrefs are relative paths made by rlio)."""
-    parts = ['<nav class="it-nav" aria-label="iterations">']
-    if nav.report is not None:
-        parts.append(f'<a class="nav-report" href="{escape(nav.report)}">Run report</a>')
-    for cls, link, arrow in (("nav-prev", nav.prev, "← "), ("nav-next", nav.next, "")):
-        if link is not None:
-            label = f"{arrow}{link[0]}" if arrow else f"{link[0]} →"
-            parts.append(f'<a class="{cls}" href="{escape(link[1])}">{escape(label)}</a>')
-        else:
-            parts.append(f'<span class="{cls} off">{"← first" if arrow else "last →"}</span>')
-    if nav.splits:
-        parts.append('<span class="nav-splits">')
-        for split, href in nav.splits:
-            if href is None:
-                parts.append(f'<span class="nav-split here">{escape(split)}</span>')
-            else:
-                parts.append(f'<a class="nav-split" href="{escape(href)}">{escape(split)}</a>')
-        parts.append("</span>")
-    if nav.original is not None:
-        parts.append(f'<a class="nav-original" href="{escape(nav.original)}">producer page</a>')
-    parts.append("</nav>")
-    if nav.note:
-        parts.append(f'<p class="it-note">{escape(nav.note)}</p>')
-    return "".join(parts)
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One row of the trajectory table: the trajectory, its advantage, whether it links."""
+
+    t: Trajectory
+    advantage: float | None
+    linked: bool
 
 
-def table_html(trajs: Sequence[Trajectory] | None, linked: set[tuple[int, int]]) -> str:
-    """The trajectory table: one row a rollout summary line, failing rows marked.
+@dataclass(frozen=True, slots=True)
+class TableView:
+    """The trajectory table and the groups (``rows`` None: written before the summaries)."""
 
-    None: the page is written before the iteration's rollout summaries (a writer's logtree
-    block); ``rlio report`` rewrites it with the table.
-    """
+    rows: Sequence[Row] | None
+    failing: int = 0
+    rule: str = FAILING_RULE
+    groups: Sequence[GroupStats] = ()
+    diag: IterationStats | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderView:
+    """What an iteration page shows above its tree."""
+
+    nav: Nav
+    table: TableView
+
+
+def table_view(trajs: Sequence[Trajectory] | None,
+               linked: Collection[tuple[int, int]]) -> TableView:
+    """The trajectory table of ``trajs`` (None: the page is written before the iteration's
+    rollout summaries, by a writer's logtree block; ``rlio report`` rewrites it)."""
     if trajs is None:
-        return ('<section class="it-trajs" id="trajectories"><p class="it-note">Written before '
-                "this iteration's rollout summaries: <code>rlio report</code> adds the trajectory "
-                "table and the full navigation.</p></section>")
-    fails = sum(t.failing for t in trajs)
-    out = [f'<section class="it-trajs" id="trajectories"><h2>Trajectories <span class="count">'
-           f"({len(trajs):,}, {fails:,} failing)</span></h2>"]
-    if not trajs:
-        out.append('<p class="it-note">No rollout summaries for this iteration.</p></section>')
-        return "".join(out)
-    out.append('<div class="it-scroll"><table class="traj-table"><thead><tr><th>group</th>'
-               "<th>traj</th><th>total reward</th><th>final reward</th><th>steps</th>"
-               "<th>turns</th><th>ob tokens</th><th>ac tokens</th><th>done</th><th>transcript"
-               "</th></tr></thead><tbody>")
-    for t in trajs:
-        cls = ' class="fail"' if t.failing else ""
-        mark = '<span class="fail-mark" title="failing trajectory">✗</span> ' if t.failing else ""
-        link = (f'<a href="#{t.anchor}">view</a>' if (t.group, t.traj) in linked
-                else '<span class="it-none">not logged</span>')
-        out.append(
-            f'<tr{cls} data-group="{t.group}" data-traj="{t.traj}"><td>{mark}{t.group}</td>'
-            f'<td>{t.traj}</td><td class="num">{fmt(t.total_reward)}</td>'
-            f'<td class="num">{fmt(t.final_reward)}</td><td class="num">{t.steps}</td>'
-            f'<td class="num">{t.turns}</td><td class="num">{t.ob_tokens:,}</td>'
-            f'<td class="num">{t.ac_tokens:,}</td><td>{"yes" if t.done else "no"}</td>'
-            f"<td>{link}</td></tr>")
-    out.append("</tbody></table></div></section>")
-    return "".join(out)
+        return TableView(None)
+    groups = group_stats(trajs)
+    adv = {(g.group, t): a for g in groups for t, a in g.advantages.items()}
+    rows = [Row(t, adv.get((t.group, t.traj)), (t.group, t.traj) in linked) for t in trajs]
+    return TableView(rows, sum(t.failing for t in trajs), FAILING_RULE, groups,
+                     iteration_stats(trajs, groups))
+
+
+def table_html(trajs: Sequence[Trajectory] | None, linked: Collection[tuple[int, int]]) -> str:
+    """The trajectory table alone (the page's, for a caller that shows only it)."""
+    return render("iteration_table.html.j2", t=table_view(trajs, linked))
 
 
 def _group_summaries(found: Transcripts, trajs: Sequence[Trajectory]) -> None:
-    """Each collapsed group's summary line: its trajectory count, failures and mean reward."""
-    by_group: dict[int, list[Trajectory]] = {}
-    for t in trajs:
-        by_group.setdefault(t.group, []).append(t)
+    """Each collapsed group's summary line: its trajectory count, failures, mean and spread."""
+    stats = {g.group: g for g in group_stats(trajs)}
     for g, section in enumerate(found.groups):
-        rows = by_group.get(g, [])
-        rewards = [r for t in rows if (r := t.reward) is not None and not math.isnan(r)]
-        text = f" group {g}"
-        if rows:
-            mean = sum(rewards) / len(rewards) if rewards else None
-            fails = sum(t.failing for t in rows)
-            text += f" · {len(rows)} trajectories · mean reward {fmt(mean)}"
-            text += f' · <span class="fail-mark">{fails} failing</span>' if fails else ""
-        found.marks[id(section)] = Mark(id=f"group-{g}", collapsible=True,
-                                        summary=f'<span class="lt-group-stats">{text}</span>')
+        st = stats.get(g)
+        summary = GroupSummary(g) if st is None else GroupSummary(
+            g, st.size, st.mean, st.spread, st.all_equal, st.failing)
+        found.marks[id(section)] = Mark(id=f"group-{g}", collapsible=True, summary=summary)
 
 
 def render_iteration_page(doc: Mapping[str, Any] | None, nav: Nav,
                           trajs: Sequence[Trajectory] | None, *, title: str,
-                          found: Transcripts | None = None) -> str:
+                          found: Transcripts | None = None, write_id: str | None = None) -> str:
     """The whole page of one iteration: nav, trajectory table, then the tree (groups collapsed).
 
     ``doc`` is the logtree JSON (docs/format.md §7); None draws the header alone (a run that only
     kept the producer's HTML page, linked as ``nav.original``). ``found``: the tree's
-    transcripts when the caller already looked them up.
+    transcripts when the caller already looked them up; ``write_id``: the id its JSON twin
+    carries (§7).
     """
     root = doc.get("root") if isinstance(doc, Mapping) else None
     if found is None:
-        found = find_transcripts(root) if root is not None else Transcripts()
+        rows = [(t.group, t.traj) for t in trajs or ()]
+        found = find_transcripts(root, rows) if root is not None else Transcripts()
     _group_summaries(found, trajs or ())
-    prelude = (f'<header class="it-header">{nav_html(nav)}'
-               f"{table_html(trajs, set(found.messages))}</header>\n")
-    if root is None:
-        body = (f'<body class="lt-root">\n{prelude}<h1 class="lt-title">{escape(title)}</h1>'
-                "</body>\n")
-    else:
-        body = render_tree(root, prelude=prelude, marks=found.marks)
-    return render_page(title, body)
+    view = HeaderView(nav, table_view(trajs, set(found.messages)))
+    events = None if root is None else tree_events(root, marks=found.marks)
+    return render("iteration.html.j2", view=view, events=events,
+                  **page_context(title, write_id=write_id))
 
 
 def _rel(target: str, page: str) -> str:

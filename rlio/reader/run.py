@@ -320,7 +320,9 @@ class Run:
 
         Trajectory rows hold the summary's scalar keys, ``n_steps`` and ``trajectory_metrics/<k>``
         columns; step rows hold ``iteration``, ``split``, ``group_idx``, ``traj_idx``, the step's
-        keys and ``metrics/<k>``, ``logs/<k>`` columns.
+        keys and ``metrics/<k>``, ``logs/<k>`` columns. A trajectory's outcome is its
+        ``total_reward`` column (step rewards plus ``final_reward``; docs/format.md §7), not
+        ``final_reward``.
         """
         from rlio.reader.frames import build_frame, rollouts_table
 

@@ -8,10 +8,9 @@ it together), ``page``, ``trajectories``, ``prompts`` and ``iterations`` (the pa
 from __future__ import annotations
 
 from rlio.report.run_report import (
-    DEFAULT_METRICS,
     REPORT_NAME,
     render_run_report,
     write_run_report,
 )
 
-__all__ = ["DEFAULT_METRICS", "REPORT_NAME", "render_run_report", "write_run_report"]
+__all__ = ["REPORT_NAME", "render_run_report", "write_run_report"]

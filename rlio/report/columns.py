@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import operator
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Any, Final
@@ -228,11 +228,13 @@ class MetricsScan:
     line's snapshot coordinate instead (``axes`` names it). Evaluator reward keys
     (``<name>/env/all/reward/total``, and their aliases) are charted as they appear.
     ``stand_in`` maps a wanted key to the key it only stands in for: it is read until that key
-    shows up, then its column is dropped.
+    shows up, then its column is dropped. ``usual``: keys it ranks (not None) are read too as
+    they first appear, at most ``max_usual`` of each rank.
     """
 
     def __init__(self, wanted: Sequence[str], stand_in: Mapping[str, str] | None = None, *,
-                 present: bool = True) -> None:
+                 present: bool = True, usual: Callable[[str], int | None] | None = None,
+                 max_usual: int = 0) -> None:
         self.present = present  # whether the run has the file
         self.stats = FileStats()
         self.columns: dict[str, Column] = {}
@@ -244,6 +246,8 @@ class MetricsScan:
         self._want = dict.fromkeys(wanted)
         self._stand_in = dict(stand_in or {})
         self._evals = self._aliases = 0
+        self._usual, self._max_usual = usual, max_usual
+        self._n_usual: dict[int, int] = {}  # usual keys read, per rank
         self._block: list[dict[str, Any]] = []
         self._x_kind = len(_X_KEYS)
         self._last_train_x: float | None = None
@@ -278,6 +282,11 @@ class MetricsScan:
         for k in rec:
             if k not in keys:
                 keys[k] = None
+                rank = None if self._usual is None or k in want else self._usual(k)
+                if rank is not None and self._n_usual.get(rank, 0) < self._max_usual:
+                    want[k] = None  # a usual key: charted from its first line
+                    self._n_usual[rank] = self._n_usual.get(rank, 0) + 1
+                    continue
                 if not k.endswith(EVAL_REWARD_SUFFIX) or k in want:
                     continue
                 if eval_axis(k) is None and self._evals < _MAX_EVAL_CHARTS:

@@ -18,7 +18,6 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from rlio import layout
-from rlio.logtree.html import stamp_write_id
 from rlio.logtree.iteration_page import Nav, Trajectory, find_transcripts, render_iteration_page
 from rlio.report.reading import read_logtree, read_trajectories, written_by_rlio
 from rlio.report.trajectories import split_order
@@ -143,7 +142,8 @@ def iterate(storage: Storage, places: dict[tuple[str, int], Placement], report_n
     for j, p in enumerate(order):
         trajs = read_trajectories(storage, p.sources.rollouts, p.split, p.iteration)
         doc = read_logtree(storage, p.sources.logtree)
-        found = find_transcripts(doc.get("root")) if doc is not None else None
+        rows = [(t.group, t.traj) for t in trajs or ()]
+        found = find_transcripts(doc.get("root"), rows) if doc is not None else None
         if write is not None:
             title = doc.get("title") if doc is not None else None
             if not isinstance(title, str):
@@ -152,9 +152,9 @@ def iterate(storage: Storage, places: dict[tuple[str, int], Placement], report_n
             nxt = order[j + 1] if j + 1 < len(order) and order[j + 1].split == p.split else None
             note = _NO_LOGTREE if doc is None and p.sources.html is not None else ""
             nav = _nav(p, prev, nxt, by_iteration[p.iteration], report_name, run_href, note)
-            page = render_iteration_page(doc, nav, trajs or [], title=title, found=found)
             wid = doc.get(layout.WRITE_ID_KEY) if doc is not None and p.in_place else None
-            if isinstance(wid, str):  # the page replaces its twin's: keep the twin's write id
-                page = stamp_write_id(page, wid)
+            # a page that replaces its twin's keeps the twin's write id
+            page = render_iteration_page(doc, nav, trajs or [], title=title, found=found,
+                                         write_id=wid if isinstance(wid, str) else None)
             write(p.location, page.encode())
         yield p, trajs, found.messages if found is not None else {}

@@ -13,16 +13,16 @@ import math
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from html import escape
 from typing import Any
 from urllib.parse import quote
 
 import orjson
 
-from rlio.logtree.html import render_page
-from rlio.logtree.iteration_page import Trajectory, fmt
-from rlio.report.page import section, table
+from rlio.logtree.html import page_context
+from rlio.logtree.iteration_page import Trajectory
+from rlio.outcome import FAILING_RULE
 from rlio.report.trajectories import split_order
+from rlio.templating import render
 
 #: At most this many prompt pages are written (prompts seen in the most iterations first).
 MAX_PROMPT_PAGES = 2000
@@ -161,65 +161,94 @@ def prompt_location(folder: str, key: str) -> str:
     return f"{folder}/prompts/{key}.html"
 
 
+@dataclass(frozen=True, slots=True)
+class PromptText:
+    """One prompt message as shown."""
+
+    role: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SampleView:
+    """One trajectory on a prompt page, with the link to its transcript."""
+
+    group: int
+    traj: int
+    reward: float | None
+    failing: bool
+    response: str
+    href: str
+
+
+@dataclass(frozen=True, slots=True)
+class IterationView:
+    """The trajectories of one prompt in one (split, iteration)."""
+
+    split: str
+    iteration: int
+    mean: float | None
+    samples: list[SampleView]
+
+
+@dataclass(frozen=True, slots=True)
+class PromptPage:
+    """A prompt's page: where the report is, the prompt, iteration by iteration the answers."""
+
+    report: str
+    prompt: list[PromptText]
+    iterations: list[IterationView]
+    rule: str = FAILING_RULE
+
+
+def prompt_page_view(track: Track, location: str, report_name: str) -> PromptPage:
+    """The view model of one prompt's page written at ``location``."""
+    base = posixpath.dirname(location)
+    means = {(s, i): m for s, i, m in track.mean_by_iteration()}
+    its = [IterationView(split, it, means.get((split, it)), [
+        SampleView(s.group, s.traj, s.reward, s.failing, s.response,
+                   quote(posixpath.relpath(s.page, base)) + f"#traj-{s.group}-{s.traj}")
+        for s in track.samples[(split, it)]]) for split, it in track.iterations()]
+    return PromptPage(quote(posixpath.relpath(report_name, base)),
+                      [PromptText(str(m.get("role")), _content_text(m.get("content")))
+                       for m in track.prompt], its)
+
+
 def render_prompt_page(track: Track, location: str, report_name: str) -> str:
     """One prompt's page: the prompt once, then iteration by iteration the responses and rewards."""
-    base = posixpath.dirname(location)
-    title = f"Prompt {track.key}"
-    out = ['<body class="lt-root">\n<header class="it-header"><nav class="it-nav">'
-           f'<a class="nav-report" href="{quote(posixpath.relpath(report_name, base))}#prompts">'
-           "Run report</a></nav></header>",
-           f'<h1 class="lt-title">{escape(title)}</h1>',
-           '<p class="lt-subtitle">Key: SHA-256 of the canonical JSON of the system messages and '
-           "the first user message (first 16 hex digits).</p>",
-           '<section class="lt-section"><h2>Prompt</h2>']
-    for m in track.prompt:
-        out.append(f'<div class="msg" data-role="{escape(str(m.get("role")))}"><div '
-                   f'class="msg-head"><span class="msg-role">{escape(str(m.get("role")))}</span>'
-                   f'</div><div class="msg-text">{escape(_content_text(m.get("content")))}'
-                   "</div></div>")
-    out.append("</section>")
-    means = {(s, i): m for s, i, m in track.mean_by_iteration()}
-    for split, it in track.iterations():
-        mean = means.get((split, it))
-        out.append(f'<section class="lt-section prompt-it" data-split="{escape(split)}" '
-                   f'data-iteration="{it}"><h2>{escape(split)} iteration {it} '
-                   f'<span class="lt-group-stats">mean reward {fmt(mean)}</span></h2>')
-        for s in track.samples[(split, it)]:
-            href = quote(posixpath.relpath(s.page, base)) + f"#traj-{s.group}-{s.traj}"
-            cls = " fail" if s.failing else ""
-            mark = '<span class="fail-mark">✗ failing</span> ' if s.failing else ""
-            out.append(f'<div class="msg prompt-sample{cls}" data-role="assistant"><div '
-                       f'class="msg-head">{mark}<span class="msg-role">group {s.group} traj '
-                       f"{s.traj}</span><span>reward {fmt(s.reward)}</span>"
-                       f'<a href="{href}">transcript</a></div>'
-                       f'<div class="msg-text">{escape(s.response) or "<em>(no response)</em>"}'
-                       "</div></div>")
-        out.append("</section>")
-    out.append("</body>\n")
-    return render_page(title, "".join(out))
+    return render("prompt.html.j2", v=prompt_page_view(track, location, report_name),
+                  **page_context(f"Prompt {track.key}"))
 
 
-def section_prompts(tracker: PromptTracker, href: dict[str, str]) -> str:
-    """The report's list of the prompts whose reward changed most, and how many are tracked."""
-    pages = tracker.pages()
-    if not pages:
-        return section("prompts", "Prompts across training", '<p class="note">No logtree '
-                       "conversation in this run: no prompt to track.</p>")
-    out = [f'<p class="note">{len(tracker.tracks):,} distinct prompt(s) in the logtrees; '
-           f"{len(pages):,} with a page.</p>"]
-    rows = []
-    for tr, ms in tracker.movers():
-        change = ms[-1] - ms[0]
-        rows.append(f'<tr><td><a href="{escape(href[tr.key])}">{escape(tr.label())}</a></td>'
-                    f"<td>{escape(tr.mean_by_iteration()[0][0])}</td><td>{len(ms)}</td>"
-                    f"<td>{fmt(ms[0])} → {fmt(ms[-1])}</td>"
-                    f"<td>{'+' if change > 0 else ''}{fmt(change)}</td></tr>")
-    if rows:
-        out.append(table("movers", ("prompt", "split", "iterations", "first → last mean reward",
-                                    "change"), rows))
-    out.append('<details><summary>All tracked prompts</summary><ul class="prompt-list">')
-    out.extend(f'<li><a href="{escape(href[tr.key])}">{escape(tr.label())}</a> '
-               f'<span class="count">({len(tr.iterations())} iteration(s))</span></li>'
-               for tr in pages)
-    out.append("</ul></details>")
-    return section("prompts", "Prompts across training", "".join(out))
+@dataclass(frozen=True, slots=True)
+class Mover:
+    """A prompt whose mean reward changed most: where its page is, first and last means."""
+
+    label: str
+    href: str
+    split: str
+    iterations: int
+    first: float
+    last: float
+
+    @property
+    def change(self) -> float:
+        return self.last - self.first
+
+
+@dataclass(frozen=True, slots=True)
+class PromptsView:
+    """The report's prompt section: how many, the movers, every tracked prompt's link."""
+
+    distinct: int
+    movers: list[Mover]
+    pages: list[tuple[str, str, int]]  # label, href, iterations
+
+
+def prompts_view(tracker: PromptTracker, href: dict[str, str]) -> PromptsView:
+    """The prompts whose reward changed most, and how many are tracked."""
+    movers = [Mover(tr.label(), href[tr.key], tr.mean_by_iteration()[0][0], len(ms), ms[0],
+                    ms[-1]) for tr, ms in tracker.movers()]
+    return PromptsView(len(tracker.tracks), movers,
+                       [(tr.label(), href[tr.key], len(tr.iterations()))
+                        for tr in tracker.pages()])

@@ -19,6 +19,7 @@ from rlio.errors import ResumeError
 from rlio.findings import Report
 from rlio.logtree.iteration_page import Trajectory, trajectory
 from rlio.report.columns import FileStats, MetricsScan
+from rlio.report.usual import PER_FAMILY, usual_rank
 from rlio.resume import read_resume_state
 from rlio.storage.base import Storage
 from rlio.validate import validate_run
@@ -71,7 +72,8 @@ def read_metrics(storage: Storage, wanted: Sequence[str],
                  stand_in: Mapping[str, str] | None = None) -> MetricsScan:
     """The report's own pass over ``metrics.jsonl`` (without the validator): see
     ``MetricsScan`` for the x axis, the columns and ``stand_in``."""
-    m = MetricsScan(wanted, stand_in, present=storage.stat(layout.METRICS) is not None)
+    m = MetricsScan(wanted, stand_in, present=storage.stat(layout.METRICS) is not None,
+                    usual=usual_rank, max_usual=PER_FAMILY)
     for rec in _iter_jsonl(storage, layout.METRICS, m.stats):
         m(rec)
     return m.close()
@@ -113,7 +115,8 @@ class MetricsObserver:
         """The record hook the validator uses for one file of ``kind``."""
         if kind != "metrics" or checks is None:
             return checks
-        return _Observed(checks, MetricsScan(self.wanted, self.stand_in),
+        return _Observed(checks, MetricsScan(self.wanted, self.stand_in, usual=usual_rank,
+                                                    max_usual=PER_FAMILY),
                          lambda m: self._done(m, sink))
 
     def _done(self, m: MetricsScan, sink: Sink) -> None:

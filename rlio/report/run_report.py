@@ -17,12 +17,13 @@ from urllib.parse import quote
 
 from rlio import layout
 from rlio._codec.jsonl import DecodeError, decode
+from rlio.errors import UnknownMetricError
 from rlio.findings import Report
 from rlio.report import page as _page
 from rlio.report import svg as _svg
 from rlio.report.columns import EVAL_REWARD_SUFFIX, MetricsScan
 from rlio.report.iterations import index_run, iterate, place_pages
-from rlio.report.prompts import PromptTracker, prompt_location, render_prompt_page, section_prompts
+from rlio.report.prompts import PromptTracker, prompt_location, prompts_view, render_prompt_page
 from rlio.report.reading import (
     MetricsObserver,
     read_checkpoints,
@@ -32,20 +33,18 @@ from rlio.report.reading import (
 )
 from rlio.report.trajectories import (
     Rollouts,
-    section_extremes,
-    section_iteration_list,
-    section_rewards,
+    extremes_view,
+    grpo_view,
+    iterations_view,
+    rewards_view,
 )
+from rlio.report.usual import closest_keys, usual_keys
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
 from rlio.storage.run_root import open_run_storage
 
 #: File name of the report when it is written inside the run.
 REPORT_NAME = "report.html"
-#: Metrics charted by default, in this order (the KL chart takes v1, or v2 when v1 is absent).
-DEFAULT_METRICS = ("env/all/reward/total", "progress/done_frac", "optim/kl_sample_train_v1",
-                   "optim/entropy")
-_KL_V1, _KL_V2 = "optim/kl_sample_train_v1", "optim/kl_sample_train_v2"
 _MAX_CONFIG_CHARS = 20_000
 
 
@@ -84,12 +83,25 @@ def _linker(storage: Storage, output: str | None, inside: str | None) -> Callabl
 
 
 def _chart_keys(m: MetricsScan, extra: Sequence[str]) -> list[str]:
-    """Defaults (KL v1, or v2 when only v2 was logged), eval rewards, then the user's keys."""
-    keys = [k for k in DEFAULT_METRICS if k != _KL_V1]
-    keys.insert(2, _KL_V1 if (_KL_V1 in m.columns or _KL_V2 not in m.columns) else _KL_V2)
+    """The usual keys the run logged (``rlio.report.usual``), evaluator rewards, then the
+    user's keys."""
+    keys = usual_keys(k for k in m.keys if k in m.columns)
     keys += [k for k in m.columns if k.endswith(EVAL_REWARD_SUFFIX) and k not in keys]
     keys += [k for k in extra if k not in keys]
     return keys
+
+
+def _check_metrics(m: MetricsScan, metrics: Sequence[str], run: str) -> None:
+    """Refuse a ``--metric`` key the run never logged, naming the closest keys."""
+    for key in metrics:
+        if key in m.keys:
+            continue
+        close = closest_keys(key, m.keys)
+        hint = (f"; closest: {', '.join(close)}" if close else
+                f"; it logs {len(m.keys):,} keys (rlio show {run} lists them)" if m.keys else
+                "; it logs no metrics")
+        raise UnknownMetricError(f"metric {key!r} is not in {run}'s metrics.jsonl{hint}",
+                                 key=key, closest=close)
 
 
 def _read_config(storage: Storage) -> tuple[str, bool] | None:
@@ -108,20 +120,20 @@ def _read_config(storage: Storage) -> tuple[str, bool] | None:
 def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bool,
             write: Callable[[str, bytes], None] | None) -> str:
     storage = open_run_storage(run_s)
-    wanted = [*DEFAULT_METRICS, _KL_V2, *metrics]
-    stand_in = {} if _KL_V2 in metrics else {_KL_V2: _KL_V1}  # v2 is charted only without v1
+    wanted = list(metrics)
     inside = _run_relative(storage, output)
     report_name = REPORT_NAME if output is None else (
         posixpath.basename(output.rstrip("/")) or REPORT_NAME)
     folder = posixpath.splitext(report_name)[0] or "report"
     verdict: Report | str = ""
-    observer = MetricsObserver(storage, wanted, stand_in)  # the charts: the validator's parse
+    observer = MetricsObserver(storage, wanted)  # the charts: the validator's parse
     if validate:
         try:
             verdict = validation(run_s, inside, folder, observer)
         except Exception as exc:  # the page still shows metrics when the validator fails
             verdict = f"{type(exc).__name__}: {exc}"
-    m = observer.scan if observer.scan is not None else read_metrics(storage, wanted, stand_in)
+    m = observer.scan if observer.scan is not None else read_metrics(storage, wanted)
+    _check_metrics(m, metrics, run_s)
     ckpts = read_checkpoints(storage)
     resume = resume_point(run_s)
     idx = index_run(storage)
@@ -150,16 +162,19 @@ def _render(run_s: str, metrics: Sequence[str], output: str | None, validate: bo
         ("checkpoints", f"{len(ckpts.records):,}"),
         ("files", f"{idx.files:,}"),
     ]
-    sections = [
-        _page.section_metrics(m, _chart_keys(m, metrics)),
-        section_rewards(rollouts),
-        section_extremes(rollouts),
-        section_prompts(tracker, prompt_href),
-        _page.section_checkpoints(ckpts, resume, x_max),
-        _page.section_validation(verdict) if validate else "",
-        section_iteration_list(rollouts, idx.timing, run_href),
-    ]
-    return _page.document(name, facts, _read_config(storage), sections)
+    listing, timing = iterations_view(rollouts, idx.timing, run_href)
+    sections = {
+        "metrics": _page.metrics_view(m, _chart_keys(m, metrics)),
+        "rewards": rewards_view(rollouts) if rollouts.boxes else None,
+        "grpo": grpo_view(rollouts),
+        "extremes": extremes_view(rollouts),
+        "prompts": prompts_view(tracker, prompt_href),
+        "checkpoints": _page.checkpoints_view(ckpts, resume, x_max),
+        "validation": _page.validation_view(verdict) if validate else None,
+        "iterations": listing,
+        "timing": timing,
+    }
+    return _page.render_report(name, facts, _read_config(storage), sections)
 
 
 def render_run_report(run: str | os.PathLike[str], *, metrics: Sequence[str] = (),
@@ -168,13 +183,16 @@ def render_run_report(run: str | os.PathLike[str], *, metrics: Sequence[str] = (
     iteration and prompt pages it links to are written by ``write_run_report``).
 
     Args:
-        metrics: metric keys to chart besides the defaults (reward, done fraction, KL, entropy).
+        metrics: metric keys to chart besides the usual ones the run logged (reward, KL,
+            entropy, learning rate, tokens, cost, time...: ``rlio.report.usual``).
         output: where the page will be written (links are made relative to it); None means
             ``<run>/report.html``.
         validate: include the validation summary (runs ``rlio.validate.validate_run``).
 
     Raises:
         RunNotFoundError: the run does not exist.
+        UnknownMetricError: a key of ``metrics`` is not in the run's metrics (names the
+            closest keys).
     """
     return _render(os.fspath(run), metrics, output, validate, None)
 

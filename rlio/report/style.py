@@ -18,14 +18,14 @@ CSS: Final = """
 body{margin:0;padding:24px clamp(12px,3vw,40px);background:var(--bg);color:var(--fg);
 font:14px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",sans-serif}
 header,main,footer{max-width:1280px;margin:0 auto}
-h1{font-size:22px;margin:0 0 12px}h1 .run{color:var(--accent);overflow-wrap:anywhere}
+h1{font-size:22px;margin:0 0 12px}h1 .run{color:var(--accent);overflow-wrap:break-word}
 h2{font-size:18px;margin:28px 0 10px;padding-bottom:4px;border-bottom:1px solid var(--border)}
-h3{font-size:14px;margin:0;font-weight:600;overflow-wrap:anywhere}
+h3{font-size:14px;margin:0;font-weight:600;overflow-wrap:break-word}
 code,pre{font-family:ui-monospace,"Liberation Mono",Menlo,monospace;font-size:12.5px}
 a{color:var(--accent)}
 .facts{display:flex;flex-wrap:wrap;gap:8px 28px;margin:0 0 12px}
 .facts div{min-width:0}.facts dt{color:var(--muted);font-size:12px}
-.facts dd{margin:0;font-weight:500;overflow-wrap:anywhere}
+.facts dd{margin:0;font-weight:500;overflow-wrap:break-word}
 .toc{display:flex;gap:16px;margin:8px 0}
 .card{background:var(--card);border:1px solid var(--border);border-radius:8px;padding:12px 14px}
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,420px),1fr));gap:14px}
@@ -61,7 +61,7 @@ border-radius:8px;background:var(--card)}
 table{border-collapse:collapse;width:100%;font-size:12.5px}
 th{position:sticky;top:0;background:var(--card);text-align:left;font-weight:600;
 border-bottom:1px solid var(--border)}
-th,td{padding:4px 10px;vertical-align:top;overflow-wrap:anywhere}
+th,td{padding:4px 10px;vertical-align:top;overflow-wrap:break-word}th{white-space:nowrap}
 tbody tr:nth-child(even){background:var(--row)}
 tr.is-resume td{font-weight:600;color:var(--resume)}
 tr.is-resume td:first-child{box-shadow:inset 3px 0 var(--resume)}

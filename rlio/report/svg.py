@@ -1,7 +1,8 @@
 """Inline SVG drawing for the run report: min/max downsampling, line charts, a checkpoint timeline.
 
-Pure functions from numbers to markup. Every piece of text that reaches the SVG is escaped here;
-the output needs no script and no external resource, so it renders under the report's strict CSP,
+Pure functions from numbers to view models (geometry already formatted) that the template
+``chart.svg.j2`` (macros in ``_charts.html.j2``) draws, escaping every piece of text; the output
+needs no script and no external resource, so it renders under the report's strict CSP,
 in print, and in either colour scheme (colours come from the page's CSS classes).
 """
 
@@ -10,11 +11,11 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from html import escape
+from dataclasses import dataclass, field
 from typing import Final
 
 from rlio._codec.numtext import number_text
+from rlio.templating import render
 
 #: Most points one chart draws; longer series are downsampled to at most this many.
 MAX_POINTS = 1000
@@ -120,41 +121,80 @@ def _ratio(v: float, lo: float, hi: float) -> float:
     return (v / 2 - lo / 2) / span if span > 0 else 0.5
 
 
+@dataclass(frozen=True, slots=True)
+class Axes:
+    """Grid lines and labels, positions already formatted: ``ys`` as (y, label y, label),
+    ``xs`` as (x, label); ``x_grid``: vertical grid lines too."""
+
+    ys: list[tuple[str, str, str]]
+    xs: list[tuple[str, str]]
+    x_grid: bool
+    bottom: int
+    label_y: int
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """An SVG's box: its size and the plot area (left, top, width, height)."""
+
+    width: int
+    height: int
+    left: int = _L
+    top: int = _T
+    right: int = _W - _R
+
+    @property
+    def pw(self) -> int:
+        return self.width - _L - _R
+
+    @property
+    def ph(self) -> int:
+        return self.height - _T - _B
+
+    @property
+    def cx(self) -> str:
+        return f"{_L + (self.width - _L - _R) / 2:.0f}"
+
+    @property
+    def cy(self) -> str:
+        return f"{_T + (self.height - _T - _B) / 2:.0f}"
+
+
 def _axes(px: Callable[[float], float], py: Callable[[float], float], height: int,
-          y_ticks: Sequence[float], x_ticks: Sequence[float], x_grid: bool) -> str:
+          y_ticks: Sequence[float], x_ticks: Sequence[float], x_grid: bool) -> Axes:
     """Horizontal grid lines with their labels, then the x labels (with vertical grid lines)."""
-    bottom = height - _B
-    out = [f'<line class="grid" x1="{_L}" x2="{_W - _R}" y1="{py(t):.1f}" y2="{py(t):.1f}"/>'
-           f'<text class="tick" x="{_L - 6}" y="{py(t) + 4:.1f}" text-anchor="end">'
-           f"{escape(tick(t))}</text>" for t in y_ticks]
-    for t in x_ticks:
-        if x_grid:
-            out.append(f'<line class="grid" x1="{px(t):.1f}" x2="{px(t):.1f}" y1="{_T}" '
-                       f'y2="{bottom}"/>')
-        out.append(f'<text class="tick" x="{px(t):.1f}" y="{bottom + 18}" '
-                   f'text-anchor="middle">{escape(tick(t))}</text>')
-    return "".join(out)
+    return Axes([(f"{py(t):.1f}", f"{py(t) + 4:.1f}", tick(t)) for t in y_ticks],
+                [(f"{px(t):.1f}", tick(t)) for t in x_ticks], x_grid, height - _B,
+                height - _B + 18)
 
 
-def _empty(height: int, text: str) -> str:
-    return (f'<text class="empty" x="{_L + (_W - _L - _R) / 2:.0f}" '
-            f'y="{_T + (height - _T - _B) / 2:.0f}" text-anchor="middle">{text}</text>')
+@dataclass(frozen=True, slots=True)
+class LineChart:
+    """A line chart as drawn: ``coords`` the polyline's points, few points also ``markers``
+    (x, y, tooltip), ``restarts`` (x, tooltip) the resume guides; ``empty`` a message."""
+
+    id: str
+    title: str
+    frame: Frame
+    points: int
+    total: int
+    coords: str = ""
+    axes: Axes | None = None
+    restarts: list[tuple[str, str]] = field(default_factory=list)
+    markers: list[tuple[str, str, str]] = field(default_factory=list)
+    empty: str | None = None
+    kind: str = "line"
 
 
-def line_chart(series: Series, *, x_label: str, chart_id: str) -> str:
-    """An inline ``<svg>`` line chart of ``series`` (downsampled to ``MAX_POINTS``); the polyline
-    carries ``data-points`` (drawn) and ``data-total`` (in the run); few points also get a marker
-    with a tooltip each."""
-    key, cid, xl = escape(series.key), escape(chart_id), escape(x_label)
+def line_view(series: Series, *, x_label: str, chart_id: str) -> LineChart:
+    """The line chart of ``series`` (downsampled to ``MAX_POINTS``); few points also get a
+    marker with a tooltip each."""
+    title = f"{series.key} against {x_label}"
     xs, ys = downsample_minmax(series.xs, series.ys)
-    pw, ph = _W - _L - _R, _H - _T - _B
-    parts = [f'<svg class="chart" id="{cid}" viewBox="0 0 {_W} {_H}" role="img" '
-             f'aria-labelledby="{cid}-t" preserveAspectRatio="xMidYMid meet">'
-             f'<title id="{cid}-t">{key} against {xl}</title>'
-             f'<rect class="plot" x="{_L}" y="{_T}" width="{pw}" height="{ph}"/>']
+    frame = Frame(_W, _H)
+    pw, ph = frame.pw, frame.ph
     if not xs:
-        return "".join([*parts, _empty(_H, f"no finite values of {key}"),
-                        '<polyline class="line" data-points="0" data-total="0" points=""/></svg>'])
+        return LineChart(chart_id, title, frame, 0, 0, empty=f"no finite values of {series.key}")
     x0, x1 = _scale(min(xs), max(xs)) if len(xs) == 1 else (min(xs), max(xs))
     y0, y1 = _scale(min(ys), max(ys))
 
@@ -164,21 +204,22 @@ def line_chart(series: Series, *, x_label: str, chart_id: str) -> str:
     def py(y: float) -> float:
         return _T + (1 - _ratio(y, y0, y1)) * ph
 
-    parts.append(_axes(px, py, _H, [t for t in nice_ticks(y0, y1, 5) if y0 <= t <= y1],
-                       [t for t in nice_ticks(x0, x1, 6)
-                        if x0 <= t <= x1 and (t == int(t) or x1 - x0 < 10)], x_grid=True))
-    parts += (f'<line class="restart" x1="{px(r):.1f}" x2="{px(r):.1f}" y1="{_T}" '
-              f'y2="{_T + ph}"><title>metrics restart at {xl} {escape(fmt(r))} (a resume)'
-              "</title></line>" for r in series.restarts[:20] if x0 <= r <= x1)
+    axes = _axes(px, py, _H, [t for t in nice_ticks(y0, y1, 5) if y0 <= t <= y1],
+                 [t for t in nice_ticks(x0, x1, 6)
+                  if x0 <= t <= x1 and (t == int(t) or x1 - x0 < 10)], x_grid=True)
+    restarts = [(f"{px(r):.1f}", f"metrics restart at {x_label} {fmt(r)} (a resume)")
+                for r in series.restarts[:20] if x0 <= r <= x1]
     coords = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys, strict=True))
-    parts.append(f'<polyline class="line" data-points="{len(xs)}" data-total="{series.total}" '
-                 f'points="{coords}"/>')
-    if len(xs) <= MARKER_LIMIT:
-        parts += (f'<circle class="pt" cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.6"><title>{xl} '
-                  f"{escape(fmt(x))}: {escape(fmt(y))}</title></circle>"
-                  for x, y in zip(xs, ys, strict=True))
-    parts.append("</svg>")
-    return "".join(parts)
+    markers = [(f"{px(x):.1f}", f"{py(y):.1f}", f"{x_label} {fmt(x)}: {fmt(y)}")
+               for x, y in zip(xs, ys, strict=True)] if len(xs) <= MARKER_LIMIT else []
+    return LineChart(chart_id, title, frame, len(xs), series.total, coords, axes, restarts,
+                     markers)
+
+
+def line_chart(series: Series, *, x_label: str, chart_id: str) -> str:
+    """``line_view`` as an inline ``<svg>``: the polyline carries ``data-points`` (drawn) and
+    ``data-total`` (in the run)."""
+    return render("chart.svg.j2", c=line_view(series, x_label=x_label, chart_id=chart_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,18 +235,46 @@ class Box:
     n: int
 
 
-def box_chart(boxes: Sequence[Box], *, label: str, chart_id: str) -> str:
-    """An inline ``<svg>`` of one box per iteration (at most ``MAX_BOXES``, evenly sampled, the
-    first and last kept); each ``<g class="box">`` has a tooltip."""
+@dataclass(frozen=True, slots=True)
+class DrawnBox:
+    """One box's geometry (formatted) and its tooltip."""
+
+    iteration: int
+    tip: str
+    x: str
+    hi: str
+    lo: str
+    left: str
+    right: str
+    top: str
+    width: str
+    height: str
+    mid: str
+
+
+@dataclass(frozen=True, slots=True)
+class BoxChart:
+    """A box per iteration as drawn."""
+
+    id: str
+    label: str
+    frame: Frame
+    boxes: list[DrawnBox]
+    axes: Axes | None = None
+    empty: str | None = None
+    kind: str = "boxes"
+
+
+def box_view(boxes: Sequence[Box], *, label: str, chart_id: str) -> BoxChart:
+    """One box per iteration (at most ``MAX_BOXES``, evenly sampled, the first and last kept);
+    each has a tooltip."""
     step = (len(boxes) - 1) / (MAX_BOXES - 1)
     drawn = list(boxes) if len(boxes) <= MAX_BOXES else [boxes[round(i * step)]
                                                           for i in range(MAX_BOXES)]
-    pw, ph = _W - _L - _R, _BOX_H - _T - _B
-    parts = [f'<svg class="chart boxes" id="{escape(chart_id)}" viewBox="0 0 {_W} {_BOX_H}" '
-             f'role="img" aria-label="{escape(label)}" data-boxes="{len(drawn)}">'
-             f'<rect class="plot" x="{_L}" y="{_T}" width="{pw}" height="{ph}"/>']
+    frame = Frame(_W, _BOX_H)
+    pw, ph = frame.pw, frame.ph
     if not drawn:
-        return "".join([*parts, _empty(_BOX_H, "no finite rewards"), "</svg>"])
+        return BoxChart(chart_id, label, frame, [], empty="no finite rewards")
     y0, y1 = min(b.lo for b in drawn), max(b.hi for b in drawn)
     if y1 <= y0:
         y0, y1 = y0 - 1, y1 + 1
@@ -218,22 +287,23 @@ def box_chart(boxes: Sequence[Box], *, label: str, chart_id: str) -> str:
     def py(y: float) -> float:
         return _T + (1 - (y - y0) / (y1 - y0)) * ph
 
-    parts.append(_axes(px, py, _BOX_H, [t for t in nice_ticks(y0, y1, 4) if y0 <= t <= y1],
-                       [t for t in nice_ticks(x0, x1, 6) if x0 <= t <= x1 and t == int(t)],
-                       x_grid=False))
+    axes = _axes(px, py, _BOX_H, [t for t in nice_ticks(y0, y1, 4) if y0 <= t <= y1],
+                 [t for t in nice_ticks(x0, x1, 6) if x0 <= t <= x1 and t == int(t)],
+                 x_grid=False)
+    out = []
     for b in drawn:
         x, top, bottom, mid = px(b.iteration), py(b.q3), py(b.q1), py(b.median)
         tip = (f"iteration {b.iteration}: min {fmt(b.lo)}, q1 {fmt(b.q1)}, median "
                f"{fmt(b.median)}, q3 {fmt(b.q3)}, max {fmt(b.hi)} ({b.n} trajectories)")
-        parts.append(
-            f'<g class="box" data-iteration="{b.iteration}"><title>{escape(tip)}</title>'
-            f'<line class="whisker" x1="{x:.1f}" x2="{x:.1f}" y1="{py(b.hi):.1f}" '
-            f'y2="{py(b.lo):.1f}"/><rect class="iqr" x="{x - width / 2:.1f}" y="{top:.1f}" '
-            f'width="{width:.1f}" height="{max(1.0, bottom - top):.1f}"/>'
-            f'<line class="median" x1="{x - width / 2:.1f}" x2="{x + width / 2:.1f}" '
-            f'y1="{mid:.1f}" y2="{mid:.1f}"/></g>')
-    parts.append("</svg>")
-    return "".join(parts)
+        out.append(DrawnBox(b.iteration, tip, f"{x:.1f}", f"{py(b.hi):.1f}", f"{py(b.lo):.1f}",
+                            f"{x - width / 2:.1f}", f"{x + width / 2:.1f}", f"{top:.1f}",
+                            f"{width:.1f}", f"{max(1.0, bottom - top):.1f}", f"{mid:.1f}"))
+    return BoxChart(chart_id, label, frame, out, axes)
+
+
+def box_chart(boxes: Sequence[Box], *, label: str, chart_id: str) -> str:
+    """``box_view`` as an inline ``<svg>``; each ``<g class="box">`` has a tooltip."""
+    return render("chart.svg.j2", c=box_view(boxes, label=label, chart_id=chart_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,22 +315,36 @@ class Mark:
     label: str
 
 
-_MARKS: Final = {
-    "rolling": '<line class="ck-rolling" data-kind="rolling" x1="{x}" x2="{x}" y1="40" '
-               'y2="52">{tip}</line>',
-    "periodic": '<circle class="ck-periodic" data-kind="periodic" cx="{x}" cy="26" r="4">{tip}'
-                "</circle>",
-    "final": '<path class="ck-final" data-kind="final" d="M{x} 18l7 8-7 8-7-8z">{tip}</path>',
-    "resume": '<g data-kind="resume"><line class="ck-resume" x1="{x}" x2="{x}" y1="4" y2="66"/>'
-              '<text class="ck-resume-label" x="{tx}" y="14" text-anchor="{anchor}">resume at '
-              "{at}</text>{tip}</g>",
-}
+@dataclass(frozen=True, slots=True)
+class DrawnMark:
+    """One checkpoint mark as drawn (``tx``/``anchor``: the resume label's place)."""
+
+    kind: str
+    x: str
+    tip: str
+    at: str
+    tx: str
+    anchor: str
 
 
-def timeline(marks: Sequence[Mark], *, x_max: float, max_marks: int = 250) -> str:
-    """An inline ``<svg>`` strip of checkpoints along the batch axis: periodic ones as circles,
-    rolling ones as ticks on a second row, the final one a diamond, the resume point a labelled
-    line; at most ``max_marks`` of each kind (evenly sampled), each with ``data-kind``."""
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """The checkpoint strip as drawn."""
+
+    left: int
+    right: int
+    ticks: list[tuple[str, str]]
+    marks: list[DrawnMark]
+    kind: str = "timeline"
+
+
+_KINDS: Final = ("rolling", "periodic", "final", "resume")
+
+
+def timeline_view(marks: Sequence[Mark], *, x_max: float, max_marks: int = 250) -> Timeline:
+    """Checkpoints along the batch axis: periodic ones as circles, rolling ones as ticks on a
+    second row, the final one a diamond, the resume point a labelled line; at most
+    ``max_marks`` of each kind (evenly sampled)."""
     width, left, right = 1200, _L, _R
     span = max(x_max, max((m.x for m in marks), default=0.0), 1.0)
     pw = width - left - right
@@ -268,14 +352,9 @@ def timeline(marks: Sequence[Mark], *, x_max: float, max_marks: int = 250) -> st
     def px(x: float) -> float:
         return left + _ratio(max(0.0, x), 0.0, span) * pw
 
-    parts = [f'<svg class="timeline" viewBox="0 0 {width} 92" role="img" '
-             'aria-labelledby="ckpt-t"><title id="ckpt-t">checkpoint timeline by batch</title>'
-             f'<line class="axis" x1="{left}" x2="{left + pw}" y1="62" y2="62"/>']
-    parts += (f'<text class="tick" x="{px(t):.1f}" y="80" text-anchor="middle">'
-              f"{escape(tick(t))}</text>" for t in nice_ticks(0.0, span, 8) if t == int(t))
-    parts.append(f'<text class="tick" x="{left - 8}" y="30" text-anchor="end">saved</text>'
-                 f'<text class="tick" x="{left - 8}" y="50" text-anchor="end">rolling</text>')
-    for kind, template in _MARKS.items():
+    ticks = [(f"{px(t):.1f}", tick(t)) for t in nice_ticks(0.0, span, 8) if t == int(t)]
+    out = []
+    for kind in _KINDS:
         group = [m for m in marks if m.kind == kind]
         if len(group) > max_marks:
             step = len(group) / max_marks
@@ -283,11 +362,14 @@ def timeline(marks: Sequence[Mark], *, x_max: float, max_marks: int = 250) -> st
         for m in group:
             x = px(m.x)
             end = x > left + pw * 0.8
-            parts.append(template.format(
-                x=f"{x:.1f}", tip=f"<title>{escape(m.label)}</title>", at=escape(fmt(m.x)),
-                tx=f"{x - 5 if end else x + 5:.1f}", anchor="end" if end else "start"))
-    parts.append("</svg>")
-    return "".join(parts)
+            out.append(DrawnMark(kind, f"{x:.1f}", m.label, fmt(m.x),
+                                 f"{x - 5 if end else x + 5:.1f}", "end" if end else "start"))
+    return Timeline(left, left + pw, ticks, out)
+
+
+def timeline(marks: Sequence[Mark], *, x_max: float, max_marks: int = 250) -> str:
+    """``timeline_view`` as an inline ``<svg>``; each mark has ``data-kind``."""
+    return render("chart.svg.j2", c=timeline_view(marks, x_max=x_max, max_marks=max_marks))
 
 
 #: Series colours of an overlay chart cycle through this many CSS classes (``s0``..), each
@@ -301,22 +383,45 @@ def series_class(index: int) -> str:
     return f"s{index % PALETTE}" + (f" d{dash}" if dash else "")
 
 
-def overlay_chart(series: Sequence[tuple[int, Series]], *, x_label: str, chart_id: str,
-                  label: str, max_points: int = MAX_POINTS) -> str:
-    """An inline ``<svg>`` of several series on shared axes, one polyline each (classes from
-    ``series_class`` of its index), each downsampled to ``max_points`` keeping its extremes;
-    a polyline carries ``data-series`` (the index), ``data-points`` and ``data-total``."""
-    cid = escape(chart_id)
+@dataclass(frozen=True, slots=True)
+class OverlayLine:
+    """One run's line on an overlay chart."""
+
+    index: int
+    cls: str
+    key: str
+    points: int
+    total: int
+    coords: str
+
+
+@dataclass(frozen=True, slots=True)
+class Overlay:
+    """Several series on shared axes, as drawn."""
+
+    id: str
+    title: str
+    frame: Frame
+    series: int
+    lines: list[OverlayLine]
+    axes: Axes | None = None
+    empty: str | None = None
+    kind: str = "overlay"
+
+
+def overlay_view(series: Sequence[tuple[int, Series]], *, x_label: str, chart_id: str,
+                 label: str, max_points: int = MAX_POINTS) -> Overlay:
+    """Several series on shared axes, one line each (classes from ``series_class`` of its
+    index), each downsampled to ``max_points`` keeping its extremes."""
     drawn = [(i, *downsample_minmax(s.xs, s.ys, max(4, max_points)), s) for i, s in series]
-    pw, ph = _W - _L - _R, _H - _T - _B
-    parts = [f'<svg class="chart overlay" id="{cid}" viewBox="0 0 {_W} {_H}" role="img" '
-             f'aria-labelledby="{cid}-t" data-series="{sum(1 for d in drawn if d[1])}">'
-             f'<title id="{cid}-t">{escape(label)} against {escape(x_label)}</title>'
-             f'<rect class="plot" x="{_L}" y="{_T}" width="{pw}" height="{ph}"/>']
+    frame = Frame(_W, _H)
+    pw, ph = frame.pw, frame.ph
+    title = f"{label} against {x_label}"
+    n = sum(1 for d in drawn if d[1])
     all_x = [x for _, xs, _, _ in drawn for x in xs]
     all_y = [y for _, _, ys, _ in drawn for y in ys]
     if not all_x:
-        return "".join([*parts, _empty(_H, "no run has finite values here"), "</svg>"])
+        return Overlay(chart_id, title, frame, n, [], empty="no run has finite values here")
     x0, x1 = (min(all_x), max(all_x)) if max(all_x) > min(all_x) else _scale(all_x[0], all_x[0])
     y0, y1 = _scale(min(all_y), max(all_y))
 
@@ -326,15 +431,18 @@ def overlay_chart(series: Sequence[tuple[int, Series]], *, x_label: str, chart_i
     def py(y: float) -> float:
         return _T + (1 - _ratio(y, y0, y1)) * ph
 
-    parts.append(_axes(px, py, _H, [t for t in nice_ticks(y0, y1, 5) if y0 <= t <= y1],
-                       [t for t in nice_ticks(x0, x1, 6)
-                        if x0 <= t <= x1 and (t == int(t) or x1 - x0 < 10)], x_grid=True))
-    for i, xs, ys, s in drawn:
-        if not xs:
-            continue
-        coords = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys, strict=True))
-        parts.append(f'<polyline class="line {series_class(i)}" data-series="{i}" '
-                     f'data-points="{len(xs)}" data-total="{s.total}" points="{coords}">'
-                     f"<title>{escape(s.key)}</title></polyline>")
-    parts.append("</svg>")
-    return "".join(parts)
+    axes = _axes(px, py, _H, [t for t in nice_ticks(y0, y1, 5) if y0 <= t <= y1],
+                 [t for t in nice_ticks(x0, x1, 6)
+                  if x0 <= t <= x1 and (t == int(t) or x1 - x0 < 10)], x_grid=True)
+    lines = [OverlayLine(i, series_class(i), s.key, len(xs), s.total,
+                         " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys, strict=True)))
+             for i, xs, ys, s in drawn if xs]
+    return Overlay(chart_id, title, frame, n, lines, axes)
+
+
+def overlay_chart(series: Sequence[tuple[int, Series]], *, x_label: str, chart_id: str,
+                  label: str, max_points: int = MAX_POINTS) -> str:
+    """``overlay_view`` as an inline ``<svg>``: a polyline carries ``data-series`` (the index),
+    ``data-points`` and ``data-total``."""
+    return render("chart.svg.j2", c=overlay_view(series, x_label=x_label, chart_id=chart_id,
+                                                 label=label, max_points=max_points))

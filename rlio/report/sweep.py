@@ -15,7 +15,6 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from html import escape
 from typing import Any, Final
 from urllib.parse import quote
 
@@ -23,11 +22,14 @@ import orjson
 
 from rlio._codec.numtext import number_text
 from rlio._version import __version__
+from rlio.errors import UnknownMetricError
 from rlio.report import svg as _svg
-from rlio.report.page import CSP, section, table
+from rlio.report.page import CSP
 from rlio.report.run_report import REPORT_NAME, write_run_report
 from rlio.report.style import CSS
 from rlio.report.sweep_runs import AXES, RunSummary, lower_is_better, summarize
+from rlio.report.usual import closest_keys
+from rlio.templating import render
 from rlio.validate.fleet import Unreadable, discover_named, each_run
 
 #: At most this many default metrics are charted (the user's ``--metric`` keys are all charted).
@@ -50,7 +52,9 @@ _EXTRA_CSS: Final = "".join(f"svg .line.s{i},.sw.s{i}{{stroke:{c};background:{c}
 svg .line.d1{stroke-dasharray:6 3}svg .line.d2{stroke-dasharray:2 2}
 .sw{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-1px}
 .sw.d1,.sw.d2{opacity:.6}.legend-runs{display:flex;flex-wrap:wrap;gap:2px 12px;font-size:12px}
-.legend-runs span{overflow-wrap:anywhere}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.legend-runs span{overflow-wrap:break-word}
+td[data-col=name],.config-diff td:first-child{white-space:nowrap}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
 .up{color:var(--ok)}.down{color:var(--err)}.counts{font-weight:600}
 """
 
@@ -175,65 +179,43 @@ class _Links:
         return href + (f"#{quote(anchor)}" if anchor else "")
 
 
-def _num(v: float) -> str:
-    return escape(_svg.fmt(v))
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """One run of the runs table: its swatch class, link, cells (value, data-col, numeric)."""
+
+    name: str
+    swatch: str
+    href: str | None
+    cells: list[tuple[str, str, bool]]
 
 
-def _run_name(i: int, r: RunSummary, links: _Links) -> str:
-    href = links.href(r, REPORT_NAME)
-    name = escape(r.name)
-    shown = f'<a href="{href}">{name}</a>' if href else name
-    return f'<span class="sw {_svg.series_class(i)}"></span> {shown}'
-
-
-def section_runs(runs: Sequence[RunSummary], metrics: Sequence[str], links: _Links,
-                 sort: SortKey | None) -> str:
-    """The runs table: one row per run, its swatch matching its series in every chart."""
+def runs_view(runs: Sequence[RunSummary], metrics: Sequence[str],
+              links: _Links) -> tuple[list[str], list[RunRow]]:
+    """The runs table: the heads, then one row per run, its swatch matching its series."""
     heads = ["run", "status", "iterations", "last checkpoint"]
     for k in metrics:
         word = "lowest" if lower_is_better(k) else "highest"
-        heads += [f"{escape(k)} last", f"{escape(k)} best ({word})", f"{escape(k)} best step"]
+        heads += [f"{k} last", f"{k} best ({word})", f"{k} best step"]
     rows = []
     for i, r in enumerate(runs):
-        cells = [f'<td data-col="name">{_run_name(i, r, links)}</td>',
-                 f'<td data-col="status">{escape(r.status)}</td>',
-                 f'<td data-col="iterations" class="num">{r.iterations}</td>',
-                 f'<td data-col="checkpoint">{escape(r.last_checkpoint or "")}</td>']
+        cells = [(r.status, "status", False), (str(r.iterations), "iterations", True),
+                 (r.last_checkpoint or "", "checkpoint", False)]
         for k in metrics:
             m = r.metrics.get(k)
-            key = escape(k)
-            last, best, step = ("", "", "") if m is None else (_num(m.last), _num(m.best),
-                                                               str(m.best_step))
-            cells += [f'<td data-col="{key}|last" class="num">{last}</td>',
-                      f'<td data-col="{key}|best" class="num">{best}</td>',
-                      f'<td data-col="{key}|best_step" class="num">{step}</td>']
-        rows.append(f'<tr data-run="{escape(r.name)}">{"".join(cells)}</tr>')
-    order = "" if sort is None else (f'<p class="note">Sorted by {escape(sort.key)} '
-                                     f'({"descending" if sort.descending else "ascending"}; '
-                                     "a metric by its best value).</p>")
-    note = ('<p class="note">Best is the highest value (the lowest for a key naming a loss); '
-            "each run's name links to its report where <code>rlio report RUN</code> (or "
-            "<code>rlio compare --reports</code>) wrote one.</p>")
-    return section("runs", "Runs", order + note + table("runs", heads, rows))
+            last, best, step = ("", "", "") if m is None else (_svg.fmt(m.last),
+                                                               _svg.fmt(m.best), str(m.best_step))
+            cells += [(last, f"{k}|last", True), (best, f"{k}|best", True),
+                      (step, f"{k}|best_step", True)]
+        rows.append(RunRow(r.name, _svg.series_class(i), links.href(r, REPORT_NAME), cells))
+    return heads, rows
 
 
-def section_config(runs: Sequence[RunSummary]) -> str:
-    """The config keys whose values differ across the runs: a row per run, a column per key."""
+def config_view(runs: Sequence[RunSummary]) -> tuple[list[str], list[tuple[str, list[Any]]]]:
+    """The config keys whose values differ across the runs, and per run its cells (the value's
+    text, or None where the run lacks the key)."""
     keys = differing_config(runs)
-    if not keys:
-        return section("config", "Config differences",
-                       '<p class="note">Every run has the same config (or none).</p>')
-    rows = []
-    for r in runs:
-        cells = "".join(f'<td data-key="{escape(k)}">' + (escape(_cell(r.config[k]))
-                                                            if k in r.config else
-                                                            '<em class="note">absent</em>')
-                        + "</td>" for k in keys)
-        rows.append(f'<tr data-run="{escape(r.name)}"><td>{escape(r.name)}</td>{cells}</tr>')
-    note = (f'<p class="note">{len(keys):,} key(s) differ (nested keys joined with '
-            "<code>.</code>).</p>")
-    return section("config", "Config differences",
-                   note + table("config-diff", ["run", *map(escape, keys)], rows))
+    return keys, [(r.name, [(k, _cell(r.config[k]) if k in r.config else None) for k in keys])
+                  for r in runs]
 
 
 def series_points(runs: int) -> int:
@@ -242,7 +224,18 @@ def series_points(runs: int) -> int:
     return min(_svg.MAX_POINTS, max(_MIN_SERIES_POINTS, CHART_POINTS // max(1, runs)))
 
 
-def _chart(runs: Sequence[RunSummary], key: str, axis: str, index: int) -> str:
+@dataclass(frozen=True, slots=True)
+class OverlayCard:
+    """One metric's overlay chart, its notes (kind, text) and legend (swatch, run)."""
+
+    key: str
+    axis: str
+    chart: _svg.Overlay
+    notes: list[tuple[str, str]]
+    legend: list[tuple[str, str]]
+
+
+def _chart(runs: Sequence[RunSummary], key: str, axis: str, index: int) -> OverlayCard:
     share = series_points(len(runs))
     series, missing, no_axis = [], [], []
     for i, r in enumerate(runs):
@@ -253,105 +246,53 @@ def _chart(runs: Sequence[RunSummary], key: str, axis: str, index: int) -> str:
             no_axis.append(r.name)
         else:
             series.append((i, _svg.Series(r.name, list(m.xs), list(m.ys), len(m.xs))))
-    svg = _svg.overlay_chart(series, x_label=axis, chart_id=f"cmp-{index}", label=key,
-                             max_points=share)
+    chart = _svg.overlay_view(series, x_label=axis, chart_id=f"cmp-{index}", label=key,
+                              max_points=share)
     notes = []
     if no_axis:
-        notes.append(f"no {axis} axis (not drawn): " + ", ".join(no_axis))
+        notes.append(("axis", f"no {axis} axis (not drawn): " + ", ".join(no_axis)))
     if missing:
-        notes.append("not logged: " + ", ".join(missing))
-    legend = "".join(f'<span><span class="sw {_svg.series_class(i)}"></span> {escape(s.key)}'
-                     "</span>" for i, s in series)
-    return (f'<figure class="card chart-card" data-metric="{escape(key)}" '
-            f'data-series="{len(series)}"><figcaption><h3>{escape(key)}</h3><p class="stats">'
-            f"{len(series):,} run(s) against {escape(axis)}</p>"
-            + "".join(f'<p class="ds" data-note="{"axis" if n.startswith("no ") else "missing"}">'
-                      f"{escape(n)}</p>" for n in notes)
-            + f'</figcaption>{svg}<p class="legend-runs">{legend}</p></figure>')
+        notes.append(("missing", "not logged: " + ", ".join(missing)))
+    return OverlayCard(key, axis, chart, notes,
+                       [(_svg.series_class(i), s.key) for i, s in series])
 
 
-def section_charts(runs: Sequence[RunSummary], metrics: Sequence[str], axis: str) -> str:
-    """One overlay chart per metric, a series per run."""
-    if not metrics:
-        return section("charts", "Metrics", '<p class="note">No metric to chart: no reward or '
-                       "loss key every run logged; choose some with --metric KEY.</p>")
-    note = (f'<p class="note">Each series is drawn with at most {series_points(len(runs)):,} '
-            "points: the min and max of equal-count buckets, with the first and last point, so "
-            "every series keeps its extremes.</p>")
-    body = "".join(_chart(runs, k, axis, i) for i, k in enumerate(metrics))
-    return section("charts", "Metrics", note + f'<div class="charts">{body}</div>')
+@dataclass(frozen=True, slots=True)
+class PairRow:
+    """One prompt both runs logged: both scores, the change and both transcript links."""
+
+    key: str
+    label: str
+    split: str
+    a: float
+    b: float
+    delta: float
+    trend: str
+    links: list[tuple[str | None, str]]  # href or None, why not
 
 
-def _transcript(href: str | None, run: RunSummary) -> str:
-    if href:
-        return f'<td><a href="{href}">transcript</a></td>'
-    why = "no page yet" if run.local else "remote run: not linked"
-    return f'<td class="note">{why}</td>'
+@dataclass(frozen=True, slots=True)
+class PairView:
+    """A pair of runs' prompt comparison."""
+
+    pair: PromptPair
+    rows: list[PairRow]
 
 
-def _pair_table(pair: PromptPair, links: _Links) -> str:
+def _why(run: RunSummary) -> str:
+    return "no page yet" if run.local else "remote run: not linked"
+
+
+def pair_view(pair: PromptPair, links: _Links) -> PairView:
+    """The biggest moves of one pair (``TOP_PROMPTS``), each linking both transcripts."""
     rows = []
     for delta, split, key in pair.rows[:TOP_PROMPTS]:
         a, b = pair.base.prompts[(split, key)], pair.other.prompts[(split, key)]
-        ha, hb = links.href(pair.base, a.page), links.href(pair.other, b.page)
-        cls = "up" if delta > UNCHANGED else "down" if delta < -UNCHANGED else ""
-        rows.append(
-            f'<tr data-prompt="{escape(key)}"><td>{escape(a.label)}</td><td>{escape(split)}</td>'
-            f'<td class="num">{_num(a.reward)}</td><td class="num">{_num(b.reward)}</td>'
-            f'<td class="num {cls}">{"+" if delta > 0 else ""}{_num(delta)}</td>'
-            + "".join(_transcript(h, r) for h, r in ((ha, pair.base), (hb, pair.other)))
-            + "</tr>")
-    heads = ("prompt", "split", f"{escape(pair.base.name)} reward",
-             f"{escape(pair.other.name)} reward", "change", escape(pair.base.name),
-             escape(pair.other.name))
-    return table("prompts", heads, rows) if rows else ""
-
-
-def section_prompts(pairs: Sequence[PromptPair] | None, links: _Links) -> str:
-    """For each pair, counts of improved / regressed / unchanged prompts and the biggest moves."""
-    title = "Prompts in both runs"
-    if pairs is None:
-        return section("prompts", title, '<p class="note">Compare two runs (or pass --baseline '
-                       "RUN) to compare the prompts both logged.</p>")
-    out = ['<p class="note">A prompt (the report\'s prompt key, per split) scores the mean '
-           "reward of its trajectories at the last iteration logging it; the change is the "
-           "second run's minus the first's. Transcript links open the run report's pages "
-           "(<code>rlio compare --reports</code> writes them).</p>"]
-    for pair in pairs:
-        both = pair.improved + pair.regressed + pair.unchanged
-        out.append(f'<div class="pair" data-base="{escape(pair.base.name)}" '
-                   f'data-other="{escape(pair.other.name)}"><h3>{escape(pair.base.name)} → '
-                   f'{escape(pair.other.name)}</h3><p class="counts" '
-                   f'data-improved="{pair.improved}" data-regressed="{pair.regressed}" '
-                   f'data-unchanged="{pair.unchanged}">{both:,} prompt(s) in both: '
-                   f'<span class="up">{pair.improved:,} improved</span>, <span class="down">'
-                   f"{pair.regressed:,} regressed</span>, {pair.unchanged:,} unchanged</p>"
-                   f"{_pair_table(pair, links)}</div>")
-    return section("prompts", title, "".join(out))
-
-
-def _document(facts: Sequence[tuple[str, str]], sections: Sequence[str]) -> str:
-    return (
-        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-        '<meta name="referrer" content="no-referrer">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<meta name="color-scheme" content="light dark">'
-        f'<meta name="generator" content="rlio {escape(__version__)}">'
-        f"<title>Sweep comparison</title><style>{CSS}{_EXTRA_CSS}</style></head>\n<body>"
-        '<header><h1>Sweep comparison</h1><dl class="facts">'
-        + "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in facts)
-        + '</dl><nav class="toc"><a href="#runs">Runs</a><a href="#config">Config</a>'
-        '<a href="#charts">Metrics</a><a href="#prompts">Prompts</a></nav></header>\n<main>'
-        + "\n".join(sections)
-        + f"</main>\n<footer>Written by rlio {escape(__version__)}.</footer></body></html>\n")
-
-
-def _unreadable(bad: Sequence[Unreadable]) -> str:
-    if not bad:
-        return ""
-    items = "".join(f"<li><code>{escape(u.path)}</code>: {escape(u.message)}</li>" for u in bad)
-    return section("unreadable", "Unreadable", f'<ul class="notes">{items}</ul>')
+        trend = "up" if delta > UNCHANGED else "down" if delta < -UNCHANGED else ""
+        rows.append(PairRow(key, a.label, split, a.reward, b.reward, delta, trend, [
+            (links.href(pair.base, a.page), _why(pair.base)),
+            (links.href(pair.other, b.page), _why(pair.other))]))
+    return PairView(pair, rows)
 
 
 def render_comparison(paths: Sequence[str | os.PathLike[str]], *, output: str,
@@ -375,6 +316,7 @@ def render_comparison(paths: Sequence[str | os.PathLike[str]], *, output: str,
 
     Raises:
         ValueError: ``x`` is not an axis, or ``baseline`` names no run found.
+        UnknownMetricError: a key of ``metrics`` that no run logged (names the closest).
     """
     if x not in AXES:
         raise ValueError(f"x must be one of {', '.join(AXES)}, got {x!r}")
@@ -398,15 +340,35 @@ def render_comparison(paths: Sequence[str | os.PathLike[str]], *, output: str,
                                                 x, want_prompts, executor=executor, jobs=jobs))
     good = [s for s in summaries if s.error is None]
     unreadable += [Unreadable(s.location, s.error) for s in summaries if s.error is not None]
+    _check_metrics(metrics, good)
     chosen = list(metrics) or default_metrics(good)
     runs = sort_runs(good, order)
     pairs = _pairs(good, baseline) if want_prompts else None  # PATH order, not the table's
     links = _Links(output)
     facts = [("runs", f"{len(runs):,}"), ("unreadable", f"{len(unreadable):,}"),
              ("x axis", x), ("metrics", ", ".join(chosen) or "none")]
-    return _document(facts, [_unreadable(unreadable), section_runs(runs, chosen, links, order),
-                             section_config(runs), section_charts(runs, chosen, x),
-                             section_prompts(pairs, links)])
+    heads, rows = runs_view(runs, chosen, links)
+    keys, cfg = config_view(runs)
+    return render("compare.html.j2", title="Sweep comparison", csp=CSP, css=CSS + _EXTRA_CSS,
+                  generator=f"rlio {__version__}", version=__version__, write_id=None,
+                  facts=facts, unreadable=unreadable, heads=heads, rows=rows, sort=order,
+                  keys=keys, config=cfg, charts=[_chart(runs, k, x, i)
+                                                 for i, k in enumerate(chosen)],
+                  points=series_points(len(runs)),
+                  pairs=None if pairs is None else [pair_view(p, links) for p in pairs])
+
+
+def _check_metrics(metrics: Sequence[str], runs: Sequence[RunSummary]) -> None:
+    """Refuse a ``--metric`` key no run logged, naming the closest keys of any run."""
+    if not runs:
+        return
+    logged = {k for r in runs for k in r.keys}
+    for key in metrics:
+        if key not in logged:
+            close = closest_keys(key, sorted(logged))
+            hint = f"; closest: {', '.join(close)}" if close else ""
+            raise UnknownMetricError(f"metric {key!r} is in no run's metrics.jsonl{hint}",
+                                     key=key, closest=close)
 
 
 def _summarize_named(location: str, names: dict[str, str], metrics: tuple[str, ...], x: str,

@@ -1,4 +1,5 @@
-"""What the report draws from the rollout summaries: per-iteration reward boxes and staleness,
+"""What the report draws from the rollout summaries (as view models): per-iteration reward boxes,
+GRPO's group diagnostics and staleness,
 the worst and best trajectories of the run, and the iteration list with each iteration's mean
 reward and failure count, every entry linking to its page.
 
@@ -13,11 +14,10 @@ import heapq
 import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from html import escape
 
-from rlio.logtree.iteration_page import Trajectory, fmt
+from rlio.logtree.iteration_page import Trajectory
+from rlio.outcome import FAILING_RULE, iteration_stats
 from rlio.report import svg as _svg
-from rlio.report.page import section, table
 
 #: The worst and the best table each list this many trajectories.
 TOP_TRAJECTORIES = 15
@@ -62,6 +62,7 @@ class IterationStats:
     count: int | None = None  # rollout summary lines; None without the file
     failing: int = 0
     mean: float | None = None
+    equal_share: float | None = None  # groups whose rewards are all equal
 
 
 def _offer(heap: list[_Rated], item: _Rated) -> None:
@@ -79,6 +80,8 @@ class Rollouts:
         self.listing: dict[str, list[IterationStats]] = {}
         self.boxes: dict[str, list[_svg.Box]] = {}
         self.stale: list[tuple[int, int]] = []
+        #: per split: (iteration, share of all-equal groups, mean sampled tokens per trajectory)
+        self.grpo: dict[str, list[tuple[int, float | None, float | None]]] = {}
         self.worst: list[_Rated] = []  # negated rewards
         self.best: list[_Rated] = []
         self.seen = 0
@@ -93,9 +96,11 @@ class Rollouts:
         if trajs is None:
             return
         rewards = [r for t in trajs if (r := t.reward) is not None]
-        finite = [r for r in rewards if not math.isnan(r)]
-        st.count, st.failing = len(trajs), sum(t.failing for t in trajs)
-        st.mean = sum(finite) / len(finite) if finite else None
+        diag = iteration_stats(trajs)
+        st.count, st.failing, st.mean = diag.trajectories, diag.failing, diag.mean
+        st.equal_share = diag.equal_share
+        if trajs:
+            self.grpo.setdefault(split, []).append((it, diag.equal_share, diag.ac_tokens))
         b = box(it, rewards)
         if b is not None:
             self.boxes.setdefault(split, []).append(b)
@@ -111,82 +116,102 @@ class Rollouts:
                 _offer(self.worst, (-t.reward, self.seen, t, link))
 
 
-def section_rewards(ro: Rollouts) -> str:
+@dataclass(frozen=True, slots=True)
+class BoxCard:
+    """One split's reward distribution chart."""
+
+    split: str
+    title: str
+    iterations: int
+    chart: _svg.BoxChart
+
+
+@dataclass(frozen=True, slots=True)
+class Card:
+    """A line chart with its heading, caption and data attributes."""
+
+    title: str
+    stats: str
+    chart: _svg.LineChart
+    attrs: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RewardsView:
+    """Reward distributions by split, then staleness (``stale_note``: all current)."""
+
+    boxes: list[BoxCard]
+    rule: str = FAILING_RULE
+    max_boxes: int = _svg.MAX_BOXES
+    staleness: Card | None = None
+    stale_note: bool = False
+
+
+def rewards_view(ro: Rollouts) -> RewardsView:
     """The reward distribution chart of each split, then staleness where it is ever non-zero."""
-    if not ro.boxes:
-        return section("rewards", "Reward distributions",
-                       '<p class="note">No rollout summaries in this run.</p>')
-    out = ['<p class="note">Per iteration: whisker min–max, box first–third quartile, tick '
-           "at the median, over the trajectories' rewards (final reward where logged, else "
-           "total reward).</p><div class=\"charts\">"]
-    for i, split in enumerate(sorted(ro.boxes, key=split_order)):
-        bs = ro.boxes[split]
-        drawn = f", {_svg.MAX_BOXES:,} drawn" if len(bs) > _svg.MAX_BOXES else ""
-        chart = _svg.box_chart(bs, label=f"reward by iteration, {split}", chart_id=f"rewards-{i}")
-        out.append(f'<figure class="card chart-card" data-split="{escape(split)}"><figcaption>'
-                   f'<h3>{escape(split_title(split))}</h3><p class="stats">{len(bs):,} '
-                   f"iterations{drawn}</p></figcaption>{chart}</figure>")
-    out.append("</div>")
+    boxes = [BoxCard(split, split_title(split), len(ro.boxes[split]), _svg.box_view(
+        ro.boxes[split], label=f"reward by iteration, {split}", chart_id=f"rewards-{i}"))
+        for i, split in enumerate(sorted(ro.boxes, key=split_order))]
+    stale = None
     if any(s for _, s in ro.stale):
         xs = [float(i) for i, _ in ro.stale]
         ys = [float(s) for _, s in ro.stale]
-        chart = _svg.line_chart(_svg.Series("staleness", xs, ys, len(xs)), x_label="iteration",
-                                chart_id="stale-0")
-        out.append('<figure class="card chart-card" id="staleness"><figcaption><h3>Staleness'
-                   "</h3><p class=\"stats\">largest iteration − sampling_client_step per "
-                   f"iteration · max {max(ys):.0f}</p></figcaption>{chart}</figure>")
-    elif ro.stale:
-        out.append('<p class="note">Staleness: every trajectory was sampled by the current '
-                   "policy (iteration = sampling_client_step).</p>")
-    return section("rewards", "Reward distributions", "".join(out))
+        chart = _svg.line_view(_svg.Series("staleness", xs, ys, len(xs)), x_label="iteration",
+                               chart_id="stale-0")
+        stale = Card("Staleness", "largest iteration − sampling_client_step per iteration · max "
+                     f"{max(ys):.0f}", chart, (("id", "staleness"),))
+    return RewardsView(boxes, staleness=stale, stale_note=bool(ro.stale) and stale is None)
 
 
-def _row(t: Trajectory, link: str) -> str:
-    cls = ' class="fail"' if t.failing else ""
-    return (f"<tr{cls}><td>{escape(t.split)}</td><td>{t.iteration}</td><td>{t.group}</td>"
-            f'<td>{t.traj}</td><td class="num">{fmt(t.total_reward)}</td><td class="num">'
-            f'{fmt(t.final_reward)}</td><td>{"yes" if t.done else "no"}</td><td><a href="'
-            f'{escape(link)}">page</a></td></tr>')
+def grpo_view(ro: Rollouts) -> list[Card]:
+    """GRPO's own diagnostics over training: the share of groups whose rewards are all equal
+    (every advantage 0: no learning signal) and the sampled tokens per trajectory."""
+    out: list[Card] = []
+    for split in sorted(ro.grpo, key=split_order):
+        rows = ro.grpo[split]
+        for key, what, col in (("equal_share", "Groups with all-equal rewards (share)", 1),
+                               ("ac_tokens", "Sampled tokens per trajectory", 2)):
+            pts = [(float(r[0]), float(v)) for r in rows if (v := r[col]) is not None]
+            if pts:
+                xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+                chart = _svg.line_view(_svg.Series(key, xs, ys, len(xs)), x_label="iteration",
+                                       chart_id=f"grpo-{len(out)}")
+                out.append(Card(what, f"{split_title(split)} · last {_svg.fmt(ys[-1])}", chart,
+                                (("data-grpo", key), ("data-split", split))))
+    return out
 
 
-def section_extremes(ro: Rollouts) -> str:
-    """Tables of the worst and best trajectories across the run, each row linking to its page."""
-    title = "Worst and best trajectories"
+@dataclass(frozen=True, slots=True)
+class Extreme:
+    """One row of the worst or best table."""
+
+    t: Trajectory
+    href: str
+
+
+def extremes_view(ro: Rollouts) -> list[tuple[str, list[Extreme]]]:
+    """The worst and best trajectories across the run (empty: none has a reward)."""
     if not ro.seen:
-        return section("trajectories", title,
-                       '<p class="note">No rewarded trajectory in the rollout summaries.</p>')
-    heads = ("split", "iteration", "group", "traj", "total reward", "final reward", "done",
-             "link")
-    out = ['<div class="charts">']
-    for name, heap in (("Worst", ro.worst), ("Best", ro.best)):
-        rows = [_row(t, h) for _, _, t, h in sorted(heap, key=lambda i: (-i[0], i[1]))]
-        out.append(f"<div><h3>{name} {len(rows)}</h3>"
-                   f"{table(f'extremes {name.lower()}', heads, rows)}</div>")
-    return section("trajectories", title, "".join(out) + "</div>")
+        return []
+    return [(name, [Extreme(t, h) for _, _, t, h in sorted(heap, key=lambda i: (-i[0], i[1]))])
+            for name, heap in (("Worst", ro.worst), ("Best", ro.best))]
 
 
-def section_iteration_list(ro: Rollouts, timing: dict[int, str],
-                           href: Callable[[str], str]) -> str:
-    """Every iteration's page per split, with mean reward and failing trajectories."""
-    out = [] if ro.listing or timing else [
-        '<p class="note">No per-iteration pages in this run.</p>']
-    for split in sorted(ro.listing, key=split_order):
-        its = ro.listing[split]
-        opened = " open" if split == "train" or len(its) <= 200 else ""
-        out.append(f'<details class="pages" data-split="{escape(split)}"{opened}><summary>'
-                   f'{escape(split_title(split))} <span class="count">({len(its):,} pages, '
-                   f"{sum(s.failing for s in its):,} failing trajectories)</span></summary>"
-                   '<nav class="it-list">')
-        for s in its:
-            detail = ("no rollouts" if s.count is None else
-                      f"{fmt(s.mean)}" + (f" · {s.failing}✗" if s.failing else ""))
-            out.append(f'<a class="it{" has-fail" if s.failing else ""}" href="{escape(s.href)}" '
-                       f'data-iteration="{s.iteration}" data-failing="{s.failing}"><b>'
-                       f'{s.iteration}</b> <span class="it-detail">{escape(detail)}</span></a>')
-        out.append("</nav></details>")
-    if timing:
-        out.append('<details class="pages" data-split="timing"><summary>Timing charts <span '
-                   f'class="count">({len(timing):,} pages)</span></summary><nav class="grid">')
-        out.extend(f'<a href="{escape(href(timing[i]))}">{i}</a>' for i in sorted(timing))
-        out.append("</nav></details>")
-    return section("iterations", "Iterations", "".join(out))
+@dataclass(frozen=True, slots=True)
+class SplitList:
+    """One split's iteration pages, with mean reward, failing count and all-equal share."""
+
+    split: str
+    title: str
+    open: bool
+    failing: int
+    iterations: list[IterationStats]
+
+
+def iterations_view(ro: Rollouts, timing: dict[int, str],
+                    href: Callable[[str], str]) -> tuple[list[SplitList], list[tuple[int, str]]]:
+    """Every iteration's page per split, and the timing pages."""
+    splits = [SplitList(split, split_title(split), split == "train" or len(its) <= 200,
+                        sum(s.failing for s in its), its)
+              for split in sorted(ro.listing, key=split_order) if (its := ro.listing[split])]
+    return splits, [(i, href(timing[i])) for i in sorted(timing)]

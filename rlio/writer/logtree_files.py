@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from rlio import layout as L
-from rlio.logtree.html import stamp_write_id
 from rlio.storage.base import Storage
 
 if TYPE_CHECKING:
@@ -63,5 +62,5 @@ def _write_logtree(storage: Storage, tree: LogTree, *, html_rel: str, json_rel: 
     body = tree.to_json_bytes(path=storage.display(html_rel), compact=True)
     head = b'{"%s":"%s"' % (L.WRITE_ID_KEY.encode(), wid.encode())
     body = head + (b"," + body[1:] if body[1:2] != b"}" else body[1:])
-    page = stamp_write_id(tree.to_html(page=html_rel), wid)
+    page = tree.to_html(page=html_rel, write_id=wid)
     storage.replace_all([(json_rel, body), (html_rel, page.encode("utf-8"))])

@@ -128,7 +128,7 @@ def test_csp_stops_script_even_in_opted_in_raw_html(tmp_path: Path, page: Page) 
 def _hostile_run(root: Path) -> Path:
     run = root / f"run {PAYLOADS[2]}"  # a directory name is run text too
     run.mkdir()
-    lines = [{"step": i, "env/all/reward/total": i / 4, ALL: float(i),
+    lines = [{"step": i, "env/all/reward/total": i / 4, ALL: float(i), PAYLOADS[1]: 1.0,
               f"{PAYLOADS[0]}/env/all/reward/total": 0.5} for i in range(5)]
     (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     (run / "config.json").write_text(json.dumps({"model": ALL}))

@@ -199,3 +199,25 @@ def test_cli_demo_force_runs_twice_in_a_row(tmp_path: pathlib.Path) -> None:
     again = run_cli("demo", out, "--iterations", "2")
     assert again.returncode == 2 and "--force" in again.stderr
     assert again.stderr.count("\n") == 1
+
+
+def test_cli_demo_env_math_puts_the_reward_in_the_step(tmp_path: pathlib.Path) -> None:
+    """``rlio demo --env math`` writes a clean run whose rewards are step rewards with
+    final_reward 0.0, as the cookbook's ProblemEnv does."""
+    out = tmp_path / "math"
+    proc = run_cli("demo", str(out), "--env", "math", "--iterations", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert run_cli("validate", str(out)).returncode == 0
+    recs = read_jsonl(out / "train_iteration_000001_rollout_summaries.jsonl")
+    assert {r["final_reward"] for r in recs} == {0.0}
+    assert any(r["total_reward"] == r["steps"][0]["reward"] == 1.0 for r in recs)
+
+
+@pytest.mark.parametrize("env", ["multiturn", "tools", "preference", "evalonly", "async"])
+def test_env_runs_validate_clean(tmp_path: pathlib.Path, env: str) -> None:
+    """Every simulated environment writes a run the validator finds no error or warning in."""
+    from rlio.validate import validate_run
+
+    run_demo(tmp_path / env, env=env, iterations=2)
+    report = validate_run(tmp_path / env)
+    assert report.counts["error"] == report.counts["warning"] == 0, report.findings

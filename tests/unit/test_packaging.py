@@ -285,3 +285,10 @@ def test_every_extra_is_listed_in_the_readme_and_all() -> None:
     assert [e for e in extras if f"[{e}]" not in readme and e != "test"] == []
     inside = set(re.fullmatch(r"rlio\[(.*)\]", extras["all"][0])[1].split(","))
     assert inside == set(extras) - {"test", "dev", "all"}
+
+
+def test_the_wheel_ships_every_page_template(wheel: Path) -> None:
+    """Every Jinja2 template under rlio/templates is in the wheel (the pages render from them)."""
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    templates = sorted((ROOT / "rlio" / "templates").glob("*.j2"))
+    assert templates and all(f"rlio/templates/{t.name}" in shipped for t in templates)

@@ -44,3 +44,13 @@ def test_report_with_a_non_utf8_file_name_exits_2(tmp_path: Path) -> None:
     proc = run_cli("report", os.fsdecode(os.fsencode(root)))
     assert proc.returncode == 2, proc.stderr
     assert "not valid UTF-8" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_report_with_an_unknown_metric_exits_2_naming_the_closest_keys(tmp_path: Path) -> None:
+    """``--metric`` with a key the run never logged prints one line naming the closest keys,
+    exits 2 and writes nothing."""
+    run = cookbook_run(tmp_path / "run", 3, quirks=False)
+    proc = run_cli("report", str(run), "--metric", "optim/kl_sample_train")
+    assert proc.returncode == 2
+    assert "closest: optim/kl_sample_train_v1" in proc.stderr and proc.stderr.count("\n") == 1
+    assert not (run / "report.html").exists()

@@ -53,11 +53,13 @@ def _t(total: float | None, final: float | None, done: bool = True) -> Trajector
     return Trajectory("train", 0, 0, 0, total, final, 1, 1, 1, 1, done)
 
 
-def test_failing_means_no_reward_nan_or_not_done() -> None:
-    """Final reward <= 0 (else total), either reward NaN, or an unfinished episode fails."""
-    assert _t(1.0, 0.0).failing and _t(0.0, None).failing and _t(-1.0, None).failing
+def test_failing_means_total_reward_not_positive_nan_or_not_done() -> None:
+    """Total reward <= 0, NaN, or an unfinished episode fails; final_reward plays no part
+    (a math environment's step reward of 1 with final_reward 0.0 passes)."""
+    assert _t(0.0, 1.0).failing and _t(0.0, None).failing and _t(-0.1, 0.9).failing
     assert _t(math.nan, 1.0).failing and _t(1.0, 1.0, done=False).failing
-    assert not _t(0.05, 1.0).failing and not _t(1.0, None).failing
+    assert not _t(1.0, 0.0).failing and not _t(0.3, None).failing
+    assert not _t(0.9, 1.0).failing and not _t(math.inf, 0.0).failing
 
 
 def test_a_null_total_reward_fails_as_nan_does() -> None:

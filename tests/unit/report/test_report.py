@@ -16,7 +16,7 @@ import pytest
 
 from rlio import layout
 from rlio.cli import main
-from rlio.errors import RunNotFoundError
+from rlio.errors import RunNotFoundError, UnknownMetricError
 from rlio.findings import Report, finding
 from rlio.report import reading, render_run_report, write_run_report
 
@@ -43,14 +43,15 @@ def links(page: str) -> list[str]:
 
 @pytest.mark.parametrize("run_layout", ["flat", "nested"])
 def test_charts_and_links_for_both_layouts(tmp_path: Path, run_layout: layout.Layout) -> None:
-    """Default charts have one point per step; every page of both splits is linked, as rlio's
-    page beside the report (the cookbook's own pages carry no rlio header)."""
+    """The usual keys the run logged are charted with one point per step; every page of both
+    splits is linked, as rlio's page beside the report (the cookbook's pages carry no rlio
+    header)."""
     run = cookbook_run(tmp_path / "run", 12, layout_name=run_layout)
     page = render_run_report(run, validate=False)
     assert charts(page) == {
         "env/all/reward/total": (12, 12), "progress/done_frac": (12, 12),
         "optim/kl_sample_train_v1": (12, 12), "optim/entropy": (12, 12),
-        "test/env/all/reward/total": (3, 3),
+        "optim/lr": (12, 12), "test/env/all/reward/total": (3, 3),
     }
     expected = sorted("report/" + layout.iteration_path(run_layout, i, "html", label=label)
                       for i in range(12) for label in [None, "test"]
@@ -160,12 +161,36 @@ def test_thousands_of_iterations_stay_small(tmp_path: Path) -> None:
     assert "Showing the last 200 of 5,000 records." in page
 
 
-def test_user_metrics_are_charted_even_when_absent(tmp_path: Path) -> None:
-    """``metrics=`` adds a chart per key; a key the run never logged gets an empty chart."""
+def test_user_metrics_are_charted_and_unknown_ones_refused(tmp_path: Path) -> None:
+    """``metrics=`` adds a chart per key; a key the run never logged is an error naming the
+    run's closest keys."""
     run = cookbook_run(tmp_path / "run", 4)
-    page = render_run_report(run, metrics=["optim/lr", "no/such/key"], validate=False)
-    assert charts(page)["optim/lr"] == (4, 4)
-    assert charts(page)["no/such/key"] == (0, 0) and "not logged in this run" in page
+    page = render_run_report(run, metrics=["test/env/all/reward/total"], validate=False)
+    assert charts(page)["test/env/all/reward/total"] == (1, 1)
+    with pytest.raises(UnknownMetricError) as info:
+        render_run_report(run, metrics=["optim/kl_sample_train_v3"], validate=False)
+    assert info.value.closest[0] == "optim/kl_sample_train_v1"
+    assert "optim/kl_sample_train_v1" in str(info.value)
+    with pytest.raises(UnknownMetricError, match="closest: env/all/reward/total"):
+        render_run_report(run, metrics=["reward/total"], validate=False)
+
+
+def test_usual_keys_are_charted_by_their_real_names(tmp_path: Path) -> None:
+    """Bare ``entropy`` and ``kl_sample_train_v1``, tokens, cost and time are charted; a key of
+    no usual family is listed, not charted, and no empty box is drawn."""
+    run = tmp_path / "run"
+    run.mkdir()
+    lines = [{"step": i, "entropy": 1.0 - i / 10, "kl_sample_train_v1": 0.01 * i,
+              "tokens/cumulative/sampled": 100 * i, "cost/cumulative_usd": 0.1 * i,
+              "time/total": 3.0, "env/all/by_group/frac_mixed": 0.5, "custom/thing": i}
+             for i in range(3)]
+    (run / layout.METRICS).write_text("".join(json.dumps(r) + "\n" for r in lines))
+    page = render_run_report(run, validate=False)
+    assert set(charts(page)) == {"entropy", "kl_sample_train_v1", "tokens/cumulative/sampled",
+                                 "cost/cumulative_usd", "time/total",
+                                 "env/all/by_group/frac_mixed"}
+    assert "not logged in this run" not in page
+    assert "1 other metric keys" in page and "<code>custom/thing</code>" in page
 
 
 def test_run_text_is_escaped(tmp_path: Path) -> None:

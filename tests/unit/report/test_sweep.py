@@ -274,3 +274,18 @@ def test_cli_compare_writes_the_page(tmp_path: Path, sweep: Path,
                                  "zzz")
     assert code == 2 and "zzz" in err
     assert os.path.getsize(out) > 0
+
+
+def test_a_metric_no_run_logged_is_refused_naming_the_closest(tmp_path: Path) -> None:
+    """``metrics=`` with a key no run logged raises UnknownMetricError naming the closest key;
+    the command says it in one line and exits 2."""
+    from rlio.errors import UnknownMetricError
+    from rlio.report.sweep import write_comparison
+
+    sweep = factories.seeded_sweep(tmp_path)
+    with pytest.raises(UnknownMetricError, match="closest: env/all/reward/total"):
+        write_comparison([str(sweep)], str(tmp_path / "c.html"), jobs=1,
+                         metrics=["env/all/reward/totl"])
+    proc = factories.run_cli("compare", str(sweep), "-o", str(tmp_path / "d.html"),
+                             "--metric", "env/all/reward/totl")
+    assert proc.returncode == 2 and "closest: env/all/reward/total" in proc.stderr
