@@ -1,4 +1,8 @@
-"""DataFrames of a run's records, pandas or polars, built from a ``Table`` with explicit types.
+"""DataFrames of a run's records, pandas or polars, with explicit types.
+
+A JSONL file is read by pyarrow's reader when it can give exactly the columns the Python path
+gives (``rlio.reader.native``), else record by record into a ``Table``; both are turned into a
+frame by the same rules, below.
 
 Both libraries are optional extras, imported only here and only when a frame is asked for:
 ``pip install 'rlio[pandas]'`` / ``'rlio[polars]'``; without one, ``MissingExtraError`` (an
@@ -15,25 +19,52 @@ import math
 from typing import Any, Literal
 
 from rlio.reader.extras import require
+from rlio.reader.native import read_table
+from rlio.reader.source import iter_records
 from rlio.reader.table import GAP, Table, metrics_table, rollouts_table
+from rlio.storage.base import Storage
 
-__all__ = ["Backend", "build_frame", "metrics_table", "rollouts_table"]
+__all__ = ["Backend", "build_frame", "jsonl_frame", "metrics_table", "rollouts_table"]
 
 Backend = Literal["pandas", "polars"]
+#: The pyarrow types a native column may have (``rlio.reader.native``) that become float columns
+#: whatever their gaps.
+_FLOATS = frozenset({"double", "null"})
+
+
+def _check(backend: str) -> None:
+    if backend not in ("pandas", "polars"):
+        raise ValueError(f"backend must be 'pandas' or 'polars', got {backend!r}")
 
 
 def build_frame(table: Table, backend: Backend = "pandas") -> Any:
     """``table`` as a pandas or polars DataFrame."""
+    _check(backend)
+    return _pandas(table) if backend == "pandas" else _polars(table)
+
+
+def jsonl_frame(storage: Storage, rel: str, backend: Backend = "pandas") -> Any:
+    """JSONL file ``rel`` as a DataFrame, one row per record, one column per key ever seen:
+    natively read when that gives the same frame, else through ``metrics_table``."""
+    _check(backend)
     if backend == "pandas":
-        return _pandas(table)
-    if backend == "polars":
-        return _polars(table)
-    raise ValueError(f"backend must be 'pandas' or 'polars', got {backend!r}")
+        require("pandas", "pandas", purpose="a pandas DataFrame")
+    else:
+        require("polars", "polars", purpose="a polars DataFrame")
+    native = read_table(storage, rel)
+    if native is None:
+        return build_frame(metrics_table(iter_records(storage, rel)), backend)
+    return _pandas_native(native) if backend == "pandas" else _polars_native(native)
 
 
 def _numeric(table: Table, key: str) -> bool:
     kind = table.kinds[key]
     return kind in ("float", "empty") or (kind == "int" and table.has_gaps(key))
+
+
+def _pandas_cells(pd: Any, cells: list[Any], kind: str) -> Any:
+    """A column that is neither float nor gapless int: gaps as NaN, strings as pandas strings."""
+    return pd.Series(cells, dtype=None if kind == "str" else object)
 
 
 def _pandas(table: Table) -> Any:
@@ -47,8 +78,25 @@ def _pandas(table: Table) -> Any:
             data[key] = pd.Series(values)
         else:
             cells = [math.nan if v is GAP else v for v in values]
-            data[key] = pd.Series(cells, dtype=None if table.kinds[key] == "str" else object)
+            data[key] = _pandas_cells(pd, cells, table.kinds[key])
     return pd.DataFrame(data, index=pd.RangeIndex(table.rows))
+
+
+def _pandas_native(native: Any) -> Any:
+    """A native table (``rlio.reader.native``) by the rules of ``_pandas``."""
+    pd = require("pandas", "pandas", purpose="a pandas DataFrame")
+    pa = require("pyarrow", "pandas", purpose="a pandas DataFrame")
+    data: dict[str, Any] = {}
+    for field, col in zip(native.schema, native.columns, strict=True):
+        kind = str(field.type)
+        if kind in _FLOATS or (kind == "int64" and col.null_count):
+            data[field.name] = pd.Series(col.cast(pa.float64()).to_numpy(zero_copy_only=False))
+        elif kind == "int64":
+            data[field.name] = pd.Series(col.to_numpy())
+        else:
+            cells = [math.nan if v is None else v for v in col.to_pylist()]
+            data[field.name] = _pandas_cells(pd, cells, "str" if kind == "string" else kind)
+    return pd.DataFrame(data, index=pd.RangeIndex(native.num_rows))
 
 
 def _text(value: Any) -> str:
@@ -76,3 +124,15 @@ def _polars(table: Table) -> Any:
             series.append(pl.Series(key, [None if c is None else _text(c) for c in cells],
                                     dtype=pl.String))
     return pl.DataFrame(series)
+
+
+def _polars_native(native: Any) -> Any:
+    """A native table (``rlio.reader.native``) by the rules of ``_polars``."""
+    pl = require("polars", "polars", purpose="a polars DataFrame")
+    frame = pl.from_arrow(native)
+    for i, (field, col) in enumerate(zip(native.schema, native.columns, strict=True)):
+        kind = str(field.type)
+        if kind in _FLOATS or (kind == "int64" and col.null_count):
+            series = frame.to_series(i).cast(pl.Float64).fill_null(math.nan)
+            frame = frame.replace_column(i, series)
+    return frame

@@ -150,9 +150,9 @@ class Run:
         a column. Gaps and nulls in numeric columns are float NaN. ``backend`` is ``"pandas"``
         (``pip install 'rlio[pandas]'``) or ``"polars"`` (``'rlio[polars]'``).
         """
-        from rlio.reader.frames import build_frame, metrics_table
+        from rlio.reader.frames import jsonl_frame
 
-        return build_frame(metrics_table(self.iter_metrics()), backend)
+        return jsonl_frame(self._storage, layout.METRICS, backend)
 
     def checkpoints(self) -> list[CheckpointRecord]:
         """Every record of ``checkpoints.jsonl`` in file order (torn tail and bad lines skipped)."""
