@@ -101,6 +101,7 @@ CATALOGUE: dict[str, CodeInfo] = {
                          "only)"),
     "RL414": CodeInfo(W, "logtree JSON and HTML twins come from different writes (write ids "
                          "differ)"),
+    "RL415": CodeInfo(W, "timing_spans.jsonl repeats a step (spans a resume did not supersede)"),
     # 5xx: resume
     "RL501": CodeInfo(E, "resumable checkpoint record has no batch"),
 }

@@ -18,6 +18,7 @@ from rlio.validate.checks.checkpoints import CheckpointChecks
 from rlio.validate.checks.logtree import logtree_checks
 from rlio.validate.checks.logtree_pieces import judge_in_pieces
 from rlio.validate.checks.metrics import MetricsChecks
+from rlio.validate.checks.timing import TimingChecks
 from rlio.validate.checks.view import RunView
 from rlio.validate.scan import Sink
 
@@ -63,6 +64,7 @@ KIND_CHECKS: Final[dict[str, KindChecks]] = {
     "logtree": KindChecks(document=logtree_checks, large_document=judge_in_pieces),
     "rollout_summaries": KindChecks(ranged=True),
     "timing_gantt": KindChecks(chart=True),
+    "timing_spans": KindChecks(records=lambda sink, rp, view: TimingChecks(sink)),
 }
 
 #: No checks beyond the schema.
