@@ -98,7 +98,7 @@ CATALOGUE: dict[str, CodeInfo] = {
     "RL411": CodeInfo(W, "HTML report without its JSON twin"),
     "RL412": CodeInfo(I, "per-iteration files missing for iterations that metrics record"),
     "RL413": CodeInfo(I, "HTML reports and no logtree JSON at all (a release that wrote HTML "
-                         "only)"),
+                         "only, or a run stopped before its first logtree JSON)"),
     "RL414": CodeInfo(W, "logtree JSON and HTML twins come from different writes (write ids "
                          "differ)"),
     "RL415": CodeInfo(W, "timing_spans.jsonl repeats a step (spans a resume did not supersede)"),
