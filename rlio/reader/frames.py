@@ -19,12 +19,13 @@ import math
 from typing import Any, Literal
 
 from rlio.reader.extras import require
-from rlio.reader.native import read_table
+from rlio.reader.native import complete_end, concat, read_table, rollout_table
 from rlio.reader.source import iter_records
 from rlio.reader.table import GAP, Table, metrics_table, rollouts_table
 from rlio.storage.base import Storage
 
-__all__ = ["Backend", "build_frame", "jsonl_frame", "metrics_table", "rollouts_table"]
+__all__ = ["Backend", "build_frame", "jsonl_frame", "metrics_table", "rollout_frame",
+           "rollouts_table"]
 
 Backend = Literal["pandas", "polars"]
 #: The pyarrow types a native column may have (``rlio.reader.native``) that become float columns
@@ -46,15 +47,46 @@ def build_frame(table: Table, backend: Backend = "pandas") -> Any:
 def jsonl_frame(storage: Storage, rel: str, backend: Backend = "pandas") -> Any:
     """JSONL file ``rel`` as a DataFrame, one row per record, one column per key ever seen:
     natively read when that gives the same frame, else through ``metrics_table``."""
+    _require(backend)
+    native = read_table(storage, rel)
+    if native is None:
+        return build_frame(metrics_table(iter_records(storage, rel)), backend)
+    return _native_frame(native, backend)
+
+
+def _require(backend: Backend) -> None:
     _check(backend)
     if backend == "pandas":
         require("pandas", "pandas", purpose="a pandas DataFrame")
     else:
         require("polars", "polars", purpose="a polars DataFrame")
-    native = read_table(storage, rel)
-    if native is None:
-        return build_frame(metrics_table(iter_records(storage, rel)), backend)
+
+
+def _native_frame(native: Any, backend: Backend) -> Any:
     return _pandas_native(native) if backend == "pandas" else _polars_native(native)
+
+
+def rollout_frame(storage: Storage, rels: list[str], backend: Backend = "pandas", *,
+                  steps: bool = False) -> Any:
+    """The rollout summaries of files ``rels``, in order, as a DataFrame of one row per
+    trajectory (or per step): natively read when every file can be, else through
+    ``rollouts_table``."""
+    _require(backend)
+    tables = []
+    for rel in rels:
+        entry = storage.stat(rel)
+        if entry is None or entry.kind != "file" or complete_end(storage, rel, entry.size) == 0:
+            continue  # no record in it
+        table = rollout_table(storage, rel, steps=steps)
+        if table is None:
+            break
+        tables.append(table)
+    else:
+        native = concat(tables) if tables else None
+        if native is not None:
+            return _native_frame(native, backend)
+    records = (rec for rel in rels for rec in iter_records(storage, rel))
+    return build_frame(rollouts_table(records, steps=steps), backend)
 
 
 def _numeric(table: Table, key: str) -> bool:

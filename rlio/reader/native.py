@@ -34,9 +34,10 @@ from typing import Any
 
 from rlio._codec.lines import MAX_LINE, ForwardLines, backward_lines
 from rlio.reader.source import decode_line
+from rlio.reader.table import step_rows, trajectory_rows
 from rlio.storage.base import Storage
 
-__all__ = ["read_table"]
+__all__ = ["read_table", "rollout_table"]
 
 #: The reader's block: a line longer than this makes it refuse the file (the Python path then
 #: reads it, skipping lines over ``MAX_LINE``).
@@ -159,10 +160,11 @@ def _first_seen(pc: Any, table: Any, head: list[str]) -> Any:
     return table if order == names else table.select(order)
 
 
-def read_table(storage: Storage, rel: str) -> Any | None:
+def read_table(storage: Storage, rel: str, *, nested: bool = False) -> Any | None:
     """JSONL file ``rel`` as a ``pyarrow.Table`` (one row per line, one column per key ever
     seen, in first-seen order), or None when the Python path must read it (see the module
-    docstring)."""
+    docstring). ``nested``: lists and objects are kept (as pyarrow lists and structs) for the
+    caller to flatten."""
     libs = _pyarrow()
     entry = storage.stat(rel)
     if libs is None or entry is None or entry.kind != "file":
@@ -176,6 +178,136 @@ def read_table(storage: Storage, rel: str) -> Any | None:
     table = _read(pa, pj, storage, rel, end, schema)
     if table is None and len(schema):
         table = _read(pa, pj, storage, rel, end, None)
-    if table is None or any(str(field.type) not in _SCALARS for field in table.schema):
+    if table is None or (not nested and not _flat_columns(table)):
         return None
     return _first_seen(pc, table, head)
+
+
+def _flat_columns(table: Any) -> bool:
+    """Whether every column is a scalar, or a list of scalars (a list of lists or objects is
+    left to the Python path)."""
+    for field in table.schema:
+        kind = str(field.type)
+        if kind in _SCALARS:
+            continue
+        value = getattr(field.type, "value_type", None)
+        if not kind.startswith("list<") or value is None or str(value) not in _SCALARS:
+            return False
+    return True
+
+
+#: The objects spread into ``<name>/<key>`` columns (``rlio.reader.table``'s rows).
+_TRAJECTORY_NESTED = ("trajectory_metrics",)
+_STEP_NESTED = ("metrics", "logs")
+_STEP_HEAD = ("iteration", "split", "group_idx", "traj_idx")
+
+
+def _spread(pc: Any, names: list[str], columns: list[Any], source: Any,
+            nested: tuple[str, ...], skip: str | None) -> bool:
+    """Append ``source``'s fields (a table's columns or a struct's children) to ``names`` and
+    ``columns`` as ``rlio.reader.table._flat`` spreads a record: each object of ``nested`` as
+    ``<name>/<key>``. False when the Python path must build the rows: a nested object that is
+    null somewhere (it would be a column of its own there), or a name met twice."""
+    fields = list(source.type) if hasattr(source, "type") else list(source.schema)
+    for i, field in enumerate(fields):
+        if field.name == skip:
+            continue
+        col = source.field(i) if hasattr(source, "type") else source.column(i)
+        if field.name in nested and str(field.type).startswith("struct<"):
+            if col.null_count:
+                return False
+            for j, child in enumerate(field.type):
+                names.append(f"{field.name}/{child.name}")
+                columns.append(pc.struct_field(col, [j]))
+        else:
+            names.append(field.name)
+            columns.append(col)
+    return len(set(names)) == len(names)
+
+
+def rollout_table(storage: Storage, rel: str, *, steps: bool) -> Any | None:
+    """Rollout summary file ``rel`` as the flat table ``rlio.reader.table.trajectory_rows`` (or
+    ``step_rows``) would give, natively, or None when the Python path must build it."""
+    libs = _pyarrow()
+    table = read_table(storage, rel, nested=True)
+    if libs is None or table is None:
+        return None
+    pa, _, pc = libs
+    table = table.combine_chunks()
+    names = table.column_names
+    if "steps" in names and (not pa.types.is_list(table.schema.field("steps").type)
+                             or table.column("steps").null_count):
+        return None
+    n = table.num_rows
+    out_names: list[str] = []
+    out_cols: list[Any] = []
+    if steps:
+        if "steps" not in names:
+            return None
+        lists = table.column("steps").chunk(0) if n else None
+        flat = lists.flatten() if lists is not None else None
+        if flat is None or not pa.types.is_struct(flat.type) or flat.null_count:
+            return None
+        parents = pc.list_parent_indices(lists)
+        for name in _STEP_HEAD:
+            out_names.append(name)
+            out_cols.append(table.column(name).chunk(0).take(parents) if name in names
+                            else pa.nulls(len(flat)))
+        ok = _spread(pc, out_names, out_cols, flat, _STEP_NESTED, None)
+    else:
+        if "n_steps" in names:
+            return None
+        for name in ("iteration", "split"):
+            out_names.append(name)
+            out_cols.append(table.column(name) if name in names else pa.nulls(n))
+        out_names.append("n_steps")
+        out_cols.append(pc.list_value_length(table.column("steps")).cast(pa.int64())
+                        if "steps" in names else pa.array([0] * n, pa.int64()))
+        rest_names: list[str] = []
+        rest_cols: list[Any] = []
+        ok = _spread(pc, rest_names, rest_cols, table, _TRAJECTORY_NESTED, "steps")
+        for name, col in zip(rest_names, rest_cols, strict=True):
+            if name in ("iteration", "split"):
+                out_cols[out_names.index(name)] = col
+            else:
+                out_names.append(name)
+                out_cols.append(col)
+        ok = ok and len(set(out_names)) == len(out_names)
+    if not ok:
+        return None
+    flat_table = pa.table(dict(zip(out_names, out_cols, strict=True)))
+    if not _flat_columns(flat_table):
+        return None
+    return _first_seen(pc, flat_table, _head_keys(storage, rel, steps=steps))
+
+
+def _head_keys(storage: Storage, rel: str, *, steps: bool) -> list[str]:
+    """The columns of the rows of the first ``_SAMPLE`` records of ``rel``, in first-seen
+    order (built as the Python path builds them)."""
+    with storage.open_read(rel) as f:
+        head = [rec for _, raw, ok in itertools.islice(ForwardLines(f, max_line=MAX_LINE),
+                                                       _SAMPLE)
+                if ok and (rec := decode_line(raw)) is not None]
+    rows = step_rows(head) if steps else trajectory_rows(head)
+    return list(dict.fromkeys(key for row in rows for key in row))
+
+
+def concat(tables: list[Any]) -> Any | None:
+    """``tables`` as one, columns in first-seen order, a column holding ints in one table and
+    floats in another as floats (as ``rlio.reader.table`` merges kinds); None when a column has
+    two other types (the Python path makes it a mixed column)."""
+    libs = _pyarrow()
+    if libs is None:
+        return None
+    pa = libs[0]
+    types: dict[str, set[str]] = {}
+    for t in tables:
+        for field in t.schema:
+            if str(field.type) != "null":
+                types.setdefault(field.name, set()).add(str(field.type))
+    if any(len(ts) > 1 and ts != {"int64", "double"} for ts in types.values()):
+        return None
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowException, ValueError, TypeError):
+        return None

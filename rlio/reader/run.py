@@ -260,6 +260,11 @@ class Run:
             ValueError: the run has no file of ``evaluator`` at all (names those it has); raised
                 at the call, before anything is yielded.
         """
+        return self._iter_rollouts(self._rollout_files(iteration, evaluator))
+
+    def _rollout_files(self, iteration: int | Iterable[int] | None,
+                       evaluator: str | None) -> list[str]:
+        """The rollout summary files of one iteration, several, or all (None), in order."""
         if iteration is None:
             wanted: Iterable[int] | None = None
         elif isinstance(iteration, Iterable):
@@ -270,15 +275,12 @@ class Run:
         labels = self._labels(index, evaluator)
         if wanted is None:
             wanted = sorted({i for (i, _, _) in index})
-        return self._iter_rollouts(index, wanted, labels)
+        found = (self._find(index, i, "rollout_summaries", labels) for i in wanted)
+        return [rel for rel in found if rel is not None]
 
-    def _iter_rollouts(self, index: dict[tuple[int, str, str | None], list[str]],
-                       wanted: Iterable[int], labels: tuple[str | None, ...]
-                       ) -> Iterator[RolloutSummary]:
-        for i in wanted:
-            rel = self._find(index, i, "rollout_summaries", labels)
-            if rel is not None:
-                yield from cast(Iterator[RolloutSummary], iter_records(self._storage, rel))
+    def _iter_rollouts(self, rels: list[str]) -> Iterator[RolloutSummary]:
+        for rel in rels:
+            yield from cast(Iterator[RolloutSummary], iter_records(self._storage, rel))
 
     def rollouts_frame(self, evaluator: str | None = None,
                        iterations: Iterable[int] | None = None, steps: bool = False,
@@ -289,10 +291,10 @@ class Run:
         columns; step rows hold ``iteration``, ``split``, ``group_idx``, ``traj_idx``, the step's
         keys and ``metrics/<k>``, ``logs/<k>`` columns.
         """
-        from rlio.reader.frames import build_frame, rollouts_table
+        from rlio.reader.frames import rollout_frame
 
-        records = self.rollouts(iterations, evaluator=evaluator)
-        return build_frame(rollouts_table(records, steps=steps), backend)
+        return rollout_frame(self._storage, self._rollout_files(iterations, evaluator), backend,
+                             steps=steps)
 
     def logtree(self, iteration: int, *, evaluator: str | None = None) -> LogtreeDocument | None:
         """The logtree document of an iteration (training, or ``evaluator``'s), or None."""

@@ -18,7 +18,7 @@ from rlio.validate.checks.checkpoints import CheckpointChecks
 from rlio.validate.checks.logtree import logtree_checks
 from rlio.validate.checks.logtree_pieces import judge_in_pieces
 from rlio.validate.checks.metrics import MetricsChecks
-from rlio.validate.checks.timing import TimingChecks
+from rlio.validate.checks.timing_steps import TimingChecks
 from rlio.validate.checks.view import RunView
 from rlio.validate.scan import Sink
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from factories import cookbook_run, jsonl, metrics_line, run_python, write
+from factories import cookbook_run, jsonl, metrics_line, run_python, trajectory, write
 
 from rlio import layout
 from rlio.reader import native, open_run
-from rlio.reader.frames import build_frame, metrics_table
+from rlio.reader.frames import build_frame, metrics_table, rollouts_table
 from rlio.storage.local import LocalStorage
 
 LATE = 30_000
@@ -200,3 +200,59 @@ def test_odd_lines_give_the_python_paths_frame(tmp_path: Path, backend: str,
     write(tmp_path, layout.METRICS, b"".join([*lines[:200], extra, *lines[200:]]))
     fast, slow = _both_paths(tmp_path, backend)
     _assert_same(fast, slow)
+
+
+def _rollout_run(root: Path) -> Path:
+    """A cookbook run plus two training files whose later records bring new keys: a trajectory
+    metric, a step metric and log, a float where ints were, and an evaluator's file."""
+    run = cookbook_run(root, 3)
+    late = [trajectory(3, g, t) for g in range(3) for t in range(2)]
+    late[4]["trajectory_metrics"]["late_metric"] = 0.5
+    late[5]["steps"][1]["metrics"]["late_step"] = 2
+    late[5]["steps"][0]["logs"]["note"] = "x"
+    late[5]["final_ob_len"] = 1.5
+    write(run, layout.iteration_path("flat", 3, "rollout_summaries"), jsonl(late))
+    write(run, layout.iteration_path("flat", 3, "rollout_summaries", label="test"),
+          jsonl([trajectory(3, 0, 0, split="eval/test")]))
+    return run
+
+
+@pytest.mark.parametrize("backend", ["pandas", "polars"])
+@pytest.mark.parametrize("steps", [False, True])
+@pytest.mark.parametrize("evaluator", [None, "test"])
+def test_native_rollout_frames_equal_the_python_path(tmp_path: Path, backend: str, steps: bool,
+                                                     evaluator: str | None) -> None:
+    """Trajectory and step frames read natively (late nested keys included) equal the ones
+    built record by record, for the training rollouts and an evaluator's."""
+    run = open_run(_rollout_run(tmp_path / "run"))
+    rel = run.path_of(3, "rollout_summaries", evaluator=evaluator)
+    assert rel is not None
+    assert native.rollout_table(run.storage, rel, steps=steps) is not None
+    fast = run.rollouts_frame(evaluator, steps=steps, backend=backend)  # type: ignore[arg-type]
+    slow = build_frame(rollouts_table(run.rollouts(evaluator=evaluator), steps=steps),
+                       backend)  # type: ignore[arg-type]
+    _assert_same(fast, slow)
+    if evaluator is None:
+        late = "metrics/late_step" if steps else "trajectory_metrics/late_metric"
+        assert late in fast.columns
+
+
+@pytest.mark.parametrize("backend", ["pandas", "polars"])
+@pytest.mark.parametrize("odd", [
+    {"trajectory_metrics": None}, {"steps": None}, {"n_steps": 3}, {"tags": [1, "a"]},
+    {"trajectory_metrics": {"x": "a"}}, {"trajectory_metrics/num_turns": 1},
+])
+def test_odd_rollout_records_give_the_python_paths_frame(tmp_path: Path, backend: str,
+                                                        odd: dict[str, Any]) -> None:
+    """A null nested object, a record's own n_steps, mixed lists, a key colliding with a
+    spread one: the frames equal the ones built record by record."""
+    root = cookbook_run(tmp_path / "run", 2)
+    recs = [trajectory(1, g) for g in range(3)]
+    recs[1].update(odd)
+    write(root, layout.iteration_path("flat", 1, "rollout_summaries"), jsonl(recs))
+    run = open_run(root)
+    for steps in (False, True):
+        fast = run.rollouts_frame(steps=steps, backend=backend)  # type: ignore[arg-type]
+        slow = build_frame(rollouts_table(run.rollouts(), steps=steps),
+                           backend)  # type: ignore[arg-type]
+        _assert_same(fast, slow)
