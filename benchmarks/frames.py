@@ -5,7 +5,10 @@ reader that infers columns from a prefix misses them). The time floor is one ``o
 per line (read in 1 MiB blocks); the frames are interleaved with it in rounds (goals: polars
 1.5x, pandas 2.5x). A reference row times ``polars.read_ndjson`` with its default inference
 (it drops the late keys). Memory: the high-water mark of a fresh process building each frame
-against one running ``polars.read_ndjson`` on the same file (goal: 1.3x).
+against one running ``polars.read_ndjson`` on the same file (goal: 1.3x). Rollout rows: one
+iteration's rollout summaries (``GROUPS`` groups x 4 trajectories, 1-5 steps each) as the
+trajectory frame and the step frame, against ``orjson.loads`` per line (no goal of their own:
+the issue's goals name the metrics file).
 
 Usage: ``python benchmarks/frames.py [--quick]``; ``benchmarks/run_all.py`` prints its rows.
 """
@@ -27,6 +30,8 @@ from harness import Row, interleaved, timed
 
 LINES = 300_000
 QUICK_LINES = 60_000
+GROUPS = 4096
+QUICK_GROUPS = 1024
 #: The share of the file before the late keys first appear (line 200,000 of 300,000).
 LATE_SHARE = 2 / 3
 _REPO = Path(__file__).resolve().parents[1]
@@ -52,6 +57,29 @@ def build_metrics(path: Path, lines: int) -> None:
                 f.write("".join(block))
                 block = []
         f.write("".join(block))
+
+
+def build_rollouts(path: Path, groups: int) -> None:
+    """``groups`` x 4 rollout summaries of iteration 0 (cookbook-like, mostly single-turn)."""
+    import orjson
+
+    rnd = random.Random(5)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as f:
+        for g in range(groups):
+            for t in range(4):
+                n = rnd.choice((1, 1, 2, 3, 5))
+                steps = [{"step_idx": i, "ob_len": rnd.randint(50, 3000),
+                          "ac_len": rnd.randint(10, 2000), "reward": 0.0 if i < n - 1 else 1.0,
+                          "episode_done": i == n - 1,
+                          "metrics": {"format": 1.0, "correct": float(rnd.random() < 0.5)},
+                          "logs": {"answer": str(rnd.randint(0, 1000))}} for i in range(n)]
+                f.write(orjson.dumps({
+                    "schema_version": 1, "split": "train", "iteration": 0, "group_idx": g,
+                    "traj_idx": t, "tags": ["math"], "sampling_client_step": 0,
+                    "total_reward": 1.0, "final_reward": 0.0,
+                    "trajectory_metrics": {"num_turns": n, "stop": "eos"}, "steps": steps,
+                    "final_ob_len": 0}) + b"\n")
 
 
 def _parse_floor(path: Path) -> None:
@@ -116,12 +144,36 @@ def rows(quick: bool) -> list[Row]:
             Row("  polars.read_ndjson, default inference (21 of 41 keys)",
                 med["read_ndjson"] * per, floor, "us/line", None, "orjson.loads every line"),
         ]
+        out += _rollout_rows(run, QUICK_GROUPS if quick else GROUPS, rounds)
         mib = 2**20
         base = peak_rss(run, "floor") / mib
         for backend in ("polars", "pandas"):
             out.append(Row(f"metrics_frame {backend} peak RSS", peak_rss(run, backend) / mib,
                            base, "MiB", 1.3, "polars.read_ndjson peak RSS"))
         return out
+
+
+def _rollout_rows(run: Path, groups: int, rounds: int) -> list[Row]:
+    from rlio import layout
+    from rlio.reader import open_run
+
+    path = run / layout.iteration_path("flat", 0, "rollout_summaries")
+    build_rollouts(path, groups)
+    reader = open_run(run)
+    med = interleaved({
+        "floor": timed(lambda: _parse_floor(path)),
+        "traj": timed(lambda: reader.rollouts_frame(backend="polars")),
+        "steps": timed(lambda: reader.rollouts_frame(steps=True, backend="polars")),
+        "traj_pd": timed(lambda: reader.rollouts_frame()),
+    }, rounds)
+    per = 1e6 / (groups * 4)
+    floor = med["floor"] * per
+    return [Row(f"rollouts_frame polars, {groups}x4 trajectories", med["traj"] * per, floor,
+                "us/line", None, "orjson.loads every line"),
+            Row("rollouts_frame polars, steps=True", med["steps"] * per, floor, "us/line", None,
+                "orjson.loads every line"),
+            Row("rollouts_frame pandas", med["traj_pd"] * per, floor, "us/line", None,
+                "orjson.loads every line")]
 
 
 def main(argv: list[str] | None = None) -> int:

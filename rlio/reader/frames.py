@@ -51,7 +51,9 @@ def jsonl_frame(storage: Storage, rel: str, backend: Backend = "pandas") -> Any:
     native = read_table(storage, rel)
     if native is None:
         return build_frame(metrics_table(iter_records(storage, rel)), backend)
-    return _native_frame(native, backend)
+    holder = [native]
+    del native
+    return _native_frame(holder, backend)
 
 
 def _require(backend: Backend) -> None:
@@ -62,8 +64,10 @@ def _require(backend: Backend) -> None:
         require("polars", "polars", purpose="a polars DataFrame")
 
 
-def _native_frame(native: Any, backend: Backend) -> Any:
-    return _pandas_native(native) if backend == "pandas" else _polars_native(native)
+def _native_frame(holder: list[Any], backend: Backend) -> Any:
+    """The frame of the native table in ``holder``, which is emptied: the caller keeps no
+    reference, so each column's memory is freed as it is converted."""
+    return _pandas_native(holder) if backend == "pandas" else _polars_native(holder)
 
 
 def rollout_frame(storage: Storage, rels: list[str], backend: Backend = "pandas", *,
@@ -83,8 +87,11 @@ def rollout_frame(storage: Storage, rels: list[str], backend: Backend = "pandas"
         tables.append(table)
     else:
         native = concat(tables) if tables else None
+        del tables
         if native is not None:
-            return _native_frame(native, backend)
+            holder = [native]
+            del native
+            return _native_frame(holder, backend)
     records = (rec for rel in rels for rec in iter_records(storage, rel))
     return build_frame(rollouts_table(records, steps=steps), backend)
 
@@ -114,21 +121,38 @@ def _pandas(table: Table) -> Any:
     return pd.DataFrame(data, index=pd.RangeIndex(table.rows))
 
 
-def _pandas_native(native: Any) -> Any:
-    """A native table (``rlio.reader.native``) by the rules of ``_pandas``."""
-    pd = require("pandas", "pandas", purpose="a pandas DataFrame")
-    pa = require("pyarrow", "pandas", purpose="a pandas DataFrame")
-    data: dict[str, Any] = {}
-    for field, col in zip(native.schema, native.columns, strict=True):
+def _floats(holder: list[Any]) -> Any:
+    """The native table in ``holder`` (taken out of it, so each column's memory is freed as
+    it is replaced) with the float rule of ``_numeric``: number columns with a gap, and columns
+    that are always null, as float64 with NaN for the gaps."""
+    pa = require("pyarrow", "pandas", purpose="a DataFrame")
+    pc = require("pyarrow.compute", "pandas", purpose="a DataFrame")
+    table = holder.pop()
+    for i, field in enumerate(table.schema):
         kind = str(field.type)
+        col = table.column(i)
         if kind in _FLOATS or (kind == "int64" and col.null_count):
-            data[field.name] = pd.Series(col.cast(pa.float64()).to_numpy(zero_copy_only=False))
-        elif kind == "int64":
-            data[field.name] = pd.Series(col.to_numpy())
-        else:
-            cells = [math.nan if v is None else v for v in col.to_pylist()]
-            data[field.name] = _pandas_cells(pd, cells, "str" if kind == "string" else kind)
-    return pd.DataFrame(data, index=pd.RangeIndex(native.num_rows))
+            filled = pc.fill_null(col.cast(pa.float64()), math.nan)
+            del col
+            table = table.set_column(i, field.name, filled)
+    return table
+
+
+def _pandas_native(holder: list[Any]) -> Any:
+    """A native table (``rlio.reader.native``, in ``holder``) by the rules of ``_pandas``."""
+    pd = require("pandas", "pandas", purpose="a pandas DataFrame")
+    table = _floats(holder)
+    others = {field.name: (i, str(field.type)) for i, field in enumerate(table.schema)
+              if str(field.type) not in ("double", "int64")}
+    cells = {name: [math.nan if v is None else v for v in table.column(i).to_pylist()]
+             for name, (i, _) in others.items()}
+    names = table.column_names
+    frame = table.to_pandas(self_destruct=True, split_blocks=True, ignore_metadata=True)
+    del table
+    for name, (_, kind) in others.items():
+        frame[name] = _pandas_cells(pd, cells.pop(name), "str" if kind == "string" else kind)
+    frame.columns = pd.Index(names)
+    return frame
 
 
 def _text(value: Any) -> str:
@@ -158,13 +182,7 @@ def _polars(table: Table) -> Any:
     return pl.DataFrame(series)
 
 
-def _polars_native(native: Any) -> Any:
-    """A native table (``rlio.reader.native``) by the rules of ``_polars``."""
+def _polars_native(holder: list[Any]) -> Any:
+    """A native table (``rlio.reader.native``, in ``holder``) by the rules of ``_polars``."""
     pl = require("polars", "polars", purpose="a polars DataFrame")
-    frame = pl.from_arrow(native)
-    for i, (field, col) in enumerate(zip(native.schema, native.columns, strict=True)):
-        kind = str(field.type)
-        if kind in _FLOATS or (kind == "int64" and col.null_count):
-            series = frame.to_series(i).cast(pl.Float64).fill_null(math.nan)
-            frame = frame.replace_column(i, series)
-    return frame
+    return pl.from_arrow(_floats(holder), rechunk=False)

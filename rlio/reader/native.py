@@ -1,9 +1,11 @@
 """The fast path of the frames: a JSONL file read whole by pyarrow's JSON reader.
 
 ``Table`` (``rlio.reader.table``) builds columns in Python, one value at a time: exact, but
-several times slower than parsing. pyarrow's reader parses in C++ on every core and, unlike
-polars' and DuckDB's readers, adds a column for a key first seen late in the file (it infers the
-type of every key in every block, not only of a prefix). ``read_table`` returns its table only
+several times slower than parsing. pyarrow's reader parses in C++ and, unlike polars' and
+DuckDB's readers, adds a column for a key first seen late in the file (it infers the type of
+every key in every block, not only of a prefix). It runs on one thread: with threads it reads
+blocks ahead of the parsers and held a third of the file more in memory (and on a busy machine
+was slower); one thread holds one block. ``read_table`` returns its table only
 when it is exactly what the Python path would build a frame from, and None otherwise, so the
 caller falls back to that path:
 
@@ -131,7 +133,7 @@ def _read(pa: Any, pj: Any, storage: Storage, rel: str, end: int, schema: Any) -
         try:
             table = pj.read_json(
                 io.BufferedReader(prefix, 1 << 20),
-                read_options=pj.ReadOptions(block_size=_BLOCK),
+                read_options=pj.ReadOptions(block_size=_BLOCK, use_threads=False),
                 parse_options=pj.ParseOptions(explicit_schema=schema,
                                               unexpected_field_behavior="infer"))
             table.validate(full=True)
