@@ -28,9 +28,6 @@ __all__ = ["Backend", "build_frame", "jsonl_frame", "metrics_table", "rollout_fr
            "rollouts_table"]
 
 Backend = Literal["pandas", "polars"]
-#: The pyarrow types a native column may have (``rlio.reader.native``) that become float columns
-#: whatever their gaps.
-_FLOATS = frozenset({"double", "null"})
 
 
 def _check(backend: str) -> None:
@@ -131,7 +128,7 @@ def _floats(holder: list[Any]) -> Any:
     for i, field in enumerate(table.schema):
         kind = str(field.type)
         col = table.column(i)
-        if kind in _FLOATS or (kind == "int64" and col.null_count):
+        if kind == "null" or (kind in ("double", "int64") and col.null_count):
             filled = pc.fill_null(col.cast(pa.float64()), math.nan)
             del col
             table = table.set_column(i, field.name, filled)
