@@ -3,19 +3,23 @@
 ``Table`` (``rlio.reader.table``) builds columns in Python, one value at a time: exact, but
 several times slower than parsing. pyarrow's reader parses in C++ and, unlike polars' and
 DuckDB's readers, adds a column for a key first seen late in the file (it infers the type of
-every key in every block, not only of a prefix). It runs on one thread: with threads it reads
-blocks ahead of the parsers and held a third of the file more in memory (and on a busy machine
-was slower); one thread holds one block. ``read_table`` returns its table only
-when it is exactly what the Python path would build a frame from, and None otherwise, so the
-caller falls back to that path:
+every key in every block, not only of a prefix). A local file without a torn tail is opened by
+pyarrow itself and parsed on its threads; any other file (a torn tail to leave out, object
+storage) is streamed to it through ``Storage.open_read`` on one thread (with threads, the blocks
+read ahead as Python bytes held a third of the file more in memory). ``read_table`` returns its
+table only when it is exactly what the Python path would build a frame from, and None
+otherwise, so the caller falls back to that path:
 
 - the torn last line (no final newline) is never given to the reader;
-- every line must give exactly one row: a blank line (the Python path skips it) or two objects
-  on one line make the row count differ from the line count;
+- a blank line gives no row, as in the Python path; through a stream, the rows are counted
+  against the lines (two objects on one line, which the Python path skips as not JSON, would
+  be two rows; pyarrow's own file reads are not counted, and such a line, which no writer
+  produces, not even a killed one, would be two rows there);
 - a line the reader refuses (not JSON, not an object, a key twice in one object, a number and a
   string under one key) makes it refuse the file;
-- every column must be a number, a boolean, a string or always null (lists and nested objects
-  are left to the Python path), and strings valid UTF-8.
+- every column must be a number, a boolean, a string, always null or a list of those (other
+  lists and nested objects are left to the Python path; ``rollout_table`` spreads the objects a
+  rollout row spreads), and strings valid UTF-8.
 
 ``NaN``/``Infinity`` tokens are read as floats, as the Python path reads them. Without pyarrow
 (``pip install 'rlio[pandas]'`` or ``'rlio[polars]'`` bring it) there is no fast path.
@@ -31,6 +35,7 @@ from __future__ import annotations
 import importlib
 import io
 import itertools
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -125,23 +130,36 @@ def _sample(storage: Storage, rel: str, end: int) -> tuple[list[str], dict[str, 
     return list(head_hints), hints
 
 
-def _read(pa: Any, pj: Any, storage: Storage, rel: str, end: int, schema: Any) -> Any | None:
-    """One read of ``rel[:end]`` with ``schema`` given, or None when refused or not one row per
-    line."""
-    with storage.open_read(rel) as f:
-        prefix = _Prefix(f, end)
-        try:
+def _local_path(storage: Storage, rel: str, end: int, size: int) -> str | None:
+    """The file's own path when pyarrow may open it itself: a local file with no torn tail."""
+    from rlio.storage.local import LocalStorage
+
+    if not isinstance(storage, LocalStorage) or end != size:
+        return None
+    return os.path.join(storage.root, *rel.split("/"))
+
+
+def _read(pa: Any, pj: Any, storage: Storage, rel: str, end: int, schema: Any,
+          path: str | None) -> Any | None:
+    """One read of ``rel[:end]`` with ``schema`` given, or None when refused (or, read through
+    a stream, not one row per line)."""
+    parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
+    try:
+        if path is not None:  # pyarrow's own file reads: its threads, no Python buffers
+            table = pj.read_json(path, read_options=pj.ReadOptions(block_size=_BLOCK),
+                                 parse_options=parse)
+            table.validate(full=True)
+            return table
+        with storage.open_read(rel) as f:
+            prefix = _Prefix(f, end)
             table = pj.read_json(
                 io.BufferedReader(prefix, 1 << 20),
                 read_options=pj.ReadOptions(block_size=_BLOCK, use_threads=False),
-                parse_options=pj.ParseOptions(explicit_schema=schema,
-                                              unexpected_field_behavior="infer"))
+                parse_options=parse)
             table.validate(full=True)
-        except (pa.ArrowException, ValueError, UnicodeError, OverflowError):
-            return None
-    if table.num_rows != prefix.newlines:
+    except (pa.ArrowException, ValueError, UnicodeError, OverflowError):
         return None
-    return table
+    return table if table.num_rows == prefix.newlines else None
 
 
 def _first_seen(pc: Any, table: Any, head: list[str]) -> Any:
@@ -177,9 +195,10 @@ def read_table(storage: Storage, rel: str, *, nested: bool = False) -> Any | Non
         return None
     head, hints = _sample(storage, rel, end)
     schema = pa.schema([(k, getattr(pa, t)()) for k, t in hints.items() if t is not None])
-    table = _read(pa, pj, storage, rel, end, schema)
+    path = _local_path(storage, rel, end, entry.size)
+    table = _read(pa, pj, storage, rel, end, schema, path)
     if table is None and len(schema):
-        table = _read(pa, pj, storage, rel, end, None)
+        table = _read(pa, pj, storage, rel, end, None, path)
     if table is None or (not nested and not _flat_columns(table)):
         return None
     return _first_seen(pc, table, head)
