@@ -614,6 +614,25 @@ def _rewound() -> Case:
 
 
 @case
+def _timing_repeats() -> Case:
+    files = metrics_only([0, 1, 2, 3])
+    files["checkpoints.jsonl"] = jsonl([ckpt("000002", 2)])
+    files["metrics.jsonl.pre_resume_000002"] = jsonl(metrics_line(s, 4) for s in range(4))
+    files["timing_spans.jsonl"] = jsonl(
+        {"step": s, "spans": [{"name": "sample", "duration": 1.0, "wall_start": float(k),
+                               "wall_end": float(k + 1)}]}
+        for k, s in enumerate([0, 1, 2, 3, 2, 3]))
+    return Case("timing_spans_repeated_steps", "A resume from the checkpoint at batch 2 that "
+                "rewound metrics.jsonl (the cookbook's own copy kept aside) but left the crashed "
+                "steps' timing spans in timing_spans.jsonl: steps 2 and 3 repeat (lines 5, 6).",
+                "§5, §8, §9", files,
+                [F("RL415", "warning", "timing_spans.jsonl", 5, "/step"),
+                 F("RL415", "warning", "timing_spans.jsonl", 6, "/step"),
+                 F("RL305", "info", "metrics.jsonl.pre_resume_000002")],
+                forbidden=["RL408"])
+
+
+@case
 def _cookbook_pre_resume() -> Case:
     files = metrics_only([0, 1, 2, 3])
     files["checkpoints.jsonl"] = jsonl([ckpt("000002", 2)])

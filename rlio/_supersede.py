@@ -1,5 +1,6 @@
-"""What a restart supersedes (docs/format.md §5): the metrics suffix at or after the restart
-batch, and the per-iteration files from that iteration on. Read from the end of the file, so the
+"""What a restart supersedes (docs/format.md §5): the suffix of metrics.jsonl (and of
+timing_spans.jsonl) at or after the restart batch, and the per-iteration files from that
+iteration on. Read from the end of the file, so the
 cost is bounded by the superseded region, not the run."""
 
 from __future__ import annotations
@@ -22,8 +23,15 @@ class MetricsCut:
         self.offset, self.lines = offset, lines
 
 
-def metrics_cut(storage: Storage, next_batch: int) -> MetricsCut | None:
-    """Find the suffix of complete metrics lines a restart at ``next_batch`` supersedes.
+#: The step-keyed logs a restart rewinds: what a resumed run logs again goes to their
+#: ``.superseded`` sidecars.
+STEP_LOGS = (layout.METRICS, layout.TIMING_SPANS)
+
+
+def metrics_cut(storage: Storage, next_batch: int,
+                rel: str = layout.METRICS) -> MetricsCut | None:
+    """Find the suffix of complete lines of ``rel`` (metrics.jsonl, or another log whose lines
+    carry a ``step``: timing_spans.jsonl) a restart at ``next_batch`` supersedes.
 
     The suffix is the longest run of lines at the end of the file in which every line carrying an
     integer ``step`` has ``step >= next_batch``, trimmed to start at such a line (lines without a
@@ -33,12 +41,12 @@ def metrics_cut(storage: Storage, next_batch: int) -> MetricsCut | None:
     a step just before it).
     """
     try:
-        size = storage.size(layout.METRICS)
+        size = storage.size(rel)
     except FileNotFoundError:
         return None
     cut: MetricsCut | None = None
     complete = 0
-    for seg in backward_lines(storage, layout.METRICS, size,
+    for seg in backward_lines(storage, rel, size,
                               max_line=MAX_TAIL_LINE + 1):
         if not seg.terminated:
             continue  # a torn tail is not a line; the writer moves it to metrics.jsonl.torn
@@ -52,13 +60,13 @@ def metrics_cut(storage: Storage, next_batch: int) -> MetricsCut | None:
     return cut
 
 
-def whole_file_cut(storage: Storage) -> MetricsCut | None:
-    """All complete lines of metrics.jsonl: what a restart from iteration 0 supersedes."""
+def whole_file_cut(storage: Storage, rel: str = layout.METRICS) -> MetricsCut | None:
+    """All complete lines of ``rel``: what a restart from iteration 0 supersedes."""
     try:
-        size = storage.size(layout.METRICS)
+        size = storage.size(rel)
     except FileNotFoundError:
         return None
-    lines = count_newlines(storage, layout.METRICS, size)
+    lines = count_newlines(storage, rel, size)
     return MetricsCut(0, lines) if lines else None
 
 

@@ -100,10 +100,11 @@ CATALOGUE: dict[str, CodeInfo] = {
     "RL410": CodeInfo(I, "logtree path does not name its HTML twin"),
     "RL411": CodeInfo(W, "HTML report without its JSON twin"),
     "RL412": CodeInfo(I, "per-iteration files missing for iterations that metrics record"),
-    "RL413": CodeInfo(I, "HTML reports and no logtree JSON at all (a release that wrote HTML "
-                         "only)"),
+    "RL413": CodeInfo(I, "HTML reports and no logtree JSON at all (an HTML-only release, or "
+                         "stopped before its first JSON)"),
     "RL414": CodeInfo(W, "logtree JSON and HTML twins come from different writes (write ids "
                          "differ)"),
+    "RL415": CodeInfo(W, "timing_spans.jsonl repeats a step (spans a resume did not supersede)"),
     # 5xx: resume
     "RL501": CodeInfo(E, "resumable checkpoint record has no batch"),
 }

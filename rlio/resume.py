@@ -33,6 +33,7 @@ from rlio import layout
 from rlio._codec.jsonl import DecodeError, decode
 from rlio._codec.lines import MAX_TAIL_LINE, BackwardLine, backward_lines, count_newlines
 from rlio._supersede import (
+    STEP_LOGS,
     MetricsCut,
     metrics_cut,
     superseded_files,
@@ -397,29 +398,37 @@ def resume_document(
 def prepare_resume(storage: Storage, *, required_key: str = "state_path") -> ResumeState | None:
     """Make a run ready to restart at its last resumable checkpoint; returns that state.
 
-    Torn last lines of ``checkpoints.jsonl`` and ``metrics.jsonl`` are moved to their ``.torn``
-    sidecars; then, under the metrics lock, the superseded suffix of ``metrics.jsonl`` (see
-    ``ResumeState.superseded_metrics_lines``) is moved to ``metrics.jsonl.superseded``, appended
-    after what earlier resumes moved there. Nothing is deleted. Per-iteration files are left in
-    place: the restarted run replaces each atomically when it rewrites it. The returned state's
-    ``torn_tail`` says whether the ledger was torn before the repair.
+    Torn last lines of ``checkpoints.jsonl``, ``metrics.jsonl`` and ``timing_spans.jsonl`` are
+    moved to their ``.torn`` sidecars; then, under each file's lock, the superseded suffix of
+    ``metrics.jsonl`` (see ``ResumeState.superseded_metrics_lines``) and the same suffix of
+    ``timing_spans.jsonl`` (the spans of those steps) are moved to their ``.superseded``
+    sidecars, appended after what earlier resumes moved there. Nothing is deleted.
+    Per-iteration files are left in place: the restarted run replaces each atomically when it
+    rewrites it. The returned state's ``torn_tail`` says whether the ledger was torn before the
+    repair.
 
-    With no resumable checkpoint the run restarts at iteration 0, so every metrics line is
-    superseded: the whole of ``metrics.jsonl`` moves to the sidecar and None is returned.
+    With no resumable checkpoint the run restarts at iteration 0, so every metrics and timing
+    line is superseded: both files move to their sidecars whole and None is returned.
     """
     from rlio.storage.tail import repair_torn_tail  # the writer's path only, not a reader's
 
     state = read_resume_state(storage, required_key=required_key)  # torn_tail as found
-    for rel in (layout.CHECKPOINTS, layout.METRICS):
+    for rel in (layout.CHECKPOINTS, *STEP_LOGS):
         repair_torn_tail(storage, rel)
-    cut = None
-    if storage.stat(layout.METRICS) is not None:  # lock() would create the file
-        with storage.lock(layout.METRICS):
-            cut = (whole_file_cut(storage) if state is None
-                   else metrics_cut(storage, state.next_batch))
-            if cut is not None:
-                storage.move_tail(layout.METRICS, cut.offset,
-                                  layout.METRICS + layout.SUPERSEDED_SUFFIX)
-    # The returned state reports the lines that moved; its line numbers stay right because the
-    # bytes before the cut are unchanged.
-    return None if state is None else state._with_metrics(cut)
+    cuts = {rel: _rewind(storage, rel, state) for rel in STEP_LOGS}
+    # The returned state reports the metrics lines that moved; its line numbers stay right
+    # because the bytes before the cut are unchanged.
+    return None if state is None else state._with_metrics(cuts[layout.METRICS])
+
+
+def _rewind(storage: Storage, rel: str, state: ResumeState | None) -> MetricsCut | None:
+    """Move the lines of the step log ``rel`` a restart at ``state`` supersedes (all of them
+    without a state) to ``rel``'s ``.superseded`` sidecar, under ``rel``'s lock."""
+    if storage.stat(rel) is None:  # lock() would create the file
+        return None
+    with storage.lock(rel):
+        cut = (whole_file_cut(storage, rel) if state is None
+               else metrics_cut(storage, state.next_batch, rel))
+        if cut is not None:
+            storage.move_tail(rel, cut.offset, rel + layout.SUPERSEDED_SUFFIX)
+    return cut

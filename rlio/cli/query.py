@@ -103,6 +103,21 @@ def _text(table: Any, fmt: str) -> str:
     return render_table(columns, rows)
 
 
+def _query_failed(message: str, sql: str) -> int:
+    """``rlio: error: the query failed: ...`` with DuckDB's message on its own lines (each
+    terminal-safe) and, when the SQL has a bare name holding ``/``, a hint to quote it."""
+    from rlio.reader.sql import unquoted_slash_keys
+
+    lines = [printable(line) for line in message.splitlines()]
+    keys = unquoted_slash_keys(sql)
+    if keys:
+        quoted = ", ".join('"' + k.replace('"', '""') + '"' for k in keys[:3])
+        lines.append(f"hint: a key holding '/' is a column only in double quotes: {quoted} "
+                     "(unquoted, SQL reads '/' as a division)")
+    sys.stderr.write("rlio: error: the query failed: " + "\n".join(lines) + "\n")
+    return EXIT_UNREADABLE
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``args.sql`` over ``args.paths`` and print or write the result."""
     from rlio.reader.extras import require
@@ -120,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
             table = query(args.sql, args.paths, jobs=args.jobs, executor=executor,
                           unreadable=bad)
     except duckdb.Error as exc:
-        return fail(f"the query failed: {exc}")
+        return _query_failed(str(exc), args.sql)
     except ValueError as exc:  # --dask without the package or its scheduler
         return fail(str(exc))
     for u in bad:

@@ -8,7 +8,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rlio import layout
@@ -71,6 +71,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--dask", metavar="ADDRESS", default=None,
                    help="validate on the Dask cluster whose scheduler is at ADDRESS "
                    "(needs rlio[dask])")
+    p.add_argument("--all", action="store_true",
+                   help="text: one line per finding (by default repeats of one code in one file, "
+                   "and infos of one code across files, are one line with a count)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress bar (it is shown only when stderr is a terminal)")
     p.add_argument("--watch", action="store_true",
@@ -126,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         emit_json(doc)
     else:
         sys.stdout.write(render_fleet_github(fleet) if args.format == "github"
-                         else render_fleet_text(fleet, fail_on, statuses))
+                         else render_fleet_text(fleet, fail_on, statuses, every=args.all))
     return fleet.exit_code(fail_on)
 
 
@@ -204,6 +207,29 @@ def finding_line(f: Finding, where: str) -> str:
     return f"{printable(where)}:{ptr} {f.code} {f.severity}: {printable(f.message)}"
 
 
+def folded(findings: Sequence[Finding]) -> list[tuple[Finding, str]]:
+    """Each group of findings of one code in one file (of one info code in any file) as its
+    first finding and a note counting the others, in the order of the groups' first findings."""
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for f in findings:
+        groups.setdefault((f.code, "" if f.severity is Severity.INFO else f.file), []).append(f)
+    out = []
+    for first, *rest in groups.values():
+        if not rest:
+            out.append((first, ""))
+            continue
+        files = {f.file for f in rest} | {first.file}
+        if len(files) > 1:
+            where = f" in {len(files)} files"
+        else:
+            lines = [str(f.line) for f in rest if f.line is not None]
+            shown = ", ".join(lines[:5]) + (", ..." if len(lines) > 5 else "")
+            where = " in this file" + (f" (line{'s' if len(lines) > 1 else ''} {shown})"
+                                       if lines else "")
+        out.append((first, f" [+{len(rest)} more {first.code}{where}; --all lists them]"))
+    return out
+
+
 def verdict_line(report: Report, fail_on: Severity) -> str:
     """``RUN: ok|FAILED: counts``; FAILED exactly when a finding is at or above ``fail_on``."""
     c = report.counts
@@ -212,15 +238,17 @@ def verdict_line(report: Report, fail_on: Severity) -> str:
 
 
 def render_fleet_text(fleet: FleetReport, fail_on: Severity,
-                      statuses: Mapping[str, RunStatus] | None = None) -> str:
-    """Each run's findings (paths relative to the run), status (``RUN: status ...``, when
-    known) and verdict line; with several runs, paths carry the run's location and a last line
-    sums up the fleet."""
+                      statuses: Mapping[str, RunStatus] | None = None, *,
+                      every: bool = False) -> str:
+    """Each run's findings (paths relative to the run; repeats ``folded`` unless ``every``),
+    status (``RUN: status ...``, when known) and verdict line; with several runs, paths carry
+    the run's location and a last line sums up the fleet."""
     several = len(fleet.runs) + len(fleet.unreadable) > 1
     out = []
     for r in fleet.runs:
-        out += [finding_line(f, joined(r.run, f.file) if several else (f.file or "."))
-                for f in r.findings]
+        shown = [(f, "") for f in r.findings] if every else folded(r.findings)
+        out += [finding_line(f, joined(r.run, f.file) if several else (f.file or ".")) + note
+                for f, note in shown]
         status = (statuses or {}).get(r.run)
         if status is not None:
             out.append(f"{printable(r.run)}: status {printable(status.text())}")

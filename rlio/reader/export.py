@@ -10,7 +10,9 @@
 
 Every file also holds ``run``, ``iteration`` and ``split`` as columns, so a reader gets them with
 or without hive partitioning (partition values in directory names are percent-encoded:
-``split=eval%2Ftest``). Column names are the record keys unchanged (``env/all/reward/total``);
+``split=eval%2Ftest``). ``run`` and ``split`` are dictionary-encoded strings: the type pyarrow
+(and so ``pandas.read_parquet(folder)``) gives a partition it discovers, which must equal the
+file's own column's type. Column names are the record keys unchanged (``env/all/reward/total``);
 the key map beside each dataset gives each a name of ``[A-Za-z0-9_]`` for engines that restrict
 column names. All partitions of a kind share one schema: a key some run lacks is a null column
 there, an integer column meeting floats becomes float, any other type conflict becomes text.
@@ -185,6 +187,14 @@ def unify(pa: Any, tables: Sequence[Any]) -> list[Any]:
     return out
 
 
+def _partition_columns(pa: Any, table: Any) -> Any:
+    """``table`` with ``run`` and ``split`` dictionary-encoded (the module docstring says why)."""
+    for name in ("run", "split"):
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, name, table.column(i).dictionary_encode())
+    return table
+
+
 def _unique_names(runs: Sequence[Run]) -> list[str]:
     seen: dict[str, int] = {}
     names = []
@@ -232,7 +242,7 @@ def export_parquet(runs: Sequence[Run | str | os.PathLike[str]],
         for (name, split, _), table in zip(parts, tables, strict=True):
             folder = root / kind / f"run={quote(name, safe='')}" / f"split={quote(split, safe='')}"
             folder.mkdir(parents=True, exist_ok=True)
-            pq.write_table(table, folder / "part-0.parquet")
+            pq.write_table(_partition_columns(pa, table), folder / "part-0.parquet")
             result.rows[kind] += table.num_rows
             result.files.append(str(folder / "part-0.parquet"))
         keys = root / f"{kind}_keys.json"

@@ -152,9 +152,9 @@ class Run:
         a column. Gaps and nulls in numeric columns are float NaN. ``backend`` is ``"pandas"``
         (``pip install 'rlio[pandas]'``) or ``"polars"`` (``'rlio[polars]'``).
         """
-        from rlio.reader.frames import build_frame, metrics_table
+        from rlio.reader.frames import jsonl_frame
 
-        return build_frame(metrics_table(self.iter_metrics()), backend)
+        return jsonl_frame(self._storage, layout.METRICS, backend)
 
     def checkpoints(self) -> list[CheckpointRecord]:
         """Every record of ``checkpoints.jsonl`` in file order (torn tail and bad lines skipped)."""
@@ -293,6 +293,11 @@ class Run:
             ValueError: the run has no file of ``evaluator`` at all (names those it has); raised
                 at the call, before anything is yielded.
         """
+        return self._iter_rollouts(self._rollout_files(iteration, evaluator))
+
+    def _rollout_files(self, iteration: int | Iterable[int] | None,
+                       evaluator: str | None) -> list[str]:
+        """The rollout summary files of one iteration, several, or all (None), in order."""
         if iteration is None:
             wanted: Iterable[int] | None = None
         elif isinstance(iteration, Iterable):
@@ -303,15 +308,12 @@ class Run:
         labels = self._labels(index, evaluator)
         if wanted is None:
             wanted = sorted({i for (i, _, _) in index})
-        return self._iter_rollouts(index, wanted, labels)
+        found = (self._find(index, i, "rollout_summaries", labels) for i in wanted)
+        return [rel for rel in found if rel is not None]
 
-    def _iter_rollouts(self, index: dict[tuple[int, str, str | None], list[str]],
-                       wanted: Iterable[int], labels: tuple[str | None, ...]
-                       ) -> Iterator[RolloutSummary]:
-        for i in wanted:
-            rel = self._find(index, i, "rollout_summaries", labels)
-            if rel is not None:
-                yield from cast(Iterator[RolloutSummary], iter_records(self._storage, rel))
+    def _iter_rollouts(self, rels: list[str]) -> Iterator[RolloutSummary]:
+        for rel in rels:
+            yield from cast(Iterator[RolloutSummary], iter_records(self._storage, rel))
 
     def rollouts_frame(self, evaluator: str | None = None,
                        iterations: Iterable[int] | None = None, steps: bool = False,
@@ -324,10 +326,10 @@ class Run:
         ``total_reward`` column (step rewards plus ``final_reward``; docs/format.md §7), not
         ``final_reward``.
         """
-        from rlio.reader.frames import build_frame, rollouts_table
+        from rlio.reader.frames import rollout_frame
 
-        records = self.rollouts(iterations, evaluator=evaluator)
-        return build_frame(rollouts_table(records, steps=steps), backend)
+        return rollout_frame(self._storage, self._rollout_files(iterations, evaluator), backend,
+                             steps=steps)
 
     def dataset(self, selection: Selection | None = None, /,
                 **options: Any) -> Iterator[dict[str, Any]]:

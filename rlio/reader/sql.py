@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
@@ -39,7 +40,7 @@ from rlio.reader.run import Run, open_run, run_status
 from rlio.reader.table import capture_rows, flatten, step_rows, trajectory_rows
 from rlio.validate.fleet import Unreadable, discover_named, each_run
 
-__all__ = ["CHUNK_ROWS", "VIEWS", "query"]
+__all__ = ["CHUNK_ROWS", "VIEWS", "query", "unquoted_slash_keys"]
 
 #: The views, in the order they are built.
 VIEWS: Final = ("runs", "configs", "metrics", "checkpoints", "rollouts", "steps", "captures")
@@ -306,3 +307,14 @@ def query(sql: str, paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[
             return fetch()
         finally:
             con.close()
+
+
+#: String literals and quoted identifiers (skipped), and a bare name holding ``/``.
+_SQL_TOKENS = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|([A-Za-z_][\w:.-]*(?:/[\w:.-]+)+)""")
+
+
+def unquoted_slash_keys(sql: str) -> list[str]:
+    """Bare (unquoted) names in ``sql`` that hold ``/``, such as ``env/all/reward/total``: to SQL
+    each is a division, so a metric key must be written ``"env/all/reward/total"``."""
+    found = [m[1] for m in _SQL_TOKENS.finditer(sql) if m[1]]
+    return list(dict.fromkeys(found))

@@ -30,6 +30,7 @@ PINNED = {
     "RL401": "error", "RL402": "error", "RL403": "error", "RL404": "error", "RL405": "error",
     "RL406": "warning", "RL407": "info", "RL408": "warning", "RL409": "warning",
     "RL410": "info", "RL411": "warning", "RL412": "info", "RL413": "info", "RL414": "warning",
+    "RL415": "warning",
     "RL501": "error",
 }
 

@@ -446,3 +446,38 @@ def test_ledger_that_is_not_a_file_is_a_resume_error(tmp_path: Path) -> None:
     (tmp_path / layout.CHECKPOINTS).mkdir()
     with pytest.raises(ResumeError, match=r"checkpoints\.jsonl is a dir, not a regular file"):
         read_resume_state(tmp_path)
+
+
+def test_a_killed_runs_timing_spans_are_superseded_with_its_metrics(tmp_path: Path) -> None:
+    """After a SIGKILL and resume=True, timing_spans.jsonl holds one line per step, like
+    metrics.jsonl: the superseded steps' spans move to timing_spans.jsonl.superseded."""
+    from factories import run_python
+
+    from rlio import RunWriter, validate_run
+
+    proc = run_python("""
+        import os, signal, sys
+        from rlio import RunWriter
+        run = RunWriter(sys.argv[1])
+        for i in range(6):
+            with run.timer("sample"):
+                pass
+            run.log_metrics({"progress/batch": i}, step=i)
+            if i == 2:
+                run.record_checkpoint("000003", batch=3, state_path="tinker://r/w/3")
+        run.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+    """, str(tmp_path))
+    assert proc.returncode == -9, proc.stderr
+    with RunWriter(tmp_path, resume=True) as run:
+        for i in range(must(run.resume_state).next_batch, 6):
+            with run.timer("sample"):
+                pass
+            run.log_metrics({"progress/batch": i}, step=i)
+
+    def steps(rel: str) -> list[int]:
+        return [json.loads(x)["step"] for x in (tmp_path / rel).read_bytes().splitlines()]
+
+    assert steps(layout.TIMING_SPANS) == steps(layout.METRICS) == list(range(6))
+    assert steps(layout.TIMING_SPANS + layout.SUPERSEDED_SUFFIX) == [3, 4, 5]
+    assert "RL415" not in {f.code for f in validate_run(tmp_path).findings}

@@ -6,6 +6,7 @@ from typing import Any, Final
 
 from rlio._schema.loader import load_schema
 from rlio.rules import RESUME_KEY, resume_problem
+from rlio.validate.checks.key_order import order_message
 from rlio.validate.checks.view import CheckpointFacts
 from rlio.validate.scan import Sink, short
 
@@ -32,8 +33,7 @@ class CheckpointChecks:
             swapped = ["batch" if k == "epoch" else "epoch" if k == "batch" else k
                        for k in documented]
             if documented != expected and swapped != expected:
-                self.sink.add("RL202", f"keys {', '.join(documented)} are out of the documented "
-                                       f"order {', '.join(expected)}", line=line)
+                self.sink.add("RL202", order_message(documented, expected), line=line)
                 self._order = None
         if rec.get(RESUME_KEY) is None:
             return

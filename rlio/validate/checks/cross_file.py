@@ -59,14 +59,20 @@ def mixed_layout(view: RunView) -> Iterator[Finding]:
 def html_twins(view: RunView) -> Iterator[Finding]:
     """An HTML report needs its JSON twin (RL411), once the run has logtree JSON at all.
 
-    A run with HTML reports and no logtree JSON anywhere was written by a release that wrote
-    HTML only (cookbook 0.1.0, its train and eval-only runs alike): one RL413 for the run, not
-    one warning per page.
+    A run with HTML reports and no logtree JSON anywhere gets one RL413 for the run, not one
+    warning per page: in the flat layout, a release that wrote HTML only (cookbook 0.1.0, its
+    train and eval-only runs alike); in the nested layout, a release that writes the JSON after
+    the page (cookbook 0.6.1) stopped before its first one (a crash or a kill).
     """
     pages = [(rel, rp) for rel, rp in view.files.items() if rp.kind == "html"]
     if pages and not any(rp.kind == "logtree" for rp in view.files.values()):
+        if any(rp.layout == "nested" for _, rp in pages):
+            why = ("the nested layout's logtree JSON is written after its page (cookbook 0.6.1), "
+                   "so the run stopped (crashed or was killed) before writing its first one")
+        else:
+            why = "written by a release that wrote HTML only (cookbook 0.1.0)"
         yield finding("RL413", f"the run has {len(pages)} HTML report(s) and no logtree JSON at "
-                               "all: written by a release that wrote HTML only (cookbook 0.1.0)")
+                               f"all: {why}")
         return
     for rel, rp in pages:
         twin = twin_path(rp, "logtree")

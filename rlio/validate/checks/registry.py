@@ -19,6 +19,7 @@ from rlio.validate.checks.checkpoints import CheckpointChecks
 from rlio.validate.checks.logtree import logtree_checks
 from rlio.validate.checks.logtree_pieces import judge_in_pieces
 from rlio.validate.checks.metrics import MetricsChecks
+from rlio.validate.checks.timing_steps import TimingChecks
 from rlio.validate.checks.view import RunView
 from rlio.validate.scan import Sink
 
@@ -66,6 +67,7 @@ KIND_CHECKS: Final[dict[str, KindChecks]] = {
     "timing_gantt": KindChecks(chart=True),
     **{kind: KindChecks(records=lambda sink, rp, view: CaptureChecks(sink, rp))
        for kind in ("capture", *CAPTURE_KINDS.values())},
+    "timing_spans": KindChecks(records=lambda sink, rp, view: TimingChecks(sink)),
 }
 
 #: No checks beyond the schema.

@@ -16,6 +16,7 @@ from typing import Any, Final
 from rlio import layout
 from rlio._schema.loader import load_schema
 from rlio.rules import bad_step_index, reward_mismatch, step_after_done
+from rlio.validate.checks.key_order import order_message
 from rlio.validate.scan import Sink, short
 
 #: Records checked for their key order (RL202): writers emit one key order, the first tell.
@@ -112,8 +113,7 @@ class RolloutChecks:
     def _key_order(self, found: tuple[str, ...], line: int) -> None:
         """RL202 once, at the first record whose keys are out of the documented order."""
         if found != self.keys:
-            self.sink.add("RL202", f"keys are {short(list(found), 120)}; documented order is "
-                                   f"{', '.join(self.keys)}", line=line)
+            self.sink.add("RL202", order_message(found, self.keys), line=line)
             self.key_checks = 0
         else:
             self.key_checks -= 1

@@ -99,3 +99,23 @@ def test_cli_export(sweep: list[Path], tmp_path: Path, capsys: pytest.CaptureFix
                                  "no such file or directory\n")
     code, _, err = cli(capsys, "export", str(out))
     assert code == 2 and "at least one RUN" in err
+
+
+@pytest.mark.parametrize("kind", ["metrics", "rollouts", "steps", "checkpoints"])
+def test_pandas_polars_and_duckdb_read_a_dataset_folder(sweep: list[Path], tmp_path: Path,
+                                                        kind: str) -> None:
+    """pandas.read_parquet(folder) (hive partitions discovered beside the files' own run and
+    split columns), polars and DuckDB read every dataset with the run and split names."""
+    import pandas as pd
+    import polars as pl
+
+    out = tmp_path / "out"
+    rows = export_parquet(sweep, out).rows[kind]
+    frame = pd.read_parquet(out / kind)
+    assert len(frame) == rows and set(frame["run"].astype(str)) == {"lr1", "lr2"}
+    polars_frame = pl.read_parquet(out / kind)
+    assert polars_frame.height == rows
+    assert set(polars_frame["split"].cast(pl.String).to_list()) == set(frame["split"].astype(str))
+    assert _count(out, kind) == rows
+    if kind == "rollouts":
+        assert "eval/test" in set(frame["split"].astype(str))

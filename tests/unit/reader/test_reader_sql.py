@@ -194,6 +194,22 @@ def test_cli_formats(tmp_path: Path, sweep: Path, capsys: pytest.CaptureFixture[
     assert code == 2 and "-o FILE" in err
 
 
+def test_cli_query_errors_break_lines_and_hint_at_quoting(
+        sweep: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A parser error prints DuckDB's lines as lines (no literal \\n); a bare key holding '/'
+    gets a hint to double-quote it; string literals and quoted keys are not hinted at."""
+    code, _, err = factories.cli(capsys, "query", "SELEC 1", str(sweep), "-j", "1")
+    assert code == 2 and "\\n" not in err
+    assert err.splitlines()[0].startswith("rlio: error: the query failed: Parser Error")
+    assert any(line.startswith("LINE 1: SELEC 1") for line in err.splitlines())
+    sql = "SELECT env/all/reward/total, 'a/b' FROM metrics WHERE \"x/y\" > 0"
+    code, _, err = factories.cli(capsys, "query", sql, str(sweep), "-j", "1")
+    assert code == 2
+    assert err.splitlines()[-1] == ("hint: a key holding '/' is a column only in double quotes: "
+                                    "\"env/all/reward/total\" (unquoted, SQL reads '/' as a "
+                                    "division)")
+
+
 @pytest.mark.dask
 @pytest.mark.slow  # a cluster of two worker processes takes seconds to start
 def test_a_dask_cluster_gives_the_same_query_and_page(tmp_path: Path, sweep: Path) -> None:

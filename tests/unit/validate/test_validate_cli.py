@@ -69,6 +69,30 @@ def test_text_format_is_compiler_style(tmp_path: Path, capsys: pytest.CaptureFix
     assert "FAILED" in out[-1] and "error(s)" in out[-1]
 
 
+def test_text_folds_repeats_of_one_code_and_all_lists_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Three RL401 in one file print as one line with a count, infos of one code in several
+    files as one line; --all prints each finding; JSON still lists all of them."""
+    run = cookbook_run(tmp_path / "run", 4)  # 4 logtrees with a naive started_at: 4 RL204
+    path = layout.iteration_path("flat", 1, "rollout_summaries")
+    write(run, path, jsonl([dict(trajectory(1, 0, t), iteration=9) for t in range(3)]))
+    main(["validate", str(run)])
+    folded = capsys.readouterr().out.splitlines()
+    rl401 = [line for line in folded if " RL401 " in line]
+    assert len(rl401) == 1
+    assert rl401[0].startswith(f"{path}:1: /iteration: RL401 error: ")
+    assert rl401[0].endswith("[+2 more RL401 in this file (lines 2, 3); --all lists them]")
+    rl204 = [line for line in folded if " RL204 " in line]
+    assert len(rl204) == 1 and rl204[0].endswith("[+3 more RL204 in 4 files; --all lists them]")
+    main(["validate", str(run), "--all"])
+    every = capsys.readouterr().out.splitlines()
+    assert [line.split(": ")[0] for line in every if " RL401 " in line] == [
+        f"{path}:{n}" for n in (1, 2, 3)]
+    assert len([line for line in every if " RL204 " in line]) == 4
+    main(["validate", str(run), "--format", "json"])
+    assert [f["code"] for f in json.loads(capsys.readouterr().out)["findings"]].count("RL401") == 3
+
+
 def test_github_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """--format github prints one workflow annotation per finding (info as notice), file=
     relative to the current directory."""

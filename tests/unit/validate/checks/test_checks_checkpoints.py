@@ -113,3 +113,12 @@ def test_a_checkpoint_name_of_unicode_digits_is_no_crash(tmp_path: Path) -> None
         run.record_checkpoint("²", state_path="0", batch=1)
         run.record_checkpoint("٣", batch=2)
     assert [f.code for f in validate_run(tmp_path).findings if str(f.severity) == "error"] == []
+
+
+def test_key_order_message_names_the_misplaced_key() -> None:
+    """RL202 names the key out of place and where the documented order puts it."""
+    sink = Sink("checkpoints.jsonl", 100)
+    CheckpointChecks(sink)({"batch": 1, "state_path": "s", "name": "a"}, 1, True)
+    [f] = sink.items
+    assert f.message == ("key 'name' (documented first) out of the documented order; "
+                         "documented order is name, batch, state_path")

@@ -74,6 +74,17 @@ def test_html_twins() -> None:
     assert list(html_twins(view(["train_iteration_000000_logtree.json"]))) == []
 
 
+def test_html_only_nested_run_is_a_stopped_run_not_cookbook_010() -> None:
+    """RL413 of a nested run with pages and no logtree JSON (cookbook 0.6.1 killed before its
+    first JSON) names the stop, not the HTML-only release; a flat one names cookbook 0.1.0."""
+    [f] = html_twins(view(["iteration_000000/train.html", "iteration_000000/timing_gantt.html",
+                           "metrics.jsonl"]))
+    assert f.code == "RL413" and "0.1.0" not in f.message
+    assert "cookbook 0.6.1" in f.message and "stopped" in f.message
+    [f] = html_twins(view(["train_iteration_000000.html", "metrics.jsonl"]))
+    assert f.code == "RL413" and "cookbook 0.1.0" in f.message
+
+
 def test_checkpoint_beyond_metrics() -> None:
     """A resumable batch may be the last metrics step + 1 at most; beyond it is RL409."""
     v = view([])
