@@ -92,19 +92,26 @@ def validate_run(
 
 def validate_run_sized(
     location: str | os.PathLike[str], *, max_findings_per_code: int = 100,
-    jobs: int | None = None, observe: Observe | None = None,
+    jobs: int | None = None, observe: Observe | None = None, entries: list[Entry] | None = None,
 ) -> tuple[Report, int, int]:
-    """``validate_run`` and how much it read: ``(report, files, bytes)`` (for progress)."""
+    """``validate_run`` and how much it read: ``(report, files, bytes)`` (for progress).
+
+    ``entries``: the run's listing, when the caller has it (a fleet lists an object-store
+    prefix once for all its runs): the run is then neither looked up nor listed again.
+    """
     loc = os.fspath(location)
     try:
-        storage = open_storage(loc)
+        storage = open_storage(loc, listed=entries is not None)
     except RunNotFoundError:
         raise no_run(loc) from None
     except StorageUnavailableError:
         raise  # the store cannot be reached: not "no run here"
     except (OSError, ValueError, NotImplementedError, ImportError) as exc:
         raise RunNotFoundError(errno.ENOENT, f"run cannot be opened ({exc})", loc) from exc
-    entries = require_run(storage, loc)
+    if entries is None:
+        entries = require_run(storage, loc)
+    elif not layout.is_run_root(e.path for e in entries if "/" not in e.path):
+        raise no_run(loc)
     jobs = min(2, os.cpu_count() or 1) if jobs is None else max(1, jobs)
     validator = Validator(storage, loc, cap=max_findings_per_code, jobs=jobs, observe=observe)
     findings = validator.run(entries)
@@ -115,11 +122,14 @@ def validate_run_sized(
 def require_run(storage: Storage, location: str) -> list[Entry]:
     """The entries of the run at ``location``; raises unless it is a run that can be listed
     (``NotARunError`` in the words of ``rlio.storage.run_root.no_run``)."""
-    if storage.is_local and not os.path.isdir(storage.root):
-        raise no_run(location)
-    top_level_names(storage, location)  # a folder that cannot be listed says so
-    try:
+    if storage.is_local:
+        if not os.path.isdir(storage.root):
+            raise no_run(location)
+        top_level_names(storage, location)  # a folder that cannot be listed says so
+    try:  # (an object store: one listing, the walk's)
         entries = list(storage.walk())
+    except (RunNotFoundError, StorageUnavailableError):
+        raise  # said already; an unreachable store is not "cannot list the run"
     except OSError as exc:
         raise RunNotFoundError(errno.EIO, f"run cannot be listed ({exc})", location) from exc
     if not layout.is_run_root(e.path for e in entries if "/" not in e.path):
