@@ -14,8 +14,8 @@ from rlio.errors import MissingExtraError, StorageUnavailableError
 
 #: Subcommands in the order ``rlio`` lists them; each is the module ``rlio.cli.<name>``, imported
 #: only when its parser is built (one command's start does not pay for the others' imports).
-COMMANDS = ("validate", "resume", "report", "compare", "show", "diff", "query", "export", "demo",
-            "schema")
+COMMANDS = ("validate", "resume", "report", "compare", "show", "diff", "query", "export", "sync",
+            "demo", "schema")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -36,6 +36,7 @@ PUBLIC = [
     "open_run",
     "query",
     "read_resume_state",
+    "sync",
     "validate_run",
     "validate_runs",
 ]
