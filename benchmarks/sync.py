@@ -14,7 +14,8 @@ Bytes are counted by the emulator: ``sent`` is what the client sent (request lin
 body) summed over every request of the pass; ``rlio data`` is the file bytes rlio sent
 (``SyncStats.bytes_sent``). One-shot syncs (as here) read back each unchanged non-log file once
 per call to compare it (a request's headers each); ``--follow`` remembers what it compared.
-The goal is a flat ``rlio data`` column while the baseline grows with the log. Shared, noisy machine: byte counts are exact, times indicative.
+The goal is a flat ``rlio data`` column while the baseline grows with the log. Shared, noisy
+machine: byte counts are exact, times indicative.
 
 Run: ``.venv/bin/python benchmarks/sync.py [--passes 40] [--lines-per-pass 50]``.
 """

@@ -20,6 +20,8 @@ or a torn tail aside, and the restart may regrow the file to its old size, or pa
   ``metrics.jsonl.pre_resume_NNNNNN``: when the file is found shorter than what was read, a new
   or grown such copy puts the cut at the first line read whose ``step`` is at least ``NNNNNN``
   (so re-logged lines identical to the dropped ones are yielded again too).
+- Bytes read are used only when the sidecars did not grow since the look (checked after each
+  read): a file rewound and rewritten while a look reads it is never glued from both versions.
 - At every look the last line read must still be in place (each line's hash is kept); when it
   is not, reading goes on from the last line boundary at or before the end whose line still is.
 
@@ -147,8 +149,9 @@ def follow_jsonl(
         got = False
         while read_to < size:
             data = _read(storage, rel, read_to, min(size, read_to + _CHUNK))
-            if not data:
-                break
+            if not data or seen.sidecar_sizes() != seen.side_sizes:
+                break  # (a tail move since the look: these bytes may be of the rewritten
+                # file, at offsets of the old one; the next look finds the cut first)
             read_to += len(data)
             pending += data
             *lines, pending = pending.split(b"\n")
