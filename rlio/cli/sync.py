@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rlio.cli.common import EXIT_OK, add_command, printable, run_failure
+from rlio.cli.common import EXIT_OK, add_command, fail, printable, run_failure
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
                      idle_timeout=args.idle_timeout)
     except (RunNotFoundError, NotADirectoryError) as exc:
         return run_failure(args.run, exc)
+    except ValueError as exc:  # a URI as RUN, a negative --poll
+        return fail(str(exc))
     except KeyboardInterrupt:
         pass  # --follow until interrupted: what was sent is whole
     sys.stdout.write(f"{printable(args.run)} -> {printable(args.uri)}: {stats.passes} passes, "

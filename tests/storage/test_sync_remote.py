@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from factories import cookbook_two_sessions, findings
 
-from rlio import layout, open_run, sync
+from rlio import layout, open_run, query, sync
+from rlio.cli import main
 from rlio.storage import open_storage
 
 TRAINER = textwrap.dedent(r"""
@@ -41,7 +42,8 @@ def _mirror_equal(run: Path, uri: str) -> None:
 def test_a_live_run_mirrored_by_a_sync_killed_and_restarted(
         backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """A trainer subprocess writes 80 steps while `rlio sync --follow` is SIGKILLed and started
-    again four times; a last sync leaves logs equal byte for byte and the same findings."""
+    again four times; a last sync leaves logs equal byte for byte and the same findings; a local
+    rewind then replaces the remote log."""
     uri = request.getfixturevalue(f"{backend}_uri")
     run = tmp_path / "run"
     trainer = subprocess.Popen([sys.executable, "-c", TRAINER, str(run)])
@@ -58,12 +60,17 @@ def test_a_live_run_mirrored_by_a_sync_killed_and_restarted(
     stats = sync(run, uri)
     _mirror_equal(run, uri)
     assert sync(run, uri).bytes_sent == 0 and stats.passes == 1
+    kept = (run / layout.METRICS).read_bytes().splitlines(keepends=True)[:10]
+    (run / layout.METRICS).write_bytes(b"".join(kept))  # a rewind: the remote is no prefix
+    assert sync(run, uri).replaced == 1
+    _mirror_equal(run, uri)
 
 
 def test_a_cookbook_run_synced_reads_the_same_from_the_bucket(gs_uri: str,
                                                              tmp_path: Path) -> None:
     """The real cookbook 0.6.1 loop (its own backend, a resume with truncate_metrics) writes a
-    run locally; synced to gs://, open_run reads the same metrics, checkpoints and rollouts."""
+    run locally; synced to gs://, open_run reads the same metrics, checkpoints and rollouts,
+    rlio query the same rows, and rlio compare puts the bucket's copy beside the local run."""
     pytest.importorskip("tinker_cookbook.stores", reason="tinker-cookbook 0.6.1")
     run = tmp_path / "run"
     cookbook_two_sessions(run, lambda _d: None)
@@ -73,3 +80,7 @@ def test_a_cookbook_run_synced_reads_the_same_from_the_bucket(gs_uri: str,
     assert remote.checkpoints() == local.checkpoints()
     assert repr(list(remote.rollouts(1))) == repr(list(local.rollouts(1)))
     assert findings(gs_uri) == findings(run)
+    sql = "SELECT step, \"env/all/reward/total\" AS r FROM metrics ORDER BY step"
+    assert query(sql, [gs_uri]).to_pylist() == query(sql, [run]).to_pylist()
+    assert main(["compare", gs_uri, str(run), "-o", str(tmp_path / "compare.html")]) == 0
+    assert (tmp_path / "compare.html").read_text().lower().startswith("<!doctype html")
