@@ -1,6 +1,6 @@
-"""rlio sync to gs:// and s3:// (emulators): a live run mirrored by `rlio sync --follow` killed
-and restarted several times ends byte for byte equal on its logs and validates the same; a
-cookbook 0.6.1 run synced reads the same through open_run from the bucket."""
+"""rlio sync to gs://, s3:// and az:// (emulators): a live run mirrored by `rlio sync --follow`
+killed and restarted several times ends byte for byte equal on its logs and validates the same;
+a cookbook 0.6.1 run synced reads the same through open_run, query and compare from the bucket."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def _mirror_equal(run: Path, uri: str) -> None:
     assert findings(uri) == findings(run)
 
 
-@pytest.mark.parametrize("backend", ["gs", "s3"])
+@pytest.mark.parametrize("backend", ["gs", "s3", "az"])
 def test_a_live_run_mirrored_by_a_sync_killed_and_restarted(
         backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """A trainer subprocess writes 80 steps while `rlio sync --follow` is SIGKILLed and started
