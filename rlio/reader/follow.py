@@ -71,11 +71,11 @@ class _Read:
     def sidecar_sizes(self) -> list[int]:
         return [_size(self.storage, side) for side in self.sides]
 
-    def pre_resume_copies(self) -> dict[int, int]:
-        """``{from_step: size}`` of the ``<rel>.pre_resume_NNNNNN`` files (one listing)."""
+    def pre_resume_copies(self) -> dict[str, int]:
+        """``{name: size}`` of the ``<rel>.pre_resume_NNNNNN`` files (one listing)."""
         head = self.rel + _PRE_RESUME
         try:
-            return {int(e.path[len(head):]): e.size for e in self.storage.walk()
+            return {e.path: e.size for e in self.storage.walk()
                     if e.path.startswith(head) and e.path[len(head):].isdigit()}
         except OSError:
             return {}
@@ -230,7 +230,7 @@ def _kept(seen: _Read, grown: list[int], size: int, seen_size: int) -> int:
             if grown[k] > seen.side_sizes[k]:  # a tail move: find its cut
                 keep = min(keep, _moved_from(storage, side, seen.side_sizes[k], grown[k],
                                              seen.boundaries, seen.hashes, seen_size))
-        if seen.copies is not None and size < seen.boundaries[-1]:
+        if seen.copies is not None and seen.hashes and size < seen.boundaries[-1]:
             keep = min(keep, _rewound_from(seen))
         keep = min(keep, _still_there(storage, rel, seen.boundaries, seen.hashes, size))
     except FileNotFoundError:  # moved away meanwhile: judged again at the next look
@@ -244,12 +244,21 @@ def _rewound_from(seen: _Read) -> int:
     first whose step is at least the ``from_step`` of a ``pre_resume`` copy new or grown since
     the last listing (all of them when there is none)."""
     copies = seen.pre_resume_copies()
-    fresh = [step for step, n in copies.items() if n != (seen.copies or {}).get(step)]
+    fresh = [int(name.rpartition(_PRE_RESUME)[2]) for name, n in copies.items()
+             if n != (seen.copies or {}).get(name) and _holds_last_read(seen, name)]
     seen.copies = copies
     if not fresh:
         return len(seen.hashes)
     from_step = min(fresh)
     return next((i for i, s in enumerate(seen.steps) if s >= from_step), len(seen.hashes))
+
+
+def _holds_last_read(seen: _Read, copy: str) -> bool:
+    """Whether the copy ``copy`` holds the last line read where it was read: it was taken
+    after that read, so it is of the rewind just found (not of an earlier one)."""
+    start, end = seen.boundaries[-2], seen.boundaries[-1]
+    last = seen.hashes[-1]
+    return last == _UNCHECKED or hash(seen.storage.read_range(copy, start, end)[:-1]) == last
 
 
 def _size(storage: Storage, rel: str) -> int:

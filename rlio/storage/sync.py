@@ -68,10 +68,13 @@ class _Mirror:
             if entry.kind != "file" or layout.is_temp_file(entry.path.rpartition("/")[2]):
                 continue
             rel = entry.path
-            if is_log(rel):
-                sent += self._log(rel, there.get(rel))
-            else:
-                sent += self._file(rel, there.get(rel))
+            try:
+                if is_log(rel):
+                    sent += self._log(rel, there.get(rel))
+                else:
+                    sent += self._file(rel, there.get(rel))
+            except FileNotFoundError:
+                continue  # gone locally since the listing (a temp file, a run moved away)
         self.stats.passes += 1
         self.stats.bytes_sent += sent
         self.stats.per_pass.append(sent)
