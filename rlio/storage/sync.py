@@ -16,17 +16,24 @@ Each pass lists the local run and the remote once and then, per file:
   when its size differs from the remote's or, once per local change (size and modification time),
   its bytes do. A ``.jsonl`` file counts up to its last newline.
 
-Nothing is kept but what the remote itself says (a pass reads the remote's listing and the
-windows it compares), so a sync killed at any point (SIGKILL) resumes with nothing lost or sent
-twice: an append or a replace lands whole or not at all. Files deleted locally stay remote.
+The state is what the remote itself says (a pass reads the remote's listing and the windows it
+compares), so a sync killed at any point (SIGKILL) resumes with nothing lost or sent twice: an
+append or a replace lands whole or not at all. Files deleted locally stay remote. One file is
+advisory: which local (size, modification time) of each non-log file the remote was last found
+or made to hold, in the user's cache folder (``$XDG_CACHE_HOME/rlio/sync/``), so a later sync
+need not read unchanged files back; lost, stale or unwritable, it only costs those reads.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+import orjson
 
 from rlio import layout
 from rlio.storage.base import Storage, is_log
@@ -52,13 +59,26 @@ class SyncStats:
 
 class _Mirror:
     """One local run mirrored to one remote storage; ``seen`` remembers, per non-log file, the
-    local (size, mtime) whose bytes the remote was found to hold (a cache: never needed to
-    resume)."""
+    local (size, mtime) whose bytes the remote was found or made to hold (advisory: kept in
+    ``cache`` between syncs, never needed to resume)."""
 
-    def __init__(self, local: Storage, remote: Storage) -> None:
-        self.local, self.remote = local, remote
-        self.seen: dict[str, tuple[int, int]] = {}
+    def __init__(self, local: Storage, remote: Storage, cache: str) -> None:
+        self.local, self.remote, self.cache = local, remote, cache
+        self.seen: dict[str, tuple[int, int]] = _load(cache)
+        self.saved = dict(self.seen)
         self.stats = SyncStats()
+
+    def save(self) -> None:
+        """Write the advisory cache when it changed (atomically; failures ignored)."""
+        if self.seen == self.saved:
+            return
+        with contextlib.suppress(OSError):
+            os.makedirs(os.path.dirname(self.cache), exist_ok=True)
+            tmp = f"{self.cache}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(orjson.dumps(self.seen))
+            os.replace(tmp, self.cache)
+            self.saved = dict(self.seen)
 
     def one_pass(self) -> int:
         """Mirror what changed; the bytes sent."""
@@ -75,6 +95,7 @@ class _Mirror:
                     sent += self._file(rel, there.get(rel))
             except FileNotFoundError:
                 continue  # gone locally since the listing (a temp file, a run moved away)
+        self.save()
         self.stats.passes += 1
         self.stats.bytes_sent += sent
         self.stats.per_pass.append(sent)
@@ -128,6 +149,23 @@ class _Mirror:
         return len(data)
 
 
+def cache_file(root: str, uri: str) -> str:
+    """The advisory cache of the sync of local run ``root`` to ``uri``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    key = hashlib.sha256(f"{os.path.realpath(root)}\n{uri.rstrip('/')}".encode()).hexdigest()
+    return os.path.join(base, "rlio", "sync", key[:24] + ".json")
+
+
+def _load(path: str) -> dict[str, tuple[int, int]]:
+    """The advisory cache at ``path``; empty when missing or unreadable."""
+    try:
+        with open(path, "rb") as f:
+            raw = orjson.loads(f.read())
+        return {str(k): (int(v[0]), int(v[1])) for k, v in raw.items()}
+    except (OSError, ValueError, TypeError, AttributeError, IndexError):
+        return {}
+
+
 def sync(run: str | os.PathLike[str], uri: str, *, follow: bool = False, poll: float = 1.0,
          idle_timeout: float | None = None, on_pass: Callable[[SyncStats], None] | None = None,
          sleep: Callable[[float], None] = time.sleep,
@@ -158,7 +196,7 @@ def sync(run: str | os.PathLike[str], uri: str, *, follow: bool = False, poll: f
     local = open_run_storage(run)
     if not local.is_local:
         raise ValueError(f"sync mirrors a local run; {os.fspath(run)!r} is a URI")
-    mirror = _Mirror(local, open_storage(uri, create=True))
+    mirror = _Mirror(local, open_storage(uri, create=True), cache_file(local.root, uri))
     last_sent = clock()
     while True:
         if mirror.one_pass():

@@ -12,11 +12,19 @@ import time
 from pathlib import Path
 
 import pytest
-from factories import cookbook_two_sessions, findings
+from factories import cookbook_run, cookbook_two_sessions, findings
+from gcs_emulator import Emulator
 
 from rlio import layout, open_run, query, sync
 from rlio.cli import main
 from rlio.storage import open_storage
+
+
+@pytest.fixture(autouse=True)
+def _sync_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The advisory sync cache of each test in its own folder (and its subprocesses')."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
 
 TRAINER = textwrap.dedent(r"""
     import sys, time
@@ -84,3 +92,20 @@ def test_a_cookbook_run_synced_reads_the_same_from_the_bucket(gs_uri: str,
     assert query(sql, [gs_uri]).to_pylist() == query(sql, [run]).to_pylist()
     assert main(["compare", gs_uri, str(run), "-o", str(tmp_path / "compare.html")]) == 0
     assert (tmp_path / "compare.html").read_text().lower().startswith("<!doctype html")
+
+
+def test_an_unchanged_run_synced_again_reads_nothing_back(
+        gs_uri: str, emulator: Emulator, tmp_path: Path) -> None:
+    """A second one-shot sync of an unchanged run sends nothing and reads nothing back (a log's
+    size says it is whole; the advisory cache says which other files the bucket holds); with the
+    cache gone it reads those files back to compare them, and still sends nothing."""
+    run = cookbook_run(tmp_path / "run", iterations=3)
+    sync(run, gs_uri)
+    emulator.stats(reset=True)
+    assert sync(run, gs_uri).bytes_sent == 0
+    assert set(emulator.stats()) == {"list"}
+    for cached in (tmp_path / "cache").rglob("*.json"):
+        cached.unlink()
+    emulator.stats(reset=True)
+    assert sync(run, gs_uri).bytes_sent == 0
+    assert emulator.stats()["read"]["requests"] > 3  # config, code diff, pages...

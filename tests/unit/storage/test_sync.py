@@ -6,10 +6,17 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import pytest
 from factories import cli, cookbook_run, findings, jsonl, metrics_line
 
 from rlio import layout, sync
 from rlio.storage import open_storage
+
+
+@pytest.fixture(autouse=True)
+def _sync_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The advisory sync cache of each test in its own folder (and its subprocesses')."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
 
 def _uri() -> str:
