@@ -64,13 +64,13 @@ class _Mirror:
 
     def __init__(self, local: Storage, remote: Storage, cache: str) -> None:
         self.local, self.remote, self.cache = local, remote, cache
-        self.seen: dict[str, tuple[int, int]] = _load(cache)
+        self.seen: dict[str, tuple[int, int]] = _load(cache) if cache else {}
         self.saved = dict(self.seen)
         self.stats = SyncStats()
 
     def save(self) -> None:
         """Write the advisory cache when it changed (atomically; failures ignored)."""
-        if self.seen == self.saved:
+        if not self.cache or self.seen == self.saved:
             return
         with contextlib.suppress(OSError):
             os.makedirs(os.path.dirname(self.cache), exist_ok=True)
@@ -196,7 +196,9 @@ def sync(run: str | os.PathLike[str], uri: str, *, follow: bool = False, poll: f
     local = open_run_storage(run)
     if not local.is_local:
         raise ValueError(f"sync mirrors a local run; {os.fspath(run)!r} is a URI")
-    mirror = _Mirror(local, open_storage(uri, create=True), cache_file(local.root, uri))
+    # (a memory:// mirror lives as long as this process: nothing to remember for later)
+    cache = "" if uri.startswith("memory://") else cache_file(local.root, uri)
+    mirror = _Mirror(local, open_storage(uri, create=True), cache)
     last_sent = clock()
     while True:
         if mirror.one_pass():
