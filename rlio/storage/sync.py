@@ -84,10 +84,12 @@ class _Mirror:
         """Mirror what changed; the bytes sent."""
         sent = 0
         there = {e.path: e.size for e in self.remote.walk()}
-        for entry in self.local.walk():
-            if entry.kind != "file" or layout.is_temp_file(entry.path.rpartition("/")[2]):
-                continue
-            rel = entry.path
+        files = [e.path for e in self.local.walk() if e.kind == "file"
+                 and not layout.is_temp_file(e.path.rpartition("/")[2])]
+        # sidecars first: as in a rewind, moved lines reach .superseded before the log is cut
+        # (a follower of the mirror finds the cut from the sidecar, as on the local run)
+        files.sort(key=lambda rel: layout.parse_path(rel).kind != "sidecar")
+        for rel in files:
             try:
                 if is_log(rel):
                     sent += self._log(rel, there.get(rel))

@@ -71,3 +71,32 @@ def test_the_cli_mirrors_a_run(tmp_path: Path, capsys: object) -> None:
     (tmp_path / "empty").mkdir()
     code, _, err = cli(capsys, "sync", str(tmp_path / "empty"), _uri())  # type: ignore[arg-type]
     assert code == 2 and "no run found" in err
+
+
+def test_a_follower_of_the_mirror_sees_a_local_rewind_once(tmp_path: Path) -> None:
+    """A resume rewinds the local metrics.jsonl (lines to .superseded) and logs the same steps
+    again; once synced, a follower of the mirror yields the re-logged records once each."""
+    from rlio.cookbook import RlioStorage
+    from rlio.reader.follow import follow_jsonl
+
+    run, uri = tmp_path / "run", _uri()
+    run.mkdir()
+    (run / layout.METRICS).write_text(jsonl(metrics_line(s) for s in range(20)))
+    sync(run, uri)
+
+    def rewind_relog_and_sync() -> None:
+        with RlioStorage(str(run), attach=True) as st:
+            st.write(layout.METRICS, jsonl(metrics_line(s) for s in range(5)).encode())
+        with (run / layout.METRICS).open("a") as f:
+            f.write(jsonl(metrics_line(s) for s in range(5, 10)))
+        sync(run, uri)
+
+    actions = [rewind_relog_and_sync]
+
+    def sleep(_: float) -> None:
+        if actions:
+            actions.pop(0)()
+
+    got = [r["step"] for r in follow_jsonl(open_storage(uri), layout.METRICS, poll=0,
+                                           idle_timeout=0.2, sleep=sleep)]
+    assert got == [*range(20), *range(5, 10)]
