@@ -94,9 +94,9 @@ def test_a_torn_tail_repaired_and_regrown(store: Storage) -> None:
 
 def test_a_file_rewound_while_a_look_reads_it(store: Storage,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """A look reading the file in small pieces: the run is rewound and rewritten with other
-    lines between two pieces. No line glued from both versions is yielded; every record of
-    each version is yielded once, in order."""
+    """When a look reading the file in small pieces meets a rewind (other lines written) between
+    two pieces, no line glued from both versions is yielded and every record of each version is
+    yielded once, in order."""
     monkeypatch.setattr(follow, "_CHUNK", 64)
     old = [metrics_line(s, v="old") for s in range(30)]
     new = [metrics_line(s, v="new-" + "n" * s) for s in range(2, 30)]
