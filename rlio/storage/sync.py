@@ -178,7 +178,8 @@ def sync(run: str | os.PathLike[str], uri: str, *, follow: bool = False, poll: f
         run: a local run folder.
         uri: where its mirror lives (``gs://``, ``s3://``, ``az://``; ``memory://`` or a local
             path too); created when absent.
-        follow: keep mirroring every ``poll`` seconds (a live run).
+        follow: keep mirroring every ``poll`` seconds (a live run); a run not there yet is
+            waited for.
         idle_timeout: with ``follow``, stop after this many seconds without a byte to send
             (None: until interrupted).
         on_pass: called with the running totals after each pass (the CLI's progress).
@@ -188,14 +189,23 @@ def sync(run: str | os.PathLike[str], uri: str, *, follow: bool = False, poll: f
         What was done (``SyncStats``).
 
     Raises:
-        NotARunError: ``run`` is not a local run. StorageUnavailableError: the store cannot be
-        reached.
+        NotARunError: ``run`` is not a local run (with ``follow``: none appeared within
+        ``idle_timeout``). StorageUnavailableError: the store cannot be reached.
     """
+    from rlio.errors import NotARunError
     from rlio.storage.run_root import open_run_storage
 
     if poll < 0:
         raise ValueError(f"poll must be >= 0 seconds, got {poll}")
-    local = open_run_storage(run)
+    start = clock()
+    while True:  # with follow, a run the trainer has not created yet is waited for
+        try:
+            local = open_run_storage(run)
+            break
+        except NotARunError:
+            if not follow or (idle_timeout is not None and clock() - start >= idle_timeout):
+                raise
+            sleep(poll)
     if not local.is_local:
         raise ValueError(f"sync mirrors a local run; {os.fspath(run)!r} is a URI")
     # (a memory:// mirror lives as long as this process: nothing to remember for later)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from factories import cli, cookbook_run, findings, jsonl, metrics_line
 
-from rlio import layout, sync
+from rlio import NotARunError, layout, sync
 from rlio.storage import open_storage
 
 
@@ -100,3 +100,22 @@ def test_a_follower_of_the_mirror_sees_a_local_rewind_once(tmp_path: Path) -> No
     got = [r["step"] for r in follow_jsonl(open_storage(uri), layout.METRICS, poll=0,
                                            idle_timeout=0.2, sleep=sleep)]
     assert got == [*range(20), *range(5, 10)]
+
+
+def test_follow_waits_for_the_run_to_appear(tmp_path: Path) -> None:
+    """With follow, a sync started before the trainer created the run waits for it and mirrors
+    it; without follow (or once idle_timeout passes) a missing run is NotARunError."""
+    run, uri = tmp_path / "run", _uri()
+    with pytest.raises(NotARunError):
+        sync(run, uri)
+    with pytest.raises(NotARunError):
+        sync(run, uri, follow=True, poll=0, idle_timeout=0.05)
+    actions = [lambda: cookbook_run(run)]
+
+    def sleep(_: float) -> None:
+        if actions:
+            actions.pop(0)()
+
+    stats = sync(run, uri, follow=True, poll=0, idle_timeout=0.1, sleep=sleep)
+    assert stats.bytes_sent > 0
+    _logs_equal(run, uri)
