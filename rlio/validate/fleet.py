@@ -21,6 +21,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from rlio import layout
@@ -251,13 +252,18 @@ def discover_listed(paths: Iterable[str | os.PathLike[str]],
 
 
 def each_run(fn: Callable[..., Any], locations: Sequence[str], *args: Any,
-             executor: Executor | None = None, jobs: int | None = None) -> Iterator[Any]:
+             executor: Executor | None = None, jobs: int | None = None,
+             listings: Found | None = None) -> Iterator[Any]:
     """``fn(location, *args)`` of each location, in order, computed in parallel as
     ``validate_runs`` runs its checks: on ``executor`` (a Dask or Ray cluster's), else a process
     pool of ``jobs`` workers (None: the CPU count; 1, or a single location: in this process).
     At most twice as many runs as workers are in flight, so results do not pile up in memory.
-    ``fn`` must be a module-level function returning plain values, so any executor ships it."""
+    ``fn`` must be a module-level function returning plain values, so any executor ships it.
+    ``listings`` (from ``discover_named``): ``fn`` also gets ``listing=`` the run's entries
+    (``rlio.storage.listed``: the run is read without listing it again)."""
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    if listings is not None:
+        fn = partial(_with_listing, fn, listings)
     if executor is None and (workers <= 1 or len(locations) <= 1):
         yield from (fn(loc, *args) for loc in locations)
         return
@@ -280,20 +286,29 @@ def each_run(fn: Callable[..., Any], locations: Sequence[str], *args: Any,
             own.shutdown(wait=True, cancel_futures=True)
 
 
+def _with_listing(fn: Callable[..., Any], listings: Found, location: str, *args: Any) -> Any:
+    return fn(location, *args, listing=listings.get(location))
+
+
 def discover_named(paths: Iterable[str | os.PathLike[str]],
-                   unreadable: list[Unreadable] | None = None) -> list[tuple[str, str]]:
+                   unreadable: list[Unreadable] | None = None,
+                   listings: Found | None = None) -> list[tuple[str, str]]:
     """``(name, location)`` of every run ``discover`` finds under ``paths``; the name is the
     run's path relative to the PATH it was found under (the PATH's last part when the PATH is
-    the run itself), made distinct with ``-2``, ``-3``... when two PATHs give the same one."""
+    the run itself), made distinct with ``-2``, ``-3``... when two PATHs give the same one.
+    ``listings``: filled with each run's entries where discovery listed them (for ``each_run``).
+    """
     out: list[tuple[str, str]] = []
     names: set[str] = set()
     seen: set[str] = set()
     for p in paths:
         base = os.fspath(p).rstrip("/")
-        for loc in discover([p], unreadable):
+        for loc, entries in discover_listed([p], unreadable).items():
             if loc in seen:
                 continue
             seen.add(loc)
+            if listings is not None:
+                listings[loc] = entries
             rel = loc[len(base):].strip("/") if loc.startswith(base) else ""
             last = (base.rsplit("/", 1)[-1] if uri_scheme(base)
                     else os.path.basename(os.path.abspath(base or ".")))
