@@ -24,6 +24,7 @@ from rlio._codec.lines import MAX_LINE, ForwardLines, next_line_start
 from rlio.errors import RunNotFoundError, StorageUnavailableError
 from rlio.findings import Finding, Report, finding
 from rlio.storage.base import Entry, Storage
+from rlio.storage.listed import ListedStorage
 from rlio.storage.opener import open_storage
 from rlio.storage.run_root import no_run, top_level_names
 from rlio.validate.checks.cross_file import CROSS_FILE_CHECKS
@@ -102,16 +103,15 @@ def validate_run_sized(
     loc = os.fspath(location)
     try:
         storage = open_storage(loc, listed=entries is not None)
+        if entries is not None:
+            storage = ListedStorage(storage, entries)
     except RunNotFoundError:
         raise no_run(loc) from None
     except StorageUnavailableError:
         raise  # the store cannot be reached: not "no run here"
     except (OSError, ValueError, NotImplementedError, ImportError) as exc:
         raise RunNotFoundError(errno.ENOENT, f"run cannot be opened ({exc})", loc) from exc
-    if entries is None:
-        entries = require_run(storage, loc)
-    elif not layout.is_run_root(e.path for e in entries if "/" not in e.path):
-        raise no_run(loc)
+    entries = require_run(storage, loc)
     jobs = min(2, os.cpu_count() or 1) if jobs is None else max(1, jobs)
     validator = Validator(storage, loc, cap=max_findings_per_code, jobs=jobs, observe=observe)
     findings = validator.run(entries)
