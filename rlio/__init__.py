@@ -44,6 +44,7 @@ _EXPORTS: dict[str, str] = {
     "open_run": "rlio.reader",
     "query": "rlio.reader.sql",
     "read_resume_state": "rlio.resume",
+    "sync": "rlio.storage.sync",
     "validate_run": "rlio.validate",
     "validate_runs": "rlio.validate.fleet",
 }
@@ -82,6 +83,7 @@ if TYPE_CHECKING:
     )
     from rlio.reader.sql import query
     from rlio.resume import ResumeState, read_resume_state
+    from rlio.storage.sync import sync
     from rlio.validate.engine import validate_run
     from rlio.validate.fleet import FleetReport, validate_runs
     from rlio.writer.run_writer import RunWriter

@@ -28,6 +28,8 @@ State = Literal["running", "finished", "stopped"]
 #: How many lines from the end of ``metrics.jsonl`` are read to find the last training line
 #: (after it come eval and summary lines only).
 _TAIL_LINES = 256
+#: ``changed`` of ``_records_from_end`` when the caller did not ask ``mtime`` (never a real one).
+_UNKNOWN = -1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +86,18 @@ class RunStatus:
                 "last_write": self.last_write, "finished_by": self.finished_by}
 
 
-def _records_from_end(storage: Storage, rel: str, limit: int) -> list[dict[str, Any]]:
-    """Up to ``limit`` whole JSON-object lines of ``rel``, last first (a torn tail skipped)."""
+def _records_from_end(storage: Storage, rel: str, limit: int,
+                      changed: float | None = _UNKNOWN) -> list[dict[str, Any]]:
+    """Up to ``limit`` whole JSON-object lines of ``rel``, last first (a torn tail skipped).
+
+    ``changed``: ``storage.mtime(rel)`` when the caller has it. On an object store a missing file
+    is found by that (one metadata request), not by ``stat``, which would also list the store to
+    tell a folder from nothing (a list request per run of a fleet)."""
+    if not storage.is_local:
+        if changed == _UNKNOWN:
+            changed = storage.mtime(rel)
+        if changed is None:
+            return []
     entry = storage.stat(rel)
     if entry is None or entry.kind != "file" or entry.size == 0:
         return []
@@ -108,7 +120,8 @@ def run_status(storage: Storage) -> RunStatus:
     """The status of the run in ``storage`` (see the module docstring). Never raises for what
     the files hold; an unreadable file raises OSError."""
     holder = storage.lease_holder()
-    train = next((r for r in _records_from_end(storage, L.METRICS, _TAIL_LINES)
+    last_write = storage.mtime(L.METRICS)
+    train = next((r for r in _records_from_end(storage, L.METRICS, _TAIL_LINES, last_write)
                   if not r.keys().isdisjoint(TRAINING_KEYS)), None)
     ckpts = _records_from_end(storage, L.CHECKPOINTS, 1)
     last_ckpt = ckpts[0] if ckpts else None
@@ -120,7 +133,7 @@ def run_status(storage: Storage) -> RunStatus:
         "done_frac": float(frac) if isinstance(frac, (int, float)) and type(frac) is not bool
         else None,
         "last_checkpoint": name if isinstance(name, str) else None,
-        "last_write": storage.mtime(L.METRICS),
+        "last_write": last_write,
     }
     if holder is not None:
         return RunStatus("running", holder=holder, **fields)
@@ -137,7 +150,9 @@ def run_statuses(locations: list[str]) -> dict[str, RunStatus]:
     out: dict[str, RunStatus] = {}
     for loc in locations:
         try:
-            out[loc] = run_status(open_storage(loc))
+            # a bucket's runs were found by the fleet's one listing: not looked up again
+            remote = "://" in loc and not loc.startswith("file://")
+            out[loc] = run_status(open_storage(loc, listed=remote))
         except OSError:
             continue
     return out

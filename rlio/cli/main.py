@@ -15,7 +15,7 @@ from rlio.errors import MissingExtraError, StorageUnavailableError
 #: Subcommands in the order ``rlio`` lists them; each is the module ``rlio.cli.<name>``, imported
 #: only when its parser is built (one command's start does not pay for the others' imports).
 COMMANDS = ("validate", "resume", "report", "compare", "show", "top", "diff", "query", "export",
-            "demo", "schema")
+            "sync", "demo", "schema")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -38,7 +38,9 @@ from rlio.reader.export import unify
 from rlio.reader.extras import require
 from rlio.reader.run import Run, open_run, run_status
 from rlio.reader.table import capture_rows, flatten, step_rows, trajectory_rows
-from rlio.validate.fleet import Unreadable, discover_named, each_run
+from rlio.storage.base import Entry
+from rlio.storage.listed import listed
+from rlio.validate.fleet import Found, Unreadable, discover_named, each_run
 
 __all__ = ["CHUNK_ROWS", "VIEWS", "query", "unquoted_slash_keys"]
 
@@ -154,10 +156,12 @@ def block_table(pa: Any, name: str, rows: list[dict[str, Any]],
     return pa.table(columns)
 
 
-def run_chunks(location: str, name: str) -> Iterator[tuple[str, Any]]:
-    """``(view, Arrow table)`` chunks of one run, each of at most ``CHUNK_ROWS`` rows."""
+def run_chunks(location: str, name: str, *, listing: list[Entry] | None = None
+               ) -> Iterator[tuple[str, Any]]:
+    """``(view, Arrow table)`` chunks of one run, each of at most ``CHUNK_ROWS`` rows;
+    ``listing``: its entries when a fleet's listing has them."""
     pa = require("pyarrow", "duckdb", purpose="rlio query")
-    run = open_run(location)
+    run = open_run(listed(location, listing))
     for view in VIEWS:
         rows: list[dict[str, Any]] = []
         keys: dict[str, None] = {}
@@ -172,10 +176,11 @@ def run_chunks(location: str, name: str) -> Iterator[tuple[str, Any]]:
             yield view, block_table(pa, name, rows, keys)
 
 
-def _read_run(location: str, names: dict[str, str]) -> list[tuple[str, Any]] | str:
+def _read_run(location: str, names: dict[str, str], *, listing: list[Entry] | None = None
+              ) -> list[tuple[str, Any]] | str:
     """Every chunk of one run (what a worker ships back), or why it could not be read."""
     try:
-        return list(run_chunks(location, names[location]))
+        return list(run_chunks(location, names[location], listing=listing))
     except OSError as exc:
         return f"cannot read {location}: {exc.strerror or exc}"
     except MissingExtraError:
@@ -242,7 +247,8 @@ def connect(paths: Sequence[str | os.PathLike[str]], tmp: str, *,
     duckdb = require("duckdb", "duckdb", purpose="rlio query")
     pa = require("pyarrow", "duckdb", purpose="rlio query")
     bad = unreadable if unreadable is not None else []
-    found = discover_named(paths, bad)
+    listings: Found = {}
+    found = discover_named(paths, bad, listings)
     if not found and unreadable is None:
         raise NotARunError(2, "no run found under " + ", ".join(os.fspath(p) for p in paths))
     con = duckdb.connect(":memory:", config={"temp_directory": tmp})
@@ -256,8 +262,8 @@ def connect(paths: Sequence[str | os.PathLike[str]], tmp: str, *,
             sink.add(view, pa.concat_tables(unify(pa, tables)))
             buffered[view] = []
 
-    for loc, result in zip(by_loc, each_run(_read_run, list(by_loc), by_loc,
-                                            executor=executor, jobs=jobs), strict=True):
+    for loc, result in zip(by_loc, each_run(_read_run, list(by_loc), by_loc, executor=executor,
+                                            jobs=jobs, listings=listings), strict=True):
         if isinstance(result, str):
             bad.append(Unreadable(loc, result))
             continue

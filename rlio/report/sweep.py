@@ -29,8 +29,9 @@ from rlio.report.run_report import REPORT_NAME, write_run_report
 from rlio.report.style import CSS
 from rlio.report.sweep_runs import AXES, RunSummary, lower_is_better, summarize
 from rlio.report.usual import closest_keys
+from rlio.storage.base import Entry
 from rlio.templating import render
-from rlio.validate.fleet import Unreadable, discover_named, each_run
+from rlio.validate.fleet import Found, Unreadable, discover_named, each_run
 
 #: At most this many default metrics are charted (the user's ``--metric`` keys are all charted).
 MAX_DEFAULT_METRICS: Final = 6
@@ -322,7 +323,8 @@ def render_comparison(paths: Sequence[str | os.PathLike[str]], *, output: str,
         raise ValueError(f"x must be one of {', '.join(AXES)}, got {x!r}")
     if unreadable is None:
         unreadable = []
-    found = discover_named(paths, unreadable)
+    listings: Found = {}
+    found = discover_named(paths, unreadable, listings)
     names = [n for n, _ in found]
     if baseline is not None and baseline not in names:
         raise ValueError(f"--baseline {baseline!r} is none of the runs found: {', '.join(names)}")
@@ -337,7 +339,8 @@ def render_comparison(paths: Sequence[str | os.PathLike[str]], *, output: str,
     wanted = tuple(metrics) + ((order.key,) if order and order.key not in _RUN_COLUMNS else ())
     by_loc = {loc: name for name, loc in found}
     summaries: list[RunSummary] = list(each_run(_summarize_named, list(by_loc), by_loc, wanted,
-                                                x, want_prompts, executor=executor, jobs=jobs))
+                                                x, want_prompts, executor=executor, jobs=jobs,
+                                                listings=None if reports else listings))
     good = [s for s in summaries if s.error is None]
     unreadable += [Unreadable(s.location, s.error) for s in summaries if s.error is not None]
     _check_metrics(metrics, good)
@@ -372,8 +375,8 @@ def _check_metrics(metrics: Sequence[str], runs: Sequence[RunSummary]) -> None:
 
 
 def _summarize_named(location: str, names: dict[str, str], metrics: tuple[str, ...], x: str,
-                     prompts: bool) -> RunSummary:
-    return summarize(location, names[location], metrics, x, prompts)
+                     prompts: bool, *, listing: list[Entry] | None = None) -> RunSummary:
+    return summarize(location, names[location], metrics, x, prompts, listing=listing)
 
 
 def _pairs(runs: Sequence[RunSummary], baseline: str | None) -> list[PromptPair] | None:

@@ -20,6 +20,8 @@ from rlio.reader.table import flatten
 from rlio.report.iterations import index_run, iterate, place_pages
 from rlio.report.prompts import PromptTracker
 from rlio.rules import TRAINING_KEYS
+from rlio.storage.base import Entry
+from rlio.storage.listed import listed
 
 #: The x axes a chart can use, and what each is read from (docs/format.md §11, compare).
 AXES: Final = ("step", "tokens", "cost", "time")
@@ -192,16 +194,16 @@ def _prompts(run: Run) -> dict[tuple[str, str], PromptResult]:
 
 
 def summarize(location: str, name: str, metrics: tuple[str, ...], axis: str,
-              prompts: bool) -> RunSummary:
+              prompts: bool, *, listing: list[Entry] | None = None) -> RunSummary:
     """Read one run for the comparison (never raises for a run that cannot be read: ``error``).
 
     ``metrics``: the keys to summarize besides the default candidates (every numeric key whose
     name holds ``reward`` or ``loss``); ``axis``: one of ``AXES``; ``prompts``: also read the
-    logtrees for the prompt comparison.
+    logtrees for the prompt comparison; ``listing``: its entries when a fleet's listing has them.
     """
     out = RunSummary(name, location, local="://" not in location or location.startswith("file:"))
     try:
-        run = open_run(location)
+        run = open_run(listed(location, listing))
         cfg = run.config()
         out.config = dict(flatten(cfg)) if cfg is not None else {}
         steps = _Steps(metrics, axis)

@@ -168,7 +168,8 @@ _REMOTE: dict[str, Callable[[str], Storage]] = {
 }
 
 
-def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> Storage:
+def open_storage(location: str | os.PathLike[str], *, create: bool = False,
+                 listed: bool = False) -> Storage:
     """The backend for a local path or URI (``file://``, ``memory://``, ``gs://``, ``s3://``,
     ``az://``).
 
@@ -176,7 +177,8 @@ def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> S
     parts a crashed writer left; without it a missing run raises ``RunNotFoundError``. A scheme
     whose library is missing raises ``MissingExtraError``; a store that cannot be reached or
     refuses the credentials ``StorageUnavailableError``; any other scheme
-    ``UnsafeStorageError`` (rlio cannot write it safely).
+    ``UnsafeStorageError`` (rlio cannot write it safely). ``listed``: the caller has just
+    listed the run (a fleet's one listing of its prefix), so its existence is not asked again.
     """
     loc = os.fspath(location)
     head, sep, rest = loc.partition("://")
@@ -200,6 +202,6 @@ def open_storage(location: str | os.PathLike[str], *, create: bool = False) -> S
         storage.create()
         if not storage.is_local:
             storage.sweep_orphans()  # a writer (re)opens the run: clean up after a crash
-    elif not storage.exists():
+    elif not listed and not storage.exists():
         raise RunNotFoundError(errno.ENOENT, "run directory not found", loc)
     return storage

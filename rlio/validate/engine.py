@@ -24,6 +24,7 @@ from rlio._codec.lines import MAX_LINE, ForwardLines, next_line_start
 from rlio.errors import RunNotFoundError, StorageUnavailableError
 from rlio.findings import Finding, Report, finding
 from rlio.storage.base import Entry, Storage
+from rlio.storage.listed import ListedStorage
 from rlio.storage.opener import open_storage
 from rlio.storage.run_root import no_run, top_level_names
 from rlio.validate.checks.cross_file import CROSS_FILE_CHECKS
@@ -92,12 +93,18 @@ def validate_run(
 
 def validate_run_sized(
     location: str | os.PathLike[str], *, max_findings_per_code: int = 100,
-    jobs: int | None = None, observe: Observe | None = None,
+    jobs: int | None = None, observe: Observe | None = None, entries: list[Entry] | None = None,
 ) -> tuple[Report, int, int]:
-    """``validate_run`` and how much it read: ``(report, files, bytes)`` (for progress)."""
+    """``validate_run`` and how much it read: ``(report, files, bytes)`` (for progress).
+
+    ``entries``: the run's listing, when the caller has it (a fleet lists an object-store
+    prefix once for all its runs): the run is then neither looked up nor listed again.
+    """
     loc = os.fspath(location)
     try:
-        storage = open_storage(loc)
+        storage = open_storage(loc, listed=entries is not None)
+        if entries is not None:
+            storage = ListedStorage(storage, entries)
     except RunNotFoundError:
         raise no_run(loc) from None
     except StorageUnavailableError:
@@ -115,11 +122,14 @@ def validate_run_sized(
 def require_run(storage: Storage, location: str) -> list[Entry]:
     """The entries of the run at ``location``; raises unless it is a run that can be listed
     (``NotARunError`` in the words of ``rlio.storage.run_root.no_run``)."""
-    if storage.is_local and not os.path.isdir(storage.root):
-        raise no_run(location)
-    top_level_names(storage, location)  # a folder that cannot be listed says so
-    try:
+    if storage.is_local:
+        if not os.path.isdir(storage.root):
+            raise no_run(location)
+        top_level_names(storage, location)  # a folder that cannot be listed says so
+    try:  # (an object store: one listing, the walk's)
         entries = list(storage.walk())
+    except (RunNotFoundError, StorageUnavailableError):
+        raise  # said already; an unreachable store is not "cannot list the run"
     except OSError as exc:
         raise RunNotFoundError(errno.EIO, f"run cannot be listed ({exc})", location) from exc
     if not layout.is_run_root(e.path for e in entries if "/" not in e.path):

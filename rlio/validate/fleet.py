@@ -4,7 +4,8 @@
 with ``metrics.jsonl`` or ``config.json`` at its root) at any depth: a local tree is walked with
 ``os.scandir`` (never following symbolic links, never looking inside a run's own iteration
 folders); an object-store prefix is listed once, without a delimiter, and the folders are derived
-from the object names, so discovery costs a listing, not a request per folder.
+from the object names, so discovery costs a listing, not a request per folder, and each run's
+entries are taken from that listing when it is validated (no second listing per run).
 
 ``validate_runs`` hands one ``validate_run`` per run to any ``concurrent.futures.Executor``: a
 process pool on this machine by default, or a cluster's executor (Dask ``distributed``'s
@@ -20,12 +21,14 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from rlio import layout
 from rlio._version import __version__
 from rlio.errors import NotARunError, RunNotFoundError
 from rlio.findings import Report, Severity
+from rlio.storage.base import HIDDEN_PREFIXES, Entry
 from rlio.storage.opener import open_storage
 from rlio.storage.run_root import no_run
 from rlio.validate.engine import validate_run_sized
@@ -148,18 +151,24 @@ def _local_runs(root: str, skipped: list[Unreadable]) -> list[str]:
     return found
 
 
-def _remote_runs(prefix: str) -> list[str]:
-    """Every run under an object-store prefix, from one listing of the whole prefix."""
+#: The runs found under one PATH: each run's location and, for a run found in an object-store
+#: listing, its entries from that listing (None: the run is listed when it is read).
+Found = dict[str, list[Entry] | None]
+
+
+def _remote_runs(prefix: str) -> Found:
+    """Every run under an object-store prefix, with its entries, from one listing of the whole
+    prefix (its existence is not asked first: a prefix with no object holds no run)."""
     base = prefix.rstrip("/")
     try:
-        storage = open_storage(base)
-        names = [e.path for e in storage.walk()]
+        storage = open_storage(base, listed=True)
+        listing = list(storage.walk())
     except (OSError, ValueError, NotImplementedError, ImportError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         raise RunNotFoundError(errno.ENOENT, f"cannot read {prefix}: {why}", prefix) from exc
     children: dict[str, set[str]] = {}
-    for name in names:
-        parent, _, leaf = name.rpartition("/")
+    for e in listing:
+        parent, _, leaf = e.path.rpartition("/")
         children.setdefault(parent, set()).add(leaf)
         while parent:  # every ancestor folder exists, even one holding only folders
             up, _, leaf = parent.rpartition("/")
@@ -172,16 +181,28 @@ def _remote_runs(prefix: str) -> list[str]:
         return any(layout.is_iteration_dir(parts[i]) and "/".join(parts[:i]) in roots
                    for i in range(len(parts)))
 
-    return [f"{base}/{d}" if d else base for d in sorted(roots) if not inside_iteration(d)]
+    return {f"{base}/{d}" if d else base: _entries_under(listing, d)
+            for d in sorted(roots) if not inside_iteration(d)}
 
 
-def _runs_at(path: str, skipped: list[Unreadable]) -> list[str]:
+def _entries_under(listing: list[Entry], folder: str) -> list[Entry]:
+    """The entries of ``listing`` under ``folder``, relative to it, as a walk of it yields them
+    (rlio's hidden objects left out)."""
+    if not folder:
+        return listing
+    head = folder + "/"
+    return [e._replace(path=e.path[len(head):]) for e in listing if e.path.startswith(head)
+            and not e.path[len(head):].startswith(HIDDEN_PREFIXES)]
+
+
+def _runs_at(path: str, skipped: list[Unreadable]) -> Found:
     """The runs under one PATH (folders under it that cannot be read go to ``skipped``);
     raises ``NotARunError`` when it holds none and none was skipped."""
     scheme = uri_scheme(path)
+    runs: Found
     if scheme in (None, "file"):
         local = path[len("file://"):] if scheme == "file" else path
-        runs = _local_runs((local.rstrip("/") or "/") if local else ".", skipped)
+        runs = dict.fromkeys(_local_runs((local.rstrip("/") or "/") if local else ".", skipped))
     else:
         runs = _remote_runs(path)
     if not runs and not skipped:
@@ -204,13 +225,21 @@ def discover(paths: Iterable[str | os.PathLike[str]],
         under it cannot be listed. Unless ``unreadable`` is given: such a path is then added
         to it.
     """
-    found: list[str] = []
+    return list(discover_listed(paths, unreadable))
+
+
+def discover_listed(paths: Iterable[str | os.PathLike[str]],
+                    unreadable: list[Unreadable] | None = None) -> Found:
+    """``discover``, with each run's entries where the discovery listed them (object stores),
+    so that reading the run need not list it again."""
+    found: Found = {}
     paths = list(paths) or [default_runs_root()]
     for p in paths:
         shown = os.fspath(p)
         skipped: list[Unreadable] = []
         try:
-            found.extend(r for r in _runs_at(shown, skipped) if r not in found)
+            for run, entries in _runs_at(shown, skipped).items():
+                found.setdefault(run, entries)
         except (RunNotFoundError, OSError) as exc:
             if unreadable is None:
                 raise
@@ -223,13 +252,18 @@ def discover(paths: Iterable[str | os.PathLike[str]],
 
 
 def each_run(fn: Callable[..., Any], locations: Sequence[str], *args: Any,
-             executor: Executor | None = None, jobs: int | None = None) -> Iterator[Any]:
+             executor: Executor | None = None, jobs: int | None = None,
+             listings: Found | None = None) -> Iterator[Any]:
     """``fn(location, *args)`` of each location, in order, computed in parallel as
     ``validate_runs`` runs its checks: on ``executor`` (a Dask or Ray cluster's), else a process
     pool of ``jobs`` workers (None: the CPU count; 1, or a single location: in this process).
     At most twice as many runs as workers are in flight, so results do not pile up in memory.
-    ``fn`` must be a module-level function returning plain values, so any executor ships it."""
+    ``fn`` must be a module-level function returning plain values, so any executor ships it.
+    ``listings`` (from ``discover_named``): ``fn`` also gets ``listing=`` the run's entries
+    (``rlio.storage.listed``: the run is read without listing it again)."""
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    if listings is not None:
+        fn = partial(_with_listing, fn, listings)
     if executor is None and (workers <= 1 or len(locations) <= 1):
         yield from (fn(loc, *args) for loc in locations)
         return
@@ -252,20 +286,29 @@ def each_run(fn: Callable[..., Any], locations: Sequence[str], *args: Any,
             own.shutdown(wait=True, cancel_futures=True)
 
 
+def _with_listing(fn: Callable[..., Any], listings: Found, location: str, *args: Any) -> Any:
+    return fn(location, *args, listing=listings.get(location))
+
+
 def discover_named(paths: Iterable[str | os.PathLike[str]],
-                   unreadable: list[Unreadable] | None = None) -> list[tuple[str, str]]:
+                   unreadable: list[Unreadable] | None = None,
+                   listings: Found | None = None) -> list[tuple[str, str]]:
     """``(name, location)`` of every run ``discover`` finds under ``paths``; the name is the
     run's path relative to the PATH it was found under (the PATH's last part when the PATH is
-    the run itself), made distinct with ``-2``, ``-3``... when two PATHs give the same one."""
+    the run itself), made distinct with ``-2``, ``-3``... when two PATHs give the same one.
+    ``listings``: filled with each run's entries where discovery listed them (for ``each_run``).
+    """
     out: list[tuple[str, str]] = []
     names: set[str] = set()
     seen: set[str] = set()
     for p in paths:
         base = os.fspath(p).rstrip("/")
-        for loc in discover([p], unreadable):
+        for loc, entries in discover_listed([p], unreadable).items():
             if loc in seen:
                 continue
             seen.add(loc)
+            if listings is not None:
+                listings[loc] = entries
             rel = loc[len(base):].strip("/") if loc.startswith(base) else ""
             last = (base.rsplit("/", 1)[-1] if uri_scheme(base)
                     else os.path.basename(os.path.abspath(base or ".")))
@@ -283,14 +326,17 @@ def discover_named(paths: Iterable[str | os.PathLike[str]],
 _Result = tuple[str, Report | None, str, int, int]
 
 
-def check_one(location: str, cap: int, jobs: int | None) -> _Result:
-    """Validate one run: ``(location, report or None, error message, files, bytes)``.
+def check_one(location: str, cap: int, jobs: int | None,
+              entries: list[Entry] | None = None) -> _Result:
+    """Validate one run: ``(location, report or None, error message, files, bytes)``;
+    ``entries``: its listing when discovery has it.
 
     Module-level and returning plain values, so any executor (a process pool, a cluster) can
     run and ship it; it never raises for a run that cannot be read.
     """
     try:
-        report, files, size = validate_run_sized(location, max_findings_per_code=cap, jobs=jobs)
+        report, files, size = validate_run_sized(location, max_findings_per_code=cap, jobs=jobs,
+                                                 entries=entries)
     except (RunNotFoundError, OSError) as exc:
         why = str(exc.strerror or exc)
         message = why if isinstance(exc, NotARunError) else f"cannot read {location}: {why}"
@@ -322,7 +368,8 @@ def validate_runs(
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     unreadable: list[Unreadable] = []
-    runs = discover(paths, unreadable)
+    listed = discover_listed(paths, unreadable)
+    runs = list(listed)
     total = len(runs)
     if progress is not None:
         progress(Progress(0, total, 0, 0))
@@ -339,11 +386,11 @@ def validate_runs(
         executor = own = ProcessPoolExecutor(max_workers=min(workers, total))
     try:
         if executor is None:  # in this process; one run may split its large files
-            outcomes: Iterator[_Result] = (check_one(r, cap, None if total <= 1 else 1)
-                                           for r in runs)
+            outcomes: Iterator[_Result] = (check_one(r, cap, None if total <= 1 else 1,
+                                                     listed[r]) for r in runs)
         else:  # one process per run: a within-file split inside each would oversubscribe it
             outcomes = (f.result() for f in as_completed(
-                [executor.submit(check_one, r, cap, 1) for r in runs]))
+                [executor.submit(check_one, r, cap, 1, listed[r]) for r in runs]))
         for res in outcomes:
             results[res[0]] = res
             files += res[3]

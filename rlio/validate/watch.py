@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlio import layout
+from rlio.errors import NotARunError
 from rlio.findings import Finding, Report
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
@@ -161,12 +162,20 @@ class Watcher:
     def check(self) -> list[Finding]:
         """Validate what changed; the findings not reported by an earlier ``check()``.
 
+        A run checked before that is gone for now (moved away, to come back) gives nothing
+        new and keeps the last report.
+
         Raises:
             RunNotFoundError: the run cannot be listed; NotARunError: it is not a run.
         """
         if self._storage is None:
             self._storage = open_storage(self.location)
-        entries = require_run(self._storage, self.location)
+        try:
+            entries = require_run(self._storage, self.location)
+        except NotARunError:
+            if self.report is None or self._storage.exists():
+                raise
+            return []  # a run checked before and gone for now (moved away): wait for it
         validator = _Cached(self, self._storage, self.location)
         findings = validator.run(entries)
         self.files, self.logs = validator.files, validator.logs

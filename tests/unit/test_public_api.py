@@ -37,6 +37,7 @@ PUBLIC = [
     "open_run",
     "query",
     "read_resume_state",
+    "sync",
     "validate_run",
     "validate_runs",
 ]

@@ -16,6 +16,8 @@ from rlio.errors import NotARunError
 from rlio.reader import open_run
 from rlio.reader.follow import follow_jsonl
 from rlio.storage import open_storage
+from rlio.storage.base import Entry
+from rlio.storage.local import LocalStorage
 
 
 def _appender(path: Path) -> Callable[[bytes], None]:
@@ -206,3 +208,84 @@ def test_open_run_waits_for_the_run_to_appear(tmp_path: Path) -> None:
     run = open_run(root, wait=60, poll=0.01)
     thread.join()
     assert [r["step"] for r in run.follow_metrics(poll=0.01, idle_timeout=0)] == [0, 1, 2]
+
+
+def _identical_relog(root: Path, rewind: Callable[[], None]) -> list[dict[str, object]]:
+    """50 lines read; then, between two looks, ``rewind`` leaves line 0 and steps 1-20 are
+    logged again byte for byte (a deterministic loop re-run from its checkpoint)."""
+    write(root, layout.METRICS, jsonl(metrics_line(s) for s in range(50)))
+
+    def rewind_and_relog() -> None:
+        rewind()
+        _appender(root / layout.METRICS)(jsonl(metrics_line(s) for s in range(1, 21)).encode())
+
+    return _follow_with(root, [rewind_and_relog])
+
+
+def test_the_cookbooks_own_rewind_relogged_identically_is_followed(tmp_path: Path) -> None:
+    """The cookbook's truncate_metrics (its own LocalStorage: a rewrite and a pre_resume copy, no
+    rlio sidecar) cuts 50 lines to 1 and the same 20 steps are logged again before the next look:
+    all 70 records are yielded, the re-logged ones too."""
+    stores = pytest.importorskip("tinker_cookbook.stores", reason="tinker-cookbook 0.6.1")
+    root = tmp_path / "run"
+
+    def rewind() -> None:
+        assert stores.TrainingRunStore(stores.LocalStorage(str(root))).truncate_metrics(1) == 49
+
+    got = _identical_relog(root, rewind)
+    assert [r["step"] for r in got] == [*range(50), *range(1, 21)]
+
+
+def test_rlios_rewind_relogged_identically_is_followed(tmp_path: Path) -> None:
+    """The same rewind through RlioStorage (the lines move to .superseded): 70 records."""
+    from rlio.cookbook import RlioStorage
+
+    root = tmp_path / "run"
+
+    def rewind() -> None:
+        with RlioStorage(str(root), attach=True) as st:
+            st.write(layout.METRICS, jsonl([metrics_line(0)]).encode())
+
+    got = _identical_relog(root, rewind)
+    assert [r["step"] for r in got] == [*range(50), *range(1, 21)]
+
+
+class _AwayOnce(LocalStorage):
+    """A local run that another process moves away and back while the follower looks at
+    ``watched`` (its run folder renamed aside just before that stat, back just after)."""
+
+    def __init__(self, root: str, watched: str) -> None:
+        super().__init__(root)
+        self.watched, self.armed = watched, False
+
+    def stat(self, rel: str) -> Entry | None:
+        if not (self.armed and rel == self.watched):
+            return super().stat(rel)
+        self.armed = False
+        os.rename(self.root, self.root + ".away")
+        try:
+            return super().stat(rel)
+        finally:
+            os.rename(self.root + ".away", self.root)
+
+
+@pytest.mark.parametrize("sidecar", [layout.SUPERSEDED_SUFFIX, layout.TORN_SUFFIX])
+def test_a_run_away_and_back_while_a_sidecar_is_read_is_no_rewind(
+        tmp_path: Path, sidecar: str) -> None:
+    """A sidecar read as absent while the run was moved away and back is no tail move: the
+    next look does not take its reappearing bytes (the same as a line read) for a cut, and no
+    line is yielded twice."""
+    root = tmp_path / "run"
+    write(root, layout.METRICS, jsonl(metrics_line(s) for s in range(3)))
+    write(root, layout.METRICS + sidecar, jsonl([metrics_line(2)]))  # an earlier rewind's
+    st = _AwayOnce(str(root), layout.METRICS + sidecar)
+    append = _appender(root / layout.METRICS)
+    actions = [lambda: setattr(st, "armed", True), lambda: None,
+               lambda: append(jsonl([metrics_line(3)]).encode())]
+
+    def sleep(_: float) -> None:
+        if actions:
+            actions.pop(0)()
+
+    got = list(follow_jsonl(st, layout.METRICS, poll=0, idle_timeout=0.3, sleep=sleep))
+    assert [r["step"] for r in got] == [0, 1, 2, 3]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from factories import cookbook_run, metrics_lines
+import pytest
+from factories import cookbook_run, jsonl, metrics_line, metrics_lines
 
-from rlio import Severity, layout
+from rlio import Severity, layout, validate_run
 from rlio.storage import open_storage
 from rlio.validate.watch import Watcher
 
@@ -42,8 +43,6 @@ def test_a_log_cut_back_and_regrown_past_the_old_offset_gives_no_phantom(
     new = w.check()
     assert not [f for f in new if f.code == "RL102"], new
     assert w.report is not None and w.report.ok
-    from rlio import validate_run
-
     assert set(w.report.findings) == set(validate_run(run).findings)
 
 
@@ -66,3 +65,39 @@ def test_a_log_regrown_to_its_old_size_is_judged_again(tmp_path: Path) -> None:
     assert (run / layout.METRICS).stat().st_size == len(data)
     new = w.check()
     assert any(f.severity == Severity.ERROR and f.file == layout.METRICS for f in new), new
+
+
+def test_rewinds_a_torn_tail_and_a_run_away_for_now_match_a_fresh_validation(
+        tmp_path: Path) -> None:
+    """After the cookbook's own rewind re-logged byte for byte, a run moved away and back, a torn
+    tail and its completion, each check's report equals a fresh validation; a check while the
+    run is away gives nothing new instead of failing."""
+    stores = pytest.importorskip("tinker_cookbook.stores", reason="tinker-cookbook 0.6.1")
+    run = tmp_path / "run"
+    lines = [metrics_line(s) for s in range(30)]
+    run.mkdir()
+    (run / layout.METRICS).write_text(jsonl(lines))
+    w = Watcher(run)
+
+    def same() -> None:
+        w.check()
+        assert w.report is not None
+        assert set(w.report.findings) == set(validate_run(run).findings)
+
+    same()
+    stores.TrainingRunStore(stores.LocalStorage(str(run))).truncate_metrics(1)
+    with (run / layout.METRICS).open("a") as f:
+        f.write(jsonl(lines[1:20]))
+    same()
+    os.rename(run, tmp_path / "away")
+    assert w.check() == []
+    os.rename(tmp_path / "away", run)
+    same()
+    with (run / layout.METRICS).open("a") as f:
+        f.write('{"step": 20, "x')
+    same()
+    assert any(f.code == "RL103" for f in w.report.findings)
+    with (run / layout.METRICS).open("a") as f:
+        f.write('": 1}\n')
+    same()
+    assert not any(f.code == "RL103" for f in w.report.findings)
