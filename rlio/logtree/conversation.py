@@ -127,9 +127,10 @@ def _prepare_call(call: Any) -> Any:
 
 def _check_message(msg: Any, i: int) -> None:
     """Raise RecordError unless ``msg`` is a message of the logtree schema (``$defs/message``)."""
-    if schema.definition_check("logtree", "message")(msg):
+    message_schema = schema.record_schema("logtree").part("message")
+    if message_schema.passes(msg):
         return
-    found = schema.explain("logtree", msg, part="message") or ("", "does not match the schema")
+    found = message_schema.explain(msg) or ("", "does not match the schema")
     pointer = pointer_of(["messages", i]) + found[0]
     raise RecordError(f"conversation message {i}: {found[1]}", index=i,
                       pointer=pointer)

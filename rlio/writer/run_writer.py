@@ -6,9 +6,9 @@ an inter-process lock; ``write_*`` and logtree outputs replace a whole file atom
 the same directory, fsync, rename). All I/O goes through ``rlio.storage``.
 
 Every record takes one path: built in documented key order, encoded by orjson, judged by its
-schema's one checker (``rlio.schema.fast_check``: the error-level rules, what the validator reports
+schema (``rlio.schema.record_schema(...).passes``: the error-level rules, what the validator reports
 as an error) and the cross-record rules of ``rlio.rules``, then handed to storage under the
-file's lock. A refused record raises ``RecordError`` (explained by ``rlio.schema.explain``) and
+file's lock. A refused record raises ``RecordError`` (explained by the same ``RecordSchema``) and
 leaves the file unchanged.
 
 The checker judges a record as written: its encoded line decoded, exactly what the validator
@@ -34,7 +34,7 @@ from rlio._codec.jsonl import _LINE_OPTS, NonFinite, decode, encode_line, normal
 from rlio._codec.normalize import OnUnserializable, config_bytes, nonfinite_to_none, to_json_value
 from rlio.errors import LabelCollisionError, LeaseLostError, RecordError
 from rlio.resume import ResumeState, prepare_resume
-from rlio.schema import explain, fast_check
+from rlio.schema import record_schema
 from rlio.storage.base import Appender, Storage
 from rlio.storage.opener import open_storage
 from rlio.storage.tail import repair_torn_tail
@@ -115,7 +115,7 @@ class RunWriter:
         self._nonfinite: NonFinite = nonfinite
         self._check = check
         self._checks: dict[str, Callable[[Any], bool]] = {
-            schema: fast_check(schema) for schema in _SCHEMAS}
+            schema: record_schema(schema).passes for schema in _SCHEMAS}
         self._lock = threading.Lock()  # guards the appenders, labels and the closed flag
         self._appenders: dict[str, Appender] = {}
         self._file_locks = {rel: threading.Lock() for rel in _APPENDED}
@@ -299,7 +299,8 @@ class RunWriter:
                 image = nonfinite_to_none(image)
         if self._checks[schema](image):
             return image, line
-        pointer, reason = explain(schema, image) or ("", f"does not match schema {schema}")
+        pointer, reason = record_schema(schema).explain(image) or (
+            "", f"does not match schema {schema}")
         raise RecordError(f"{what} {index} at {pointer or '/'}: {reason}", index=index,
                           pointer=pointer)
 

@@ -12,18 +12,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from rlio._schema.loader import load_schema
 from rlio.errors import RecordError
 from rlio.rules import REWARD_TOLERANCE, bad_step_index, reward_mismatch, trajectory_id
+from rlio.schema import record_schema
 
-_SCHEMA = load_schema("rollout-summary-line")
+_SCHEMA = record_schema("rollout-summary-line")
+_STEP = _SCHEMA.part("step")
 #: Key order of a rollout-summary record and of one of its steps (docs/format.md §6), from schema.
-ROLLOUT_KEYS: Final[tuple[str, ...]] = tuple(_SCHEMA["properties"])
-STEP_KEYS: Final[tuple[str, ...]] = tuple(_SCHEMA["$defs"]["step"]["properties"])
+ROLLOUT_KEYS: Final[tuple[str, ...]] = _SCHEMA.keys
+STEP_KEYS: Final[tuple[str, ...]] = _STEP.keys
 _ROLLOUT_KEY_SET: Final = frozenset(ROLLOUT_KEYS)
 _STEP_RANK: Final = {k: i for i, k in enumerate(STEP_KEYS)}
 #: The usual step layout: the required keys in documented order (compared first).
-_STEP_REQUIRED: Final = [k for k in STEP_KEYS if k in _SCHEMA["$defs"]["step"]["required"]]
+_STEP_REQUIRED: Final = list(_STEP.required)
 _ROLLOUT_KEY_LIST: Final = list(ROLLOUT_KEYS)
 
 

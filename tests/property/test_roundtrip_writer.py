@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from rlio import RunWriter
-from rlio._schema.loader import load_schema
 from rlio.rules import resume_problem
+from rlio.schema import load_schema
 
 INT64 = (-(2**63), 2**63 - 1)
 #: Documented key orders: the schemas' ``properties`` orders (docs/format.md §5, §6).

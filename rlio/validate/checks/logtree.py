@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from rlio import layout
-from rlio._schema.loader import load_schema
 from rlio.findings import Finding, finding
 from rlio.layout import RunPath, twin_path
+from rlio.schema import load_schema
 from rlio.storage.base import Storage
 from rlio.validate.checks.view import RunView
 from rlio.validate.scan import Sink, short

@@ -2,9 +2,9 @@
 
 Parsed whole, a logtree takes over ten times its size in memory (a node is a dict). Here the
 document's bytes are cut into the document without the root's children (its head) and pieces of
-``root.children``, each parsed and judged on its own, by the schema's one checker
-(``rlio.schema.full_check("logtree")``) on the head holding that piece's children. The verdict
-is the whole document's because:
+``root.children``, each parsed and judged on its own, by the schema's one engine
+(``rlio.schema.record_schema("logtree").clean``) on the head holding that piece's children. The
+verdict is the whole document's because:
 
 - the pieces are the bytes between the root's ``[`` and ``]`` cut at commas, and each one
   parses as ``[piece]`` to a non-empty list: then the array is exactly those lists end to end
@@ -30,7 +30,7 @@ from typing import Any, Final
 import orjson
 
 from rlio.layout import RunPath
-from rlio.schema import full_check, load_schema
+from rlio.schema import load_schema, record_schema
 from rlio.validate.checks.logtree import head_checks, known_data_types, unknown_type_under
 from rlio.validate.scan import Sink, verdict
 
@@ -70,7 +70,7 @@ def judge_in_pieces(data: bytes, sink: Sink, rp: RunPath) -> bool:
 def _valid(doc: Any) -> bool:
     """The checker's verdict (False too when even a deep thread cannot judge it)."""
     try:
-        return verdict(full_check("logtree"), doc)
+        return verdict(record_schema("logtree").clean, doc)
     except RecursionError:
         return False
 

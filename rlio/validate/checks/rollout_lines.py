@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from rlio import layout
-from rlio._schema.loader import load_schema
 from rlio.rules import bad_step_index, reward_mismatch, step_after_done
+from rlio.schema import record_schema
 from rlio.validate.scan import Sink, short
 
 #: Records checked for their key order (RL202): writers emit one key order, the first tell.
@@ -57,7 +57,7 @@ class RolloutChecks:
         # the split a file of evaluator ``label`` may carry: from the raw or sanitized label
         self.splits = {self.split} if label is None else {
             self.split, layout.split_name(layout.sanitize_label(label))}
-        self.keys = tuple(load_schema("rollout-summary-line")["required"])
+        self.keys = record_schema("rollout-summary-line").keys
         self.order = PairOrder()
         self.key_checks = KEY_ORDER_RECORDS
 

@@ -20,8 +20,8 @@ from factories import ordered_record, rollout_write_outcome, set_at, writer_agre
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlio._schema.loader import load_schema
 from rlio.rules import REWARD_TOLERANCE
+from rlio.schema import load_schema
 
 ROLLOUT = load_schema("rollout-summary-line")
 STEP_KEYS = tuple(ROLLOUT["$defs"]["step"]["properties"])
