@@ -31,6 +31,7 @@ import orjson
 
 from rlio import layout as L
 from rlio._codec.jsonl import _LINE_OPTS, NonFinite, decode, encode_line, normalize_value
+from rlio._codec.lines import MAX_LINE
 from rlio._codec.normalize import OnUnserializable, config_bytes, nonfinite_to_none, to_json_value
 from rlio.errors import LabelCollisionError, LeaseLostError, RecordError
 from rlio.resume import ResumeState, prepare_resume
@@ -49,7 +50,7 @@ from rlio.writer.support import (
     refuse_symlinks,
     refuse_unresumable,
 )
-from rlio.writer.timing import SpanTimer, span_metrics, timing_line
+from rlio.writer.timing import SpanTimer, check_span_name, span_metrics, timing_line
 
 if TYPE_CHECKING:
     from rlio.logtree.builder import LogTree
@@ -289,6 +290,9 @@ class RunWriter:
         """
         if line is None:
             line = self._encode(record, what, index)
+        if len(line) > MAX_LINE:  # the validator's RL114: no reader reads it
+            raise RecordError(f"{what} {index} at /: its line is {len(line):,} bytes, over the "
+                              f"{MAX_LINE >> 20} MiB a reader reads", index=index, pointer="")
         if not self._check:
             return record, line
         try:
@@ -402,7 +406,12 @@ class RunWriter:
         ``log_metrics(..., step=s)``: one ``timing_spans.jsonl`` line for step ``s`` and
         ``time/<name>`` metrics (seconds, summed per name; a key the call gives wins). Spans
         still pending at ``close()`` are written then, under the last step logged.
+
+        Raises:
+            TypeError: ``name`` is not a non-empty string.
+            ValueError: ``name`` cannot be written (no UTF-8 form), refused at this call.
         """
+        check_span_name(name)  # refused here, not at the next log_metrics or close()
         self._require_open()
         return self._timer.measure(name)
 
