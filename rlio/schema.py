@@ -127,6 +127,14 @@ class RecordSchema:
         path = _located(instance, list(best.instance_path), best.instance)
         return pointer_of(path), _message(best, path, doc)
 
+    def keys_at(self, *path: str | int) -> tuple[str, ...]:
+        """The documented key order of the object subschema at ``path`` (keys and indices into
+        the schema document, e.g. ``("properties", "spans", "items")``)."""
+        node: Any = self._full_doc
+        for part in path:
+            node = node[part]
+        return tuple(node.get("properties", {}))
+
     def part(self, name: str) -> RecordSchema:
         """The schema of ``$defs/<name>`` (its other definitions kept, so references resolve):
         one message of a logtree conversation, say."""

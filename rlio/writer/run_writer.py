@@ -429,8 +429,9 @@ class RunWriter:
     ) -> None:
         """Append one record to ``checkpoints.jsonl`` durably (fsync, inter-process lock).
 
-        Keys are written as name, batch, epoch, final, state_path, sampler_path (those that are
-        None are omitted), then ``extra`` in call order (e.g. ``rolling=True``). The final
+        Keys are written in the documented order (docs/format.md §5: name, batch, epoch, final,
+        state_path, sampler_path, rolling, cumulative_tokens, discarded_tokens; arguments that are
+        None are omitted), then other ``extra`` keys in call order. The final
         checkpoint is recognised by ``name == "final"``. ``state_path`` and ``sampler_path``
         are URIs or local paths (``os.PathLike`` is written as a string).
 

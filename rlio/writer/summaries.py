@@ -13,7 +13,14 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from rlio.errors import RecordError
-from rlio.rules import REWARD_TOLERANCE, bad_step_index, reward_mismatch, trajectory_id
+from rlio.rules import (
+    REWARD_TOLERANCE,
+    bad_step_index,
+    iteration_mismatch,
+    reward_mismatch,
+    split_mismatch,
+    trajectory_id,
+)
 from rlio.schema import record_schema
 
 _SCHEMA = record_schema("rollout-summary-line")
@@ -67,11 +74,11 @@ def ordered_rollout(rec: Any, iteration: int, split: str, index: int) -> Any:
     if not isinstance(rec, Mapping):
         raise record_error(index, "", f"expected a mapping, got {type(rec).__name__}")
     given_split = rec.get("split", split)
-    if given_split != split:
+    if split_mismatch(given_split, frozenset({split})):
         raise record_error(index, "/split", f"split {given_split!r} does not match this file's "
                                             f"split {split!r}")
     given_it = rec.get("iteration", iteration)
-    if isinstance(given_it, bool) or given_it != iteration:
+    if iteration_mismatch(given_it, iteration):
         raise record_error(index, "/iteration", f"iteration {given_it!r} does not match the "
                                                 f"file's iteration {iteration}")
     out: dict[str, Any] = {"schema_version": rec.get("schema_version", 1), "split": split,

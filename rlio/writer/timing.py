@@ -14,8 +14,11 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
-#: The documented key order of one span (docs/format.md §8); other keys follow in the caller's.
-SPAN_KEYS: Final = ("name", "duration", "wall_start", "wall_end")
+from rlio.schema import record_schema
+
+#: The documented key order of one span (docs/format.md §8, from its schema); other keys follow
+#: in the caller's.
+SPAN_KEYS: Final = record_schema("timing-spans-line").keys_at("properties", "spans", "items")
 
 
 def timing_line(step: Any, spans: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
