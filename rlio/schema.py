@@ -33,13 +33,27 @@ from rlio._schema.loader import (
     schema_dir,
 )
 
-__all__ = ["BUNDLE_ID", "KIND_SCHEMA", "SCHEMA_NAMES", "Level", "RecordSchema", "bundle_schema",
-           "error_schema", "load_schema", "record_schema", "schema_bytes",
-           "schema_dir"]
+__all__ = [
+    "BUNDLE_ID",
+    "KIND_SCHEMA",
+    "SCHEMA_NAMES",
+    "TOO_DEEP_TO_EXPLAIN",
+    "Level",
+    "RecordSchema",
+    "bundle_schema",
+    "error_schema",
+    "load_schema",
+    "record_schema",
+    "schema_bytes",
+    "schema_dir",
+]
 
 Level: TypeAlias = Literal["error", "full"]
 #: A message longer than this is cut (a value quoted whole could be megabytes).
 MAX_MESSAGE: Final = 300
+#: The explanation of a record whose failure lies deeper than the engine explains (a logtree
+#: nesting well over a hundred nodes): the verdict stands, without a pointer.
+TOO_DEEP_TO_EXPLAIN: Final = "record is nested too deeply to explain"
 #: Error kinds whose message restates the instance (a subtree): never printed.
 _BRANCHING: Final = frozenset({"anyOf", "oneOf"})
 
@@ -118,7 +132,12 @@ class RecordSchema:
     def explain(self, instance: Any, level: Level = "error") -> tuple[str, str] | None:
         """``(json_pointer, message)`` of the best error at ``level``; None when none."""
         doc = self._error_doc if level == "error" else self._full_doc
-        errors = list(self._validator(level).iter_errors(instance))
+        try:
+            errors = list(self._validator(level).iter_errors(instance))
+        except ValueError as exc:  # the engine's own bound on nested anyOf explanations
+            if "recursion" not in str(exc).lower():
+                raise
+            return "", TOO_DEEP_TO_EXPLAIN
         if not errors:
             return None
         best = _deepest(min(errors, key=_shallow))
@@ -126,6 +145,13 @@ class RecordSchema:
 
         path = _located(instance, list(best.instance_path), best.instance)
         return pointer_of(path), _message(best, path, doc)
+
+    def refusal(self, instance: Any) -> tuple[str, str] | None:
+        """The writer's verdict: None when ``instance`` passes the error-level rules, else the
+        ``(json_pointer, message)`` its ``RecordError`` names."""
+        if self.passes(instance):
+            return None
+        return self.explain(instance) or ("", f"does not match the {self.name} schema")
 
     def keys_at(self, *path: str | int) -> tuple[str, ...]:
         """The documented key order of the object subschema at ``path`` (keys and indices into

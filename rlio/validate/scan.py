@@ -22,14 +22,13 @@ from rlio._codec.jsonl import DecodeError, decode
 from rlio._codec.lines import MAX_LINE, ForwardLines
 from rlio._codec.prefix import is_cut_record
 from rlio.findings import CATALOGUE, Finding, Severity, finding
-from rlio.schema import Level, RecordSchema, record_schema
+from rlio.schema import TOO_DEEP_TO_EXPLAIN, Level, RecordSchema, record_schema
 
 #: A JSON document (config, logtree) larger than this is not parsed; RL114.
 MAX_DOCUMENT: Final = 512 << 20
 #: A line longer than this is reported at info level (RL115).
 LONG_LINE: Final = 1 << 20
 _CHUNK: Final = 1 << 20
-_TOO_DEEP_TO_EXPLAIN: Final = "record is nested too deeply to explain"
 
 #: ``on_record(record, line, schema_valid)``: the per-record checks of one file kind.
 RecordHook: TypeAlias = Callable[[Any, int, bool], None]
@@ -121,7 +120,7 @@ def explain_one(rs: RecordSchema, instance: Any, *, level: Level = "error") -> t
     try:
         found = rs.explain(instance, level=level)
     except RecursionError:
-        found = ("", _TOO_DEEP_TO_EXPLAIN)
+        found = ("", TOO_DEEP_TO_EXPLAIN)
     except Exception as exc:  # an explainer bug must not hide the verdict
         found = ("", f"does not match the {rs.name} schema ({type(exc).__name__} while "
                      "explaining)")

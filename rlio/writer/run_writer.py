@@ -303,8 +303,7 @@ class RunWriter:
                 image = nonfinite_to_none(image)
         if self._checks[schema](image):
             return image, line
-        pointer, reason = record_schema(schema).explain(image) or (
-            "", f"does not match schema {schema}")
+        pointer, reason = record_schema(schema).refusal(image) or ("", "")
         raise RecordError(f"{what} {index} at {pointer or '/'}: {reason}", index=index,
                           pointer=pointer)
 

@@ -337,3 +337,15 @@ def test_explain_none_when_valid() -> None:
     """``explain`` of a valid record is None at both levels."""
     assert record_schema("checkpoint-line").explain({"name": "x", "batch": 1}) is None
     assert record_schema("checkpoint-line").explain({"name": "x", "batch": 1}, "full") is None
+
+
+def test_explaining_a_very_deep_logtree_keeps_the_verdict() -> None:
+    """A failure under 300 nested nodes exceeds what the engine explains: the verdict stands,
+    with a message saying why there is no pointer (never an exception)."""
+    leaf: Any = {"tag": "p", "attrs": {}, "children": [5]}
+    for _ in range(300):
+        leaf = {"tag": "div", "attrs": {}, "children": [leaf]}
+    doc = {"title": "t", "started_at": "2025-01-01T00:00:00Z", "root": leaf}
+    rs = record_schema("logtree")
+    assert not rs.passes(doc)
+    assert rs.refusal(doc) == ("", "record is nested too deeply to explain")
