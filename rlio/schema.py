@@ -20,7 +20,7 @@ prints a subtree.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
 from rlio._schema import severity
@@ -107,6 +107,12 @@ class RecordSchema:
         if self._full is None:
             self._full = _compile(self._full_doc)
         return self._full
+
+    def check(self, level: Level = "error") -> Callable[[Any], bool]:
+        """The compiled verdict of ``level`` as one callable (the engine's own ``is_valid``,
+        no Python frame between a hot loop and it)."""
+        is_valid: Callable[[Any], bool] = self._validator(level).is_valid
+        return is_valid
 
     def passes(self, instance: Any) -> bool:
         """Whether ``instance`` satisfies the error-level rules (what the writer refuses)."""
@@ -282,6 +288,32 @@ def record_schema(name: str) -> RecordSchema:
     """
     doc = load_schema(name)
     return RecordSchema(name, doc, doc)
+
+
+@functools.cache
+def known_data_types() -> frozenset[str]:
+    """The logtree ``data`` types the schema specifies (its ``if type == X then ...`` clauses);
+    other types are allowed and ignored by consumers (RL203)."""
+    data = load_schema("logtree").get("$defs", {}).get("data", {})
+    consts = (c.get("if", {}).get("properties", {}).get("type", {}).get("const")
+              for c in [data, *data.get("allOf", [])])
+    return frozenset(c for c in consts if isinstance(c, str))
+
+
+@functools.cache
+def logtree_known_types() -> RecordSchema:
+    """A schema that walks a logtree's nodes as the logtree schema does (``root``, the node
+    objects among ``children``) and refuses a ``data`` whose string ``type`` is not one of
+    ``known_data_types()``, judging nothing else: a document it refuses holds a data type the
+    schema does not specify (RL203). One pass of the engine instead of a walk in Python."""
+    node = {"properties": {
+        "children": {"items": {"anyOf": [{"not": {"type": "object"}}, {"$ref": "#/$defs/node"}]}},
+        "data": {"properties": {"type": {"anyOf": [
+            {"not": {"type": "string"}}, {"enum": sorted(known_data_types())}]}}},
+    }}
+    doc = {"$schema": load_schema("logtree")["$schema"], "$defs": {"node": node},
+           "properties": {"root": {"$ref": "#/$defs/node"}}}
+    return RecordSchema("logtree#known-types", doc, doc)
 
 
 @functools.cache

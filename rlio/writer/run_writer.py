@@ -116,7 +116,7 @@ class RunWriter:
         self._nonfinite: NonFinite = nonfinite
         self._check = check
         self._checks: dict[str, Callable[[Any], bool]] = {
-            schema: record_schema(schema).passes for schema in _SCHEMAS}
+            schema: record_schema(schema).check() for schema in _SCHEMAS}
         self._lock = threading.Lock()  # guards the appenders, labels and the closed flag
         self._appenders: dict[str, Appender] = {}
         self._file_locks = {rel: threading.Lock() for rel in _APPENDED}
