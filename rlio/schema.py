@@ -122,19 +122,6 @@ class RecordSchema:
         """Whether ``instance`` satisfies every rule, warning-level ones included."""
         return bool(self._validator("full").is_valid(instance))
 
-    def all_clean(self, instances: Sequence[Any]) -> bool:
-        """Whether every instance satisfies every rule (one call: a list schema's verdict)."""
-        return bool(self._list_validator().is_valid(instances))
-
-    @functools.cache  # noqa: B019 (one RecordSchema per name, kept for the process)
-    def _list_validator(self) -> Any:
-        doc = dict(self._full_doc)
-        body = {k: v for k, v in doc.items() if k not in ("$schema", "$id", "$defs")}
-        lst: dict[str, Any] = {"$schema": doc.get("$schema"), "type": "array", "items": body}
-        if "$defs" in doc:
-            lst["$defs"] = doc["$defs"]
-        return _compile(lst)
-
     def explain(self, instance: Any, level: Level = "error") -> tuple[str, str] | None:
         """``(json_pointer, message)`` of the best error at ``level``; None when none."""
         doc = self._error_doc if level == "error" else self._full_doc
