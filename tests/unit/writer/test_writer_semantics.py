@@ -309,3 +309,15 @@ def test_writer_refuses_a_line_the_validator_would_not_read(
     assert [r["step"] for r in read_jsonl(tmp_path / L.METRICS)] == [0]
     (tmp_path / L.METRICS).write_text(json.dumps({"step": 1, "k": "x" * 1100}) + "\n")
     assert [e[0] for e in errors(tmp_path)] == ["RL114"]
+
+
+def test_checkpoint_token_counts_are_written_in_documented_order(tmp_path: pathlib.Path) -> None:
+    """Schema keys given as extras (token counts, rolling) are written in the schema's order
+    whatever the call's, so the validator finds no key-order warning (RL202)."""
+    with RunWriter(tmp_path) as run:
+        run.record_checkpoint("000001", batch=1, discarded_tokens={"sampled": 1}, note="x",
+                              cumulative_tokens={"sampled": 2}, rolling=True)
+    [rec] = read_jsonl(tmp_path / L.CHECKPOINTS)
+    assert list(rec) == ["name", "batch", "rolling", "cumulative_tokens", "discarded_tokens",
+                         "note"]
+    assert "RL202" not in {f.code for f in validate_run(tmp_path).findings}
