@@ -1,4 +1,4 @@
-"""Time the schema's checker (``rlio.schema.full_check``) against python-jsonschema and orjson.
+"""Time the engine (``rlio.schema.record_schema(name).clean``) against python-jsonschema and orjson.
 
 Run: ``.venv/bin/python benchmarks/fastcheck.py``. Prints microseconds per record for a typical
 rollout-summary line (12 keys, 4 steps) and metrics line (20 keys), and the validator-style ratio
@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema
 import orjson
 
-from rlio.schema import full_check, load_schema
+from rlio.schema import load_schema, record_schema
 
 
 def rollout_record(i: int = 0) -> dict[str, Any]:
@@ -72,7 +72,7 @@ def main() -> None:
         ("metrics-line", metrics_record(), 50_000),
     ):
         schema = load_schema(name)
-        fast = full_check(name)
+        fast = record_schema(name).clean
         slow = jsonschema.validators.validator_for(schema)(schema).is_valid
         line = orjson.dumps(record)
         assert fast(record) and slow(record), name
@@ -81,7 +81,7 @@ def main() -> None:
         t_js = per_call_us(slow, parsed, max(number // 50, 200))
         t_loads = per_call_us(orjson.loads, line, number)
         print(f"{name} ({len(line)} bytes)")
-        print(f"  rlio checker      {t_fast:8.2f} us/record")
+        print(f"  rlio engine       {t_fast:8.2f} us/record")
         print(f"  jsonschema        {t_js:8.2f} us/record  ({t_js / t_fast:.0f}x slower)")
         print(f"  orjson.loads      {t_loads:8.2f} us/record")
         print(f"  loads+check vs loads throughput: {t_loads / (t_loads + t_fast):.2f}")

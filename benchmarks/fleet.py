@@ -12,6 +12,8 @@
   and the peak memory (maximum resident set, interpreter and the file's bytes included) of a
   fresh process validating it against the file size (goal: 3x); for reference, the same of a
   process that only loads it with orjson;
+- one rollout-summary file of 4096 trajectories x 4 steps: ``validate_run`` of a run holding
+  it against ``orjson.loads`` of its lines (goal: 2.5x);
 - under the per-file and the large-logtree CPU rows, their pure-Python floor (no goal): the
   row's floor plus one type test per parsed value (``harness.touch``), the least any check of
   every value costs; its ratio is how much of the goal that alone takes.
@@ -36,6 +38,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import Row, interleaved, timed, touch
+from writer import rollout_records
 
 from rlio import layout
 from rlio.validate import validate_run
@@ -99,6 +102,13 @@ def _floor(root: Path, visit: object = None) -> None:
                 doc = loads(f.read())
                 if visit is not None:
                     visit(doc)  # type: ignore[operator]
+
+
+def _lines_floor(path: Path) -> None:
+    loads = orjson.loads
+    with open(path, "rb") as f:
+        for line in f:
+            loads(line)
 
 
 def _env() -> dict[str, str]:
@@ -194,6 +204,20 @@ def rows(quick: bool) -> list[Row]:
         out.append(Row("  its pure-Python floor (+ one type test per value, harness.touch)",
                        med["touch"] / files * 1e6, med["floor"] / files * 1e6, "us", None,
                        "open + orjson.loads"))
+
+        rollout = Path(tmp) / "rollout"
+        rollout_file = rollout / layout.iteration_path("flat", 0, "rollout_summaries")
+        rollout.mkdir()
+        (rollout / "metrics.jsonl").write_bytes(b'{"step":0,"progress/batch":0}\n')
+        (rollout / "config.json").write_bytes(b"{}\n")
+        rollout_file.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rollout_records(
+            4096, 4, random.Random(1))))
+        validate_run(rollout)
+        med = interleaved({"rlio": timed(lambda: validate_run(rollout)),
+                           "floor": timed(lambda: _lines_floor(rollout_file))},
+                          5 if quick else 15)
+        out.append(Row("validate_run, one 4096x4 rollout-summary file", med["rlio"] * 1e3,
+                       med["floor"] * 1e3, "ms", 2.5, "orjson.loads per line"))
 
         tiny = small_file_run(Path(tmp) / "tiny", 2)
         env = _env()

@@ -114,7 +114,7 @@ def jsonschema_rate(path: Path, sample: int) -> tuple[float, int, int]:
     """python-jsonschema's MB/s on the first ``sample`` lines: (MB/s, lines, bytes)."""
     import jsonschema
 
-    from rlio._schema.loader import load_schema
+    from rlio.schema import load_schema
 
     schema = load_schema("rollout-summary-line")
     validator = jsonschema.validators.validator_for(schema)(schema)

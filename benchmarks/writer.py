@@ -163,12 +163,12 @@ def breakdown_metrics(base: str, repeat: int, n: int) -> dict[str, float]:
     import orjson
 
     from rlio._codec.jsonl import _LINE_OPTS, normalize_value
-    from rlio.schema import fast_check
+    from rlio.schema import record_schema
 
     rng = random.Random(0)
     records = [metrics_record(i, rng) for i in range(n)]
     lines = [orjson.dumps({"step": i, **r}) + b"\n" for i, r in enumerate(records)]
-    check = fast_check("metrics-line")
+    check = record_schema("metrics-line").passes
 
     def write() -> float:
         d = tempfile.mkdtemp(dir=base)
@@ -202,11 +202,11 @@ def breakdown_rollouts(base: str, repeat: int) -> dict[str, float]:
     import orjson
 
     from rlio._codec.jsonl import _LINE_OPTS, normalize_value
-    from rlio.schema import fast_check
+    from rlio.schema import record_schema
     from rlio.storage import LocalStorage
 
     records = rollout_records(4096, 4, random.Random(1))
-    check = fast_check("rollout-summary-line")
+    check = record_schema("rollout-summary-line").passes
     data = b"".join(orjson.dumps(r) + b"\n" for r in records)
 
     def encode() -> float:

@@ -1,7 +1,7 @@
 """rlio: write, validate and resume the output directory of an RL training run.
 
 The names below are the public API. They are loaded on first use so that ``import rlio`` stays
-light (no jsonschema, fsspec or gcsfs) inside a training loop.
+light (no jsonschema-rs, fsspec or gcsfs) inside a training loop.
 """
 
 from __future__ import annotations

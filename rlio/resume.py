@@ -40,7 +40,7 @@ from rlio._supersede import (
     whole_file_cut,
 )
 from rlio.errors import ResumeError, RunNotFoundError, StorageUnavailableError
-from rlio.rules import is_restart_index
+from rlio.rules import resume_problem
 from rlio.storage.base import Storage
 from rlio.storage.opener import open_storage
 
@@ -284,19 +284,12 @@ def _state_from_scan(storage: Storage, scan: _LedgerScan, required_key: str) -> 
     if record is None:
         return None
     batch, epoch = record.get("batch"), record.get("epoch")
-    problem = None
-    if "batch" not in record or batch is None:
-        problem = "has no 'batch'"
-    elif not is_restart_index(batch):
-        problem = f"has batch {batch!r}"
-    elif epoch is not None and not is_restart_index(epoch):
-        problem = f"has epoch {epoch!r}"
+    problem = resume_problem(record, required_key, null_batch=True)
     if problem is not None or not isinstance(batch, int):
         line = count_newlines(storage, layout.CHECKPOINTS, scan.offset) + 1
         raise ResumeError(
             f"{storage.display(layout.CHECKPOINTS)}:{line}: resumable checkpoint "
-            f"{record.get('name')!r} ({required_key}={record.get(required_key)!r}) {problem}; "
-            "expected an int from 0 to 2**63 - 1 (the iteration training restarts at)",
+            f"{record.get('name')!r} ({required_key}={record.get(required_key)!r}) {problem}",
             line=line,
         )
     return ResumeState(

@@ -9,12 +9,10 @@ incremental parser, so this is a small pushdown scanner over the JSON grammar (w
 
 from __future__ import annotations
 
-import re
-
 __all__ = ["is_cut_record"]
 
-_NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _WORDS = (b"true", b"false", b"null", b"NaN", b"Infinity", b"-Infinity")
+_LONGEST_WORD = max(map(len, _WORDS))
 _TOKEN = frozenset(b"0123456789+-.eEtrufalsnNIiy")
 _SPACE = frozenset(b" \t\r\n")
 _ESCAPES = frozenset(b'"\\/bfnrtu')
@@ -23,12 +21,54 @@ _HEX = frozenset(b"0123456789abcdefABCDEF")
 _VALUE, _KEY_OR_END, _KEY, _COLON, _NEXT, _VALUE_OR_END, _DONE = range(7)
 
 
-def _token_ok(token: bytes, *, complete: bool) -> bool:
-    """A number or word token: whole (``complete``), or a prefix of one (the input ended)."""
-    if complete:
-        return token in _WORDS or _NUMBER.fullmatch(token) is not None
-    return (any(w.startswith(token) for w in _WORDS) or _NUMBER.fullmatch(token) is not None
-            or _NUMBER.fullmatch(token + b"0") is not None)
+def _number_moves() -> dict[tuple[int, int], int]:
+    """The JSON number grammar as a table ``(state, byte) -> state``: 0 nothing yet, 1 after
+    ``-``, 2 a leading ``0``, 3 integer digits, 4 after ``.``, 5 fraction digits, 6 after ``e``,
+    7 after the exponent's sign, 8 exponent digits. One step per byte: a token of any length is
+    judged in time linear in its length."""
+    digits, moves = b"0123456789", {}
+    for d in digits:
+        for state, to in ((0, 3), (1, 3), (3, 3), (4, 5), (5, 5), (6, 8), (7, 8), (8, 8)):
+            moves[state, d] = to
+    moves[0, ord("0")] = moves[1, ord("0")] = 2
+    moves[0, ord("-")] = 1
+    for state in (2, 3):
+        moves[state, ord(".")] = 4
+    for state in (2, 3, 5):
+        moves[state, ord("e")] = moves[state, ord("E")] = 6
+    moves[6, ord("+")] = moves[6, ord("-")] = 7
+    return moves
+
+
+_NUMBER_MOVES = _number_moves()
+_NUMBER_DONE = frozenset({2, 3, 5, 8})
+_DEAD = -1
+
+
+class _Token:
+    """A number or word token read so far, one byte at a time: its number state and, while it
+    is short enough to be one, the word it spells."""
+
+    __slots__ = ("length", "number", "word")
+
+    def __init__(self) -> None:
+        self.length = 0
+        self.number = 0
+        self.word: bytes | None = b""
+
+    def add(self, c: int) -> None:
+        self.length += 1
+        self.number = _NUMBER_MOVES.get((self.number, c), _DEAD)
+        if self.word is not None:
+            self.word = self.word + bytes((c,)) if self.length <= _LONGEST_WORD else None
+
+    def ok(self, *, complete: bool) -> bool:
+        """A whole number or word (``complete``), or a prefix of one (the input ended)."""
+        if complete:
+            return self.number in _NUMBER_DONE or self.word in _WORDS
+        word = self.word
+        return self.number != _DEAD or (word is not None and any(
+            w.startswith(word) for w in _WORDS))
 
 
 class _Scanner:
@@ -41,16 +81,16 @@ class _Scanner:
         self.alive = True
         self.in_string = False
         self.escape = 0  # 1 after a backslash; 2..5 inside \\uXXXX
-        self.token = b""
+        self.token: _Token | None = None
 
     def _value_done(self) -> None:
         self.state = _NEXT if self.stack else _DONE
 
     def _end_token(self) -> bool:
-        if not self.token:
+        if self.token is None:
             return True
-        ok = _token_ok(self.token, complete=True)
-        self.token = b""
+        ok = self.token.ok(complete=True)
+        self.token = None
         if ok:
             self._value_done()
         return ok
@@ -78,13 +118,15 @@ class _Scanner:
             self._string_byte(c)
             return
         if c in _TOKEN and self.state in (_VALUE, _VALUE_OR_END):
-            if not self.stack and not self.token and self.state == _VALUE:
+            if not self.stack and self.token is None and self.state == _VALUE:
                 self.alive = False  # a record is an object, not a bare number or word
                 return
-            self.token += bytes((c,))
-            self.alive = _token_ok(self.token, complete=False)
+            if self.token is None:
+                self.token = _Token()
+            self.token.add(c)
+            self.alive = self.token.ok(complete=False)
             return
-        if self.token and not self._end_token():
+        if self.token is not None and not self._end_token():
             self.alive = False
             return
         self.alive = self._structural(c)
@@ -139,7 +181,7 @@ class _Scanner:
         """True when what was fed is a strict prefix of an object (more could complete it)."""
         if not self.alive or self.state == _DONE:
             return False
-        return not self.token or _token_ok(self.token, complete=False)
+        return self.token is None or self.token.ok(complete=False)
 
 
 def _parses_as_object(data: bytes) -> bool:

@@ -1,1 +1,1 @@
-"""The schema machinery behind ``rlio.schema``: loading, the checker, severity levels, bundling."""
+"""The schema machinery behind ``rlio.schema``: loading, severity levels, bundling."""

@@ -127,9 +127,9 @@ def _prepare_call(call: Any) -> Any:
 
 def _check_message(msg: Any, i: int) -> None:
     """Raise RecordError unless ``msg`` is a message of the logtree schema (``$defs/message``)."""
-    if schema.definition_check("logtree", "message")(msg):
+    found = schema.record_schema("logtree").part("message").refusal(msg)
+    if found is None:
         return
-    found = schema.explain("logtree", msg, part="message") or ("", "does not match the schema")
     pointer = pointer_of(["messages", i]) + found[0]
     raise RecordError(f"conversation message {i}: {found[1]}", index=i,
                       pointer=pointer)

@@ -39,7 +39,7 @@ from rlio.layout import split_name
 from rlio.reader.extras import require
 from rlio.reader.run import Run, open_run
 from rlio.reader.table import GAP, Table, step_rows, trajectory_rows
-from rlio.rules import TRAINING_KEYS
+from rlio.rules import TRAINING_KEYS, X_AXIS_KEYS
 
 __all__ = ["KINDS", "ExportResult", "export_parquet", "safe_names"]
 
@@ -84,7 +84,7 @@ def _with_ids(run: str, iteration: Any, split: str,
 
 
 def _metrics_iteration(rec: Mapping[str, Any]) -> Any:
-    for key in ("step", "progress/batch", "training_client/step"):
+    for key in X_AXIS_KEYS:
         v = rec.get(key)
         if isinstance(v, int) and not isinstance(v, bool):
             return v

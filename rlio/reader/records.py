@@ -3,7 +3,9 @@
 At run time every record is a plain ``dict`` exactly as decoded from its file (``NaN`` tokens
 become ``float("nan")``); these ``TypedDict``s only tell a type checker which keys to expect.
 Keys a producer adds beyond the contract stay in the dict (a metrics line holds any number of
-metric keys: ``MetricsRecord`` lists the well-known ones).
+metric keys: ``MetricsRecord`` lists the well-known ones). The schemas own the keys:
+``tests/unit/reader/test_reader_records.py`` fails when a schema's property or required key is
+missing here.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ __all__ = [
     "RolloutStep",
     "RolloutSummary",
     "TimingSpansRecord",
+    "TokenCounts",
 ]
 
 Scalar = float | int | str | bool | None
@@ -42,6 +45,16 @@ MetricsRecord = TypedDict(
 )
 
 
+class TokenCounts(TypedDict, total=False):
+    """Billed token counts by kind (§5: a checkpoint's ``cumulative_tokens`` and
+    ``discarded_tokens``)."""
+
+    sampled: int
+    prefill_cached: int
+    prefill_uncached: int
+    trained: int
+
+
 class CheckpointRecord(TypedDict, total=False):
     """One line of ``checkpoints.jsonl`` (§5); absent keys are omitted, extra keys kept."""
 
@@ -52,6 +65,8 @@ class CheckpointRecord(TypedDict, total=False):
     state_path: str
     sampler_path: str
     rolling: bool
+    cumulative_tokens: TokenCounts
+    discarded_tokens: TokenCounts
 
 
 class RolloutStep(TypedDict):
@@ -62,8 +77,10 @@ class RolloutStep(TypedDict):
     ac_len: int
     reward: float | None
     episode_done: bool
+    stop_reason: NotRequired[str | None]
     metrics: dict[str, Scalar]
     logs: dict[str, Scalar]
+    trace: NotRequired[Any]
 
 
 class RolloutSummary(TypedDict):
@@ -97,7 +114,7 @@ class LogtreeDocument(TypedDict):
 
     title: str
     started_at: str
-    path: str | None
+    path: NotRequired[str | None]
     root: LogtreeNode
 
 

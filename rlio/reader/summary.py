@@ -15,7 +15,7 @@ from rlio.errors import ResumeError
 from rlio.findings import counts_text
 from rlio.reader.run import Run
 from rlio.reader.source import LineStats
-from rlio.rules import TRAINING_KEYS
+from rlio.rules import TRAINING_KEYS, X_AXIS_KEYS
 
 __all__ = [
     "REWARD_KEY", "config_diff", "diff_lines", "render_diff", "render_show", "show_lines",
@@ -24,7 +24,6 @@ __all__ = [
 
 REWARD_KEY: Final = "env/all/reward/total"
 _BARS: Final = "▁▂▃▄▅▆▇█"
-_X_KEYS: Final = ("step", "progress/batch", "training_client/step")
 _MAX_LAST: Final = 20
 _MAX_DIFF_KEYS: Final = 12
 
@@ -55,7 +54,7 @@ def sparkline(values: Sequence[float], width: int = 40) -> str:
 
 
 def _x_of(rec: Mapping[str, Any]) -> int | None:
-    for key in _X_KEYS:
+    for key in X_AXIS_KEYS:
         v = rec.get(key)
         if isinstance(v, int) and not isinstance(v, bool):
             return v
@@ -119,7 +118,7 @@ def show_lines(run: Run, *, validate: bool = True) -> list[str]:
     keys: dict[str, None] = {}
     last_train: Mapping[str, Any] | None = None
     records: list[dict[str, Any]] = []  # the few keys the trend needs, not whole lines
-    kept = (*_X_KEYS, *TRAINING_KEYS, REWARD_KEY)
+    kept = (*X_AXIS_KEYS, *TRAINING_KEYS, REWARD_KEY)
     for rec in run.iter_metrics(stats):
         keys.update(dict.fromkeys(rec))
         if any(k in rec for k in TRAINING_KEYS) or last_train is None:
@@ -158,7 +157,7 @@ def show_lines(run: Run, *, validate: bool = True) -> list[str]:
     if last_train is not None:
         x = _x_of(last_train)
         lines += ["", f"last metrics{'' if x is None else f' (step {x})'}:"]
-        shown = [k for k in last_train if k not in _X_KEYS]
+        shown = [k for k in last_train if k not in X_AXIS_KEYS]
         width = max((len(k) for k in shown[:_MAX_LAST]), default=0)
         lines += [f"  {k:<{width}}  {fmt(last_train[k])}" for k in shown[:_MAX_LAST]]
         if len(shown) > _MAX_LAST:
@@ -217,7 +216,7 @@ def _default_keys(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]
         found: dict[str, None] = {}
         for rec in records:
             for k, v in rec.items():
-                if k not in _X_KEYS and _number(v) is not None:
+                if k not in X_AXIS_KEYS and _number(v) is not None:
                     found[k] = None
         return found
 

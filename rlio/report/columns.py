@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Any, Final
 
-from rlio.rules import TRAINING_KEYS
+from rlio.rules import TRAINING_KEYS, X_AXIS_KEYS
 
 EVAL_REWARD_SUFFIX: Final = "/env/all/reward/total"
 _MAX_EVAL_CHARTS: Final = 8
@@ -27,7 +27,6 @@ EVAL_AXES: Final = {
     "eval/by_cost/": ("eval/snapshot/cumulative_cost_usd", "cumulative cost (USD)"),
     "eval/by_time/": ("eval/snapshot/elapsed_seconds", "elapsed seconds"),
 }
-_X_KEYS: Final = ("step", "progress/batch", "training_client/step")
 #: Buckets a column keeps once folding starts (twice as many before neighbours merge).
 _BUCKETS: Final = 600
 _FIRST_WIDTH: Final = 4  # points per bucket at the first fold
@@ -249,14 +248,14 @@ class MetricsScan:
         self._usual, self._max_usual = usual, max_usual
         self._n_usual: dict[int, int] = {}  # usual keys read, per rank
         self._block: list[dict[str, Any]] = []
-        self._x_kind = len(_X_KEYS)
+        self._x_kind = len(X_AXIS_KEYS)
         self._last_train_x: float | None = None
         self._seen_progress = False
 
     @property
     def x_label(self) -> str:
         """The key the x axis comes from (``line``: the record's index)."""
-        return (*_X_KEYS, "line")[self._x_kind]
+        return (*X_AXIS_KEYS, "line")[self._x_kind]
 
     def __call__(self, rec: Any) -> None:
         """Take one record (a non-object counts as a bad line)."""
@@ -304,7 +303,7 @@ class MetricsScan:
             return steps
         out: list[Any] = []
         base = self.records
-        for i, vs in enumerate(zip(*(_values(block, k) for k in _X_KEYS), strict=True)):
+        for i, vs in enumerate(zip(*(_values(block, k) for k in X_AXIS_KEYS), strict=True)):
             kind = next((kind for kind, v in enumerate(vs) if type(v) is int), None)
             if kind is None:
                 out.append(float(base + i))

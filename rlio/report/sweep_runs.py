@@ -19,7 +19,7 @@ from rlio.reader.run import Run, open_run, run_status
 from rlio.reader.table import flatten
 from rlio.report.iterations import index_run, iterate, place_pages
 from rlio.report.prompts import PromptTracker
-from rlio.rules import TRAINING_KEYS
+from rlio.rules import TRAINING_KEYS, X_AXIS_KEYS
 from rlio.storage.base import Entry
 from rlio.storage.listed import listed
 
@@ -28,7 +28,6 @@ AXES: Final = ("step", "tokens", "cost", "time")
 _TOKENS_PREFIX: Final = "tokens/cumulative/"
 _COST_KEY: Final = "cost/cumulative_usd"
 _TIME_KEY: Final = "time/total"
-_STEP_KEYS: Final = ("step", "progress/batch", "training_client/step")
 #: A key is a default metric candidate when its name holds one of these words.
 _DEFAULT_WORDS: Final = ("reward", "loss")
 #: Only the first keys of a run are candidates (a run logging a key per step stays bounded).
@@ -88,7 +87,7 @@ class RunSummary:
 
 
 def _step_of(rec: Mapping[str, Any]) -> int | None:
-    for k in _STEP_KEYS:
+    for k in X_AXIS_KEYS:
         v = rec.get(k)
         if type(v) is int:
             return v
@@ -225,7 +224,7 @@ def summarize(location: str, name: str, metrics: tuple[str, ...], axis: str,
         batch = last.get("batch")
         out.last_checkpoint = str(last.get("name")) + (f" (batch {batch})"
                                                        if type(batch) is int else "")
-    out.keys = [k for k in steps.keys if k not in _STEP_KEYS]
+    out.keys = [k for k in steps.keys if k not in X_AXIS_KEYS]
     x = None if axis == "step" else steps.x
     out.has_axis = axis == "step" or bool(steps.x)
     for k, values in steps.values.items():

@@ -2,8 +2,8 @@
 
 Memory stays flat: a JSONL file is read by the bounded line reader (``rlio._codec.lines``) and
 each record is dropped as soon as it has been judged. Each line is parsed by orjson and judged
-by its schema's checker (``rlio.schema.full_check``, every rule); python-jsonschema only explains
-a record that failed, and only while the file's findings of that code are under the cap.
+by its schema (``rlio.schema.record_schema``: jsonschema-rs, every rule); a record that failed is
+explained only while the file's findings of that code are under the cap.
 Everything here returns findings as values: a hostile file (invalid UTF-8, a torn tail, a 10 MB
 string, JSON nested past every parser's limit) is a finding, never an exception.
 """
@@ -22,14 +22,13 @@ from rlio._codec.jsonl import DecodeError, decode
 from rlio._codec.lines import MAX_LINE, ForwardLines
 from rlio._codec.prefix import is_cut_record
 from rlio.findings import CATALOGUE, Finding, Severity, finding
-from rlio.schema import Level, explain, fast_check, full_check
+from rlio.schema import TOO_DEEP_TO_EXPLAIN, Level, RecordSchema, record_schema
 
 #: A JSON document (config, logtree) larger than this is not parsed; RL114.
 MAX_DOCUMENT: Final = 512 << 20
 #: A line longer than this is reported at info level (RL115).
 LONG_LINE: Final = 1 << 20
 _CHUNK: Final = 1 << 20
-_TOO_DEEP_TO_EXPLAIN: Final = "record is nested too deeply to explain"
 
 #: ``on_record(record, line, schema_valid)``: the per-record checks of one file kind.
 RecordHook: TypeAlias = Callable[[Any, int, bool], None]
@@ -116,18 +115,17 @@ def verdict(check: Callable[[Any], bool], instance: Any) -> bool:
         return bool(call_deep(check, instance))
 
 
-def explain_one(schema: str, instance: Any, *, level: Level = "error") -> tuple[str, str]:
-    """One best ``(pointer, message)`` for an invalid instance (python-jsonschema's best match)."""
+def explain_one(rs: RecordSchema, instance: Any, *, level: Level = "error") -> tuple[str, str]:
+    """One best ``(pointer, message)`` for an invalid instance (``RecordSchema.explain``)."""
     try:
-        found = explain(schema, instance, level=level)
-        if found is not None and found[1] == _TOO_DEEP_TO_EXPLAIN:
-            found = call_deep(explain, schema, instance, level=level)
+        found = rs.explain(instance, level=level)
     except RecursionError:
-        found = ("", _TOO_DEEP_TO_EXPLAIN)
+        found = ("", TOO_DEEP_TO_EXPLAIN)
     except Exception as exc:  # an explainer bug must not hide the verdict
-        found = ("", f"does not match the {schema} schema ({type(exc).__name__} while explaining)")
-    if found is None:  # the fast check and jsonschema disagree: report the verdict anyway
-        return "", f"does not match the {schema} schema"
+        found = ("", f"does not match the {rs.name} schema ({type(exc).__name__} while "
+                     "explaining)")
+    if found is None:  # the two verdicts disagree: report the verdict anyway
+        return "", f"does not match the {rs.name} schema"
     return found
 
 
@@ -135,10 +133,10 @@ def judge(sink: Sink, schema: str, instance: Any, line: int | None) -> bool:
     """Schema verdict for one record or document: one RL201 (best error) when it breaks an
     error-level rule, else one RL205 when it breaks a warning-level one (an expectation: the
     writer accepted it). Returns whether it passes the error-level rules."""
-    fast, full = fast_check(schema), full_check(schema)
+    rs = record_schema(schema)
     try:
-        ok = verdict(fast, instance)
-        warn = ok and fast is not full and not verdict(full, instance)
+        ok = verdict(rs.passes, instance)
+        warn = ok and rs.has_warnings and not verdict(rs.clean, instance)
     except RecursionError:
         sink.add("RL106", "nested too deeply to validate", line=line)
         return False
@@ -147,7 +145,7 @@ def judge(sink: Sink, schema: str, instance: Any, line: int | None) -> bool:
         if sink.full(code):
             sink.add(code, "", line=line)
         else:
-            pointer, message = explain_one(schema, instance, level="full" if warn else "error")
+            pointer, message = explain_one(rs, instance, level="full" if warn else "error")
             if warn:
                 message += " (an expectation, not a rule: readers take the value)"
             sink.add(code, message, line=line, pointer=pointer)
@@ -179,7 +177,7 @@ def scan_jsonl(
     range on a line boundary, ``at_eof`` says whether that is the file's end (only then is a line
     "last"), ``first_line`` numbers the first line (a log read on from an offset).
     """
-    check = full_check(schema)  # every rule: a record it accepts gives no finding
+    check = record_schema(schema).check("full")  # every rule: one it accepts gives no finding
     loads = orjson.loads
     reader = ForwardLines(stream, max_line=MAX_LINE, limit=limit, first=first_line)
     pending: _Pending | None = None

@@ -6,9 +6,9 @@ an inter-process lock; ``write_*`` and logtree outputs replace a whole file atom
 the same directory, fsync, rename). All I/O goes through ``rlio.storage``.
 
 Every record takes one path: built in documented key order, encoded by orjson, judged by its
-schema's one checker (``rlio.schema.fast_check``: the error-level rules, what the validator reports
+schema (``rlio.schema.record_schema(...).passes``: the error-level rules, what the validator reports
 as an error) and the cross-record rules of ``rlio.rules``, then handed to storage under the
-file's lock. A refused record raises ``RecordError`` (explained by ``rlio.schema.explain``) and
+file's lock. A refused record raises ``RecordError`` (explained by the same ``RecordSchema``) and
 leaves the file unchanged.
 
 The checker judges a record as written: its encoded line decoded, exactly what the validator
@@ -31,10 +31,11 @@ import orjson
 
 from rlio import layout as L
 from rlio._codec.jsonl import _LINE_OPTS, NonFinite, decode, encode_line, normalize_value
+from rlio._codec.lines import MAX_LINE
 from rlio._codec.normalize import OnUnserializable, config_bytes, nonfinite_to_none, to_json_value
 from rlio.errors import LabelCollisionError, LeaseLostError, RecordError, RlioWarning
 from rlio.resume import ResumeState, prepare_resume
-from rlio.schema import explain, fast_check
+from rlio.schema import record_schema
 from rlio.storage.base import Appender, Storage
 from rlio.storage.opener import open_storage
 from rlio.storage.tail import repair_torn_tail
@@ -50,7 +51,7 @@ from rlio.writer.support import (
     refuse_symlinks,
     refuse_unresumable,
 )
-from rlio.writer.timing import SpanTimer, span_metrics, timing_line
+from rlio.writer.timing import SpanTimer, check_span_name, span_metrics, timing_line
 
 if TYPE_CHECKING:
     from rlio.logtree.builder import LogTree
@@ -116,7 +117,7 @@ class RunWriter:
         self._nonfinite: NonFinite = nonfinite
         self._check = check
         self._checks: dict[str, Callable[[Any], bool]] = {
-            schema: fast_check(schema) for schema in _SCHEMAS}
+            schema: record_schema(schema).check() for schema in _SCHEMAS}
         self._lock = threading.Lock()  # guards the appenders, labels and the closed flag
         self._appenders: dict[str, Appender] = {}
         self._file_locks = {rel: threading.Lock() for rel in _APPENDED}
@@ -295,6 +296,10 @@ class RunWriter:
         """
         if line is None:
             line = self._encode(record, what, index, call=call)
+        if len(line) > MAX_LINE:  # the validator's RL114: no reader reads it
+            where = call() if call is not None else f"{what} {index}"
+            raise RecordError(f"{where} at /: its line is {len(line):,} bytes, over the "
+                              f"{MAX_LINE >> 20} MiB a reader reads", index=index, pointer="")
         if not self._check:
             return record, line
         try:
@@ -305,7 +310,7 @@ class RunWriter:
                 image = nonfinite_to_none(image)
         if self._checks[schema](image):
             return image, line
-        pointer, reason = explain(schema, image) or ("", f"does not match schema {schema}")
+        pointer, reason = record_schema(schema).refusal(image) or ("", "")
         where = call() if call is not None else f"{what} {index}"
         raise RecordError(f"{where} at {pointer or '/'}: {reason}",
                           index=index, pointer=pointer)
@@ -431,7 +436,12 @@ class RunWriter:
         ``log_metrics(..., step=s)``: one ``timing_spans.jsonl`` line for step ``s`` and
         ``time/<name>`` metrics (seconds, summed per name; a key the call gives wins). Spans
         still pending at ``close()`` are written then, under the last step logged.
+
+        Raises:
+            TypeError: ``name`` is not a non-empty string.
+            ValueError: ``name`` cannot be written (no UTF-8 form), refused at this call.
         """
+        check_span_name(name)  # refused here, not at the next log_metrics or close()
         self._require_open()
         return self._timer.measure(name)
 
@@ -449,8 +459,9 @@ class RunWriter:
     ) -> None:
         """Append one record to ``checkpoints.jsonl`` durably (fsync, inter-process lock).
 
-        Keys are written as name, batch, epoch, final, state_path, sampler_path (those that are
-        None are omitted), then ``extra`` in call order (e.g. ``rolling=True``). The final
+        Keys are written in the documented order (docs/format.md §5: name, batch, epoch, final,
+        state_path, sampler_path, rolling, cumulative_tokens, discarded_tokens; arguments that are
+        None are omitted), then other ``extra`` keys in call order. The final
         checkpoint is recognised by ``name == "final"``. ``state_path`` and ``sampler_path``
         are URIs or local paths (``os.PathLike`` is written as a string).
 

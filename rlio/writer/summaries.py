@@ -12,18 +12,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from rlio._schema.loader import load_schema
 from rlio.errors import RecordError
-from rlio.rules import REWARD_TOLERANCE, bad_step_index, reward_mismatch, trajectory_id
+from rlio.rules import (
+    REWARD_TOLERANCE,
+    bad_step_index,
+    iteration_mismatch,
+    reward_mismatch,
+    split_mismatch,
+    trajectory_id,
+)
+from rlio.schema import record_schema
 
-_SCHEMA = load_schema("rollout-summary-line")
+_SCHEMA = record_schema("rollout-summary-line")
+_STEP = _SCHEMA.part("step")
 #: Key order of a rollout-summary record and of one of its steps (docs/format.md §6), from schema.
-ROLLOUT_KEYS: Final[tuple[str, ...]] = tuple(_SCHEMA["properties"])
-STEP_KEYS: Final[tuple[str, ...]] = tuple(_SCHEMA["$defs"]["step"]["properties"])
+ROLLOUT_KEYS: Final[tuple[str, ...]] = _SCHEMA.keys
+STEP_KEYS: Final[tuple[str, ...]] = _STEP.keys
 _ROLLOUT_KEY_SET: Final = frozenset(ROLLOUT_KEYS)
 _STEP_RANK: Final = {k: i for i, k in enumerate(STEP_KEYS)}
 #: The usual step layout: the required keys in documented order (compared first).
-_STEP_REQUIRED: Final = [k for k in STEP_KEYS if k in _SCHEMA["$defs"]["step"]["required"]]
+_STEP_REQUIRED: Final = list(_STEP.required)
 _ROLLOUT_KEY_LIST: Final = list(ROLLOUT_KEYS)
 
 
@@ -83,11 +91,11 @@ def ordered_rollout(rec: Any, iteration: int, split: str, index: int) -> Any:
                                       f"{type(rec).__name__} {rec!r:.40}, not a mapping (records "
                                       f"must be a list of mappings, one per trajectory)")
     given_split = rec.get("split", split)
-    if given_split != split:
+    if split_mismatch(given_split, frozenset({split})):
         raise record_error(index, "/split", f"split {given_split!r} does not match this file's "
                                             f"split {split!r}")
     given_it = rec.get("iteration", iteration)
-    if isinstance(given_it, bool) or given_it != iteration:
+    if iteration_mismatch(given_it, iteration):
         raise record_error(index, "/iteration", f"iteration {given_it!r} does not match the "
                                                 f"file's iteration {iteration}")
     out: dict[str, Any] = {"schema_version": rec.get("schema_version", 1), "split": split,

@@ -13,9 +13,12 @@ from typing import Any
 from rlio import layout as L
 from rlio.errors import RecordError, RunExistsError, UnsafeStorageError
 from rlio.rules import resume_problem
+from rlio.schema import record_schema
 from rlio.storage.base import Storage
 
 _GIT_TIMEOUT = 30.0
+#: The documented key order of a checkpoint record (docs/format.md §5), from its schema.
+_CHECKPOINT_KEYS = record_schema("checkpoint-line").keys
 
 # --------------------------------------------------------------------------------------------
 # code.diff
@@ -130,15 +133,18 @@ def _same(one: Any, two: Any) -> bool:
 
 def checkpoint_record(name: str, fields: tuple[tuple[str, Any], ...],
                       extra: dict[str, Any]) -> dict[str, Any]:
-    """A checkpoint record in documented key order (None values omitted), then ``extra``.
+    """A checkpoint record: its documented keys in the schema's order (``fields`` that are None
+    omitted), then ``extra``'s other keys in call order.
 
     ``state_path`` and ``sampler_path`` given as ``os.PathLike`` are written as strings.
     """
-    record: dict[str, Any] = {"name": name}
+    given: dict[str, Any] = {"name": name}
     for key, value in fields:
         if value is not None:
-            record[key] = os.fspath(value) if isinstance(value, os.PathLike) else value
-    record.update(extra)
+            given[key] = os.fspath(value) if isinstance(value, os.PathLike) else value
+    given.update(extra)
+    record = {k: given[k] for k in _CHECKPOINT_KEYS if k in given}
+    record.update((k, v) for k, v in given.items() if k not in record)
     return record
 
 

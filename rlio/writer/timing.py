@@ -14,8 +14,11 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
-#: The documented key order of one span (docs/format.md §8); other keys follow in the caller's.
-SPAN_KEYS: Final = ("name", "duration", "wall_start", "wall_end")
+from rlio.schema import record_schema
+
+#: The documented key order of one span (docs/format.md §8, from its schema); other keys follow
+#: in the caller's.
+SPAN_KEYS: Final = record_schema("timing-spans-line").keys_at("properties", "spans", "items")
 
 
 def timing_line(step: Any, spans: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -51,9 +54,9 @@ class SpanTimer:
 
         Raises:
             TypeError: ``name`` is not a non-empty string.
+            ValueError: ``name`` has no UTF-8 form (a lone surrogate).
         """
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"timer name must be a non-empty string, got {name!r}")
+        check_span_name(name)
         wall_start, start = time.time(), time.perf_counter()
         try:
             yield
@@ -84,3 +87,19 @@ def span_metrics(metrics: Mapping[str, Any], spans: list[dict[str, Any]]) -> dic
         key = f"time/{span['name']}"
         totals[key] = totals.get(key, 0.0) + span["duration"]
     return {**metrics, **{k: v for k, v in totals.items() if k not in metrics}}
+
+
+def check_span_name(name: Any) -> None:
+    """Refuse a span name that cannot be written (its span line and ``time/<name>`` metric).
+
+    Raises:
+        TypeError: ``name`` is not a non-empty string.
+        ValueError: ``name`` has no UTF-8 form (a lone surrogate such as ``"\\ud800"``).
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"timer name must be a non-empty string, got {name!r}")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"timer name {name!r} cannot be written: it has no UTF-8 form "
+                         f"({exc.reason} at index {exc.start})") from None

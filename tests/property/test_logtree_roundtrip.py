@@ -127,7 +127,7 @@ def test_random_logtree_json_validates_and_reads_back_equal(title: str, program:
     lt = LogTree(title)
     _run(lt, program)
     doc = lt.to_json(path="iteration_000000/train.html")
-    assert schema.is_valid("logtree", doc), schema.explain("logtree", doc)
+    assert schema.record_schema("logtree").passes(doc), schema.record_schema("logtree").explain(doc)
     raw = lt.to_json_bytes(path="iteration_000000/train.html")
     assert orjson.loads(raw) == doc
     assert json.loads(raw) == doc
@@ -173,7 +173,7 @@ def test_random_deep_chains_validate_and_read_back(titles: list[str], leaf: Any)
             lt.text(title)
         _run(lt, [leaf])
     doc = lt.to_json()
-    assert schema.is_valid("logtree", doc), schema.explain("logtree", doc)
+    assert schema.record_schema("logtree").passes(doc), schema.record_schema("logtree").explain(doc)
     assert orjson.loads(lt.to_json_bytes()) == doc
     page = lt.to_html()
     assert page.count("<section") == page.count("</section>") == len(titles)

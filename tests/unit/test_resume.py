@@ -156,8 +156,8 @@ def test_line_counts_blank_and_bad_lines_before_the_record(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("rec", "problem"),
     [
-        (ck("000007", state_path="tinker://r/w/7"), "has no 'batch'"),
-        ({"name": "000007", "batch": None, "state_path": "t://w"}, "has no 'batch'"),
+        (ck("000007", state_path="tinker://r/w/7"), "but no batch"),
+        ({"name": "000007", "batch": None, "state_path": "t://w"}, "but no batch"),
         ({"name": "000007", "batch": "7", "state_path": "t://w"}, "has batch '7'"),
         (ck("000007", -1, state_path="tinker://r/w/7"), "has batch -1"),
         ({"name": "000007", "batch": True, "state_path": "t://w"}, "has batch True"),

@@ -102,7 +102,7 @@ def test_resumable_record_without_batch_exits_2_naming_the_line(
     code, out, err = cli(capsys, "resume", str(tmp_path), "--format", "json")
     assert code == 2 and out == ""
     assert "checkpoints.jsonl:2: resumable checkpoint 'final'" in err
-    assert "has no 'batch'" in err
+    assert "has state_path but no batch" in err
 
 
 def test_missing_run_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

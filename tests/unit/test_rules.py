@@ -138,3 +138,40 @@ def test_restart_index_is_an_int64_int(value: object, ok: bool) -> None:
     assert rules.is_restart_index(value) is ok
     problem = rules.resume_problem({"name": "c", "batch": value, "state_path": "s"})
     assert (problem is None) is (ok or value is None)
+
+
+def test_rules_table_is_keyed_by_catalogue_codes() -> None:
+    """Each rule of ``RULES`` is keyed by a finding code of the catalogue, and the writer's and
+    validator's modules decide with the table's functions (no private restatement)."""
+    import inspect
+
+    import rlio.resume
+    import rlio.validate.checks.checkpoints
+    import rlio.validate.checks.rollout_lines
+    import rlio.writer.summaries
+    import rlio.writer.support
+    from rlio.findings import CATALOGUE
+
+    assert set(rules.RULES) <= set(CATALOGUE)
+    users = {rlio.writer.summaries: {"RL401", "RL402", "RL403", "RL404", "RL405"},
+             rlio.writer.support: {"RL501"}, rlio.resume: {"RL501"},
+             rlio.validate.checks.rollout_lines: {"RL401", "RL402", "RL403", "RL404", "RL405",
+                                                  "RL406"},
+             rlio.validate.checks.checkpoints: {"RL501"}}
+    for module, codes in users.items():
+        source = inspect.getsource(module)
+        for code in codes:
+            assert rules.RULES[code].__name__ in source, (module.__name__, code)
+
+
+def test_iteration_and_split_against_the_file_name() -> None:
+    """RL401/RL402: an iteration or split other than the file name's (a bool is no iteration;
+    an evaluator's split may come from its raw or sanitized label)."""
+    assert not rules.iteration_mismatch(3, 3) and not rules.iteration_mismatch(3.0, 3)
+    assert rules.iteration_mismatch(4, 3) and rules.iteration_mismatch(True, 1)
+    assert not rules.iteration_mismatch(4, None)
+    assert rules.file_splits(None) == {"train"}
+    splits = rules.file_splits("math test")
+    assert not rules.split_mismatch("eval/math test", splits)
+    assert not rules.split_mismatch("eval/math_test", splits)
+    assert rules.split_mismatch("train", splits)

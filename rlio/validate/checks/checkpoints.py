@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from rlio._schema.loader import load_schema
 from rlio.rules import RESUME_KEY, resume_problem
+from rlio.schema import record_schema
 from rlio.validate.checks.key_order import order_message
 from rlio.validate.checks.view import CheckpointFacts
 from rlio.validate.scan import Sink, short
@@ -20,7 +20,7 @@ class CheckpointChecks:
         self.sink = sink
         self.facts = CheckpointFacts()
         # the documented key order, read from the schema that owns it
-        self._order: tuple[str, ...] | None = tuple(load_schema("checkpoint-line")["properties"])
+        self._order: tuple[str, ...] | None = record_schema("checkpoint-line").keys
 
     def __call__(self, rec: Any, line: int, ok: bool) -> None:
         if not isinstance(rec, dict):

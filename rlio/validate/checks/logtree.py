@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from rlio import layout
-from rlio._schema.loader import load_schema
 from rlio.findings import Finding, finding
 from rlio.layout import RunPath, twin_path
+from rlio.schema import known_data_types, logtree_known_types
 from rlio.storage.base import Storage
 from rlio.validate.checks.view import RunView
 from rlio.validate.scan import Sink, short
@@ -18,21 +18,14 @@ _OFFSET = re.compile(r"(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)$")
 _TIME = re.compile(r"[T ][0-9]{2}:[0-9]{2}")
 
 
-def known_data_types() -> frozenset[str]:
-    """The logtree ``data`` types the schema specifies (``if type == X then ...`` clauses)."""
-    data = load_schema("logtree").get("$defs", {}).get("data", {})
-    consts = (c.get("if", {}).get("properties", {}).get("type", {}).get("const")
-              for c in [data, *data.get("allOf", [])])
-    return frozenset(c for c in consts if isinstance(c, str))
-
-
 def logtree_checks(doc: Any, sink: Sink, rp: RunPath) -> None:
     """RL204 (naive started_at), RL410 (path does not name the HTML twin), RL203 (a ``data``
     type the schema does not specify, once per type)."""
     if not isinstance(doc, dict):
         return
     head_checks(doc.get("started_at"), doc.get("path"), sink, rp)
-    _report_unknown_types(doc.get("root"), known_data_types(), sink)
+    if not logtree_known_types().clean(doc):  # else no unknown type anywhere: no walk here
+        _report_unknown_types(doc.get("root"), known_data_types(), sink)
 
 
 def head_checks(started: Any, path: Any, sink: Sink, rp: RunPath) -> None:
@@ -58,21 +51,6 @@ def _unknown(node: Any, known: frozenset[str]) -> str | None:
         if isinstance(kind, str) and kind not in known:
             return kind
     return None
-
-
-def unknown_type_under(root: Any, known: frozenset[str]) -> bool:
-    """Whether some node under ``root`` (itself included) has an unknown ``data`` type."""
-    stack = [root]
-    pop, push = stack.pop, stack.extend
-    while stack:
-        node = pop()
-        if type(node) is dict:
-            if _unknown(node, known) is not None:
-                return True
-            children = node.get("children")
-            if type(children) is list:
-                push(children)
-    return False
 
 
 def _report_unknown_types(root: Any, known: frozenset[str], sink: Sink) -> None:

@@ -2,9 +2,10 @@
 
 Parsed whole, a logtree takes over ten times its size in memory (a node is a dict). Here the
 document's bytes are cut into the document without the root's children (its head) and pieces of
-``root.children``, each parsed and judged on its own, by the schema's one checker
-(``rlio.schema.full_check("logtree")``) on the head holding that piece's children. The verdict
-is the whole document's because:
+``root.children``, each parsed and judged on its own, by the schema's one engine
+(``rlio.schema.record_schema("logtree")``, and ``logtree_known_types()`` for the data types it
+specifies) on the head holding that piece's children. The verdict is the whole document's
+because:
 
 - the pieces are the bytes between the root's ``[`` and ``]`` cut at commas, and each one
   parses as ``[piece]`` to a non-empty list: then the array is exactly those lists end to end
@@ -30,8 +31,8 @@ from typing import Any, Final
 import orjson
 
 from rlio.layout import RunPath
-from rlio.schema import full_check, load_schema
-from rlio.validate.checks.logtree import head_checks, known_data_types, unknown_type_under
+from rlio.schema import load_schema, logtree_known_types, record_schema
+from rlio.validate.checks.logtree import head_checks
 from rlio.validate.scan import Sink, verdict
 
 #: Bytes of children parsed at once (a piece ends at the first root-level comma past this).
@@ -50,27 +51,27 @@ def judge_in_pieces(data: bytes, sink: Sink, rp: RunPath) -> bool:
     if found is None:
         return False
     head, lo, hi = found
-    known = known_data_types()
     children: list[Any] = []
     head["root"]["children"] = children
-    if not _valid(head) or unknown_type_under(head["root"], known):
+    if not _valid(head):
         return False
     for piece in _pieces(data, lo, hi):
         try:
             children[:] = orjson.loads(b"[" + piece + b"]")
         except orjson.JSONDecodeError:
             return False
-        if not children or not _valid(head) or any(unknown_type_under(c, known)
-                                                    for c in children):
+        if not children or not _valid(head):
             return False
     head_checks(head.get("started_at"), head.get("path"), sink, rp)
     return True
 
 
 def _valid(doc: Any) -> bool:
-    """The checker's verdict (False too when even a deep thread cannot judge it)."""
+    """Whether ``doc`` is valid and holds only data types the schema specifies (False too when
+    even a deep thread cannot judge it)."""
     try:
-        return verdict(full_check("logtree"), doc)
+        return verdict(record_schema("logtree").clean, doc) and verdict(
+            logtree_known_types().clean, doc)
     except RecursionError:
         return False
 

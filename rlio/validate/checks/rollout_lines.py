@@ -14,8 +14,16 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from rlio import layout
-from rlio._schema.loader import load_schema
-from rlio.rules import bad_step_index, reward_mismatch, step_after_done
+from rlio.rules import (
+    bad_step_index,
+    file_splits,
+    iteration_mismatch,
+    reward_mismatch,
+    split_mismatch,
+    step_after_done,
+    trajectory_id,
+)
+from rlio.schema import record_schema
 from rlio.validate.checks.key_order import order_message
 from rlio.validate.scan import Sink, short
 
@@ -55,10 +63,8 @@ class RolloutChecks:
         self.sink = sink
         self.iteration = iteration
         self.split = layout.split_name(label)
-        # the split a file of evaluator ``label`` may carry: from the raw or sanitized label
-        self.splits = {self.split} if label is None else {
-            self.split, layout.split_name(layout.sanitize_label(label))}
-        self.keys = tuple(load_schema("rollout-summary-line")["required"])
+        self.splits = file_splits(label)
+        self.keys = record_schema("rollout-summary-line").keys
         self.order = PairOrder()
         self.key_checks = KEY_ORDER_RECORDS
 
@@ -68,25 +74,28 @@ class RolloutChecks:
             return
         add = self.sink.add
         it = rec["iteration"]
-        if it != self.iteration and self.iteration is not None:
+        if iteration_mismatch(it, self.iteration):
             add("RL401", f"iteration {it} differs from {self.iteration} in the file name",
                 line=line, pointer="/iteration")
         split = rec["split"]
-        if split not in self.splits:
+        if split_mismatch(split, self.splits):
             add("RL402", f"split {short(split)} differs from the file's split {self.split!r}",
                 line=line, pointer="/split")
-        self._pair(rec["group_idx"], rec["traj_idx"])
+        self._pair(trajectory_id(rec["group_idx"], rec["traj_idx"]))
         self._steps(rec, line)
         if self.key_checks:
             self._key_order(tuple(rec), line)
 
-    def _pair(self, g: int, t: int) -> None:
-        """Follow the pair order: it stays ordered while pairs strictly increase."""
+    def _pair(self, pair: tuple[int, int] | None) -> None:
+        """Follow the pair order: it stays ordered while pairs strictly increase (a pair that
+        is not two ints identifies nothing: ``rules.trajectory_id``)."""
+        if pair is None:
+            return
         order = self.order
-        if order.last is None or (g, t) > order.last:
+        if order.last is None or pair > order.last:
             if order.first is None:
-                order.first = (g, t)
-            order.last = (g, t)
+                order.first = pair
+            order.last = pair
         else:
             order.ordered = False
 
@@ -129,10 +138,10 @@ def duplicate_pairs(records: Iterator[tuple[int, Any]], sink: Sink) -> None:
     for line, rec in records:
         if not isinstance(rec, dict):
             continue
-        g, t = rec.get("group_idx"), rec.get("traj_idx")
-        if type(g) is not int or type(t) is not int:
+        pair = trajectory_id(rec.get("group_idx"), rec.get("traj_idx"))
+        if pair is None:
             continue
-        first = seen.setdefault((g, t), line)
+        first = seen.setdefault(pair, line)
         if first != line:
-            sink.add("RL403", f"(group_idx, traj_idx) = ({g}, {t}) repeats line {first}",
+            sink.add("RL403", f"(group_idx, traj_idx) = {pair} repeats line {first}",
                      line=line)

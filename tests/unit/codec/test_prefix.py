@@ -38,3 +38,14 @@ def test_every_prefix_of_a_record_is_cut_and_the_whole_record_is_not() -> None:
         assert is_cut_record(data[:i]), data[:i]
         assert is_cut_record(data[:i] + data), data[:i]
     assert not is_cut_record(data)
+
+
+def test_a_long_number_is_scanned_in_linear_time() -> None:
+    """A 200,000-digit number (whole, cut, or cut then glued to a record) is judged in one pass
+    over its bytes (the scanner once re-matched the whole token on every byte: minutes)."""
+    digits = b"7" * 200_000
+    assert is_cut_record(b'{"step": 1, "x": ' + digits) is True
+    assert is_cut_record(b'{"step": 1, "x": ' + digits + b'{"step": 2}') is True
+    assert is_cut_record(b'{"step": 1, "x": ' + digits + b"}") is False
+    assert is_cut_record(b'{"step": 1, "x": ' + digits + b"e+") is True
+    assert is_cut_record(b'{"step": 1, "x": ' + digits + b"x") is False

@@ -49,19 +49,22 @@ def test_unknown_schema_name_is_a_clear_error() -> None:
 
 def test_explain_gives_pointer_and_message() -> None:
     """explain() returns the JSON pointer and a one-line message of the best error."""
-    assert schema.explain("checkpoint-line", {"name": "000010", "batch": 3}) is None
-    pointer, message = schema.explain("checkpoint-line", {"name": "x", "batch": -1}) or ("", "")
+    checkpoint = schema.record_schema("checkpoint-line")
+    assert checkpoint.explain({"name": "000010", "batch": 3}) is None
+    pointer, message = checkpoint.explain({"name": "x", "batch": -1}) or ("", "")
     assert pointer == "/batch" and "minimum" in message and "\n" not in message
-    pointer, _ = schema.explain("metrics-line", {"step": 0, "a/b": {"nested": 1}}) or ("", "")
+    metrics = schema.record_schema("metrics-line")
+    pointer, _ = metrics.explain({"step": 0, "a/b": {"nested": 1}}) or ("", "")
     assert pointer == "/a~1b"
 
 
 def test_fast_check_agrees_on_typical_records() -> None:
     """The fast predicate accepts a valid checkpoint and refuses a nameless one."""
-    assert schema.is_valid("checkpoint-line", {"name": "final", "state_path": "tinker://r/w/f"})
-    assert not schema.is_valid("checkpoint-line", {"batch": 1})
-    assert schema.is_valid("checkpoint-line", {"name": "x", "state_path": "relative/dir"})
-    assert not schema.is_valid("checkpoint-line", {"name": "x", "state_path": ""})
+    passes = schema.record_schema("checkpoint-line").passes
+    assert passes({"name": "final", "state_path": "tinker://r/w/f"})
+    assert not passes({"batch": 1})
+    assert passes({"name": "x", "state_path": "relative/dir"})
+    assert not passes({"name": "x", "state_path": ""})
 
 
 def test_cli_schema_lists_and_prints(capsys: pytest.CaptureFixture[str]) -> None:

@@ -215,3 +215,14 @@ def test_cli_exit_code_is_0_or_1_on_hostile_run(tmp_path: Path,
     doc = json.loads(capsys.readouterr().out)
     assert code == 1
     assert doc["ok"] is False and doc["counts"]["error"] >= 3
+
+
+def test_metrics_line_with_a_200k_digit_number_is_one_finding(tmp_path: Path) -> None:
+    """A metrics line holding a 200,000-digit number is one RL102 at its line, found in one
+    pass (the crash-damage scanner once took minutes on it); later lines are still read."""
+    run = cookbook_run(tmp_path / "run")
+    lines = (run / layout.METRICS).read_bytes().splitlines(keepends=True)
+    bad = b'{"step": 1, "x": ' + b"7" * 200_000 + b"}\n"
+    write(run, layout.METRICS, b"".join([lines[0], bad, *lines[1:]]))
+    found = [f for f in findings(run) if f[2] == layout.METRICS and f[1] == "error"]
+    assert found == [("RL102", "error", layout.METRICS, 2, "")]

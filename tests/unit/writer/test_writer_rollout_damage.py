@@ -22,9 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlio import RecordError, RunWriter, validate_run
-from rlio._schema.loader import load_schema
 from rlio.findings import Severity
 from rlio.rules import REWARD_TOLERANCE
+from rlio.schema import load_schema
 
 ROLLOUT = load_schema("rollout-summary-line")
 STEP_KEYS = tuple(ROLLOUT["$defs"]["step"]["properties"])

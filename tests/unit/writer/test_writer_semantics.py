@@ -278,3 +278,46 @@ def test_timer_spans_wait_for_a_line_with_a_step(tmp_path: pathlib.Path) -> None
     assert [r["step"] for r in read_jsonl(tmp_path / L.TIMING_SPANS)] == [3]
     m = read_jsonl(tmp_path / L.METRICS)
     assert "time/sample" not in m[0] and "time/sample" in m[1]
+
+
+def test_timer_refuses_a_name_without_utf8_form_at_the_call(tmp_path: pathlib.Path) -> None:
+    """``timer("\\ud800")`` raises at the call; later log_metrics and close() keep working."""
+    with RunWriter(tmp_path) as run:
+        with pytest.raises(ValueError, match="no UTF-8 form"):
+            run.timer("\ud800")
+        with run.timer("ok"):
+            pass
+        run.log_metrics({"x": 1}, step=0)
+    assert "time/ok" in read_jsonl(tmp_path / L.METRICS)[-1]
+    assert not errors(tmp_path)
+
+
+def test_writer_refuses_a_line_the_validator_would_not_read(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line over the validator's line limit (RL114; 64 MiB, lowered here to 1 KiB in both) is
+    a RecordError: nothing is written."""
+    import rlio.validate.scan as scan
+    import rlio.writer.run_writer as run_writer
+
+    monkeypatch.setattr(run_writer, "MAX_LINE", 1 << 10)
+    monkeypatch.setattr(scan, "MAX_LINE", 1 << 10)
+    with RunWriter(tmp_path) as run:
+        run.log_metrics({"k": "x" * 900}, step=0)
+        with pytest.raises(RecordError, match="a reader reads") as info:
+            run.log_metrics({"k": "x" * 1100}, step=1)
+        assert info.value.index == 1
+    assert [r["step"] for r in read_jsonl(tmp_path / L.METRICS)] == [0]
+    (tmp_path / L.METRICS).write_text(json.dumps({"step": 1, "k": "x" * 1100}) + "\n")
+    assert [e[0] for e in errors(tmp_path)] == ["RL114"]
+
+
+def test_checkpoint_token_counts_are_written_in_documented_order(tmp_path: pathlib.Path) -> None:
+    """Schema keys given as extras (token counts, rolling) are written in the schema's order
+    whatever the call's, so the validator finds no key-order warning (RL202)."""
+    with RunWriter(tmp_path) as run:
+        run.record_checkpoint("000001", batch=1, discarded_tokens={"sampled": 1}, note="x",
+                              cumulative_tokens={"sampled": 2}, rolling=True)
+    [rec] = read_jsonl(tmp_path / L.CHECKPOINTS)
+    assert list(rec) == ["name", "batch", "rolling", "cumulative_tokens", "discarded_tokens",
+                         "note"]
+    assert "RL202" not in {f.code for f in validate_run(tmp_path).findings}

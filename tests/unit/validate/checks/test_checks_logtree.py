@@ -5,12 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from rlio import layout
-from rlio.validate.checks.logtree import (
-    known_data_types,
-    logtree_checks,
-    twin_write_ids,
-    unknown_type_under,
-)
+from rlio.schema import known_data_types, logtree_known_types
+from rlio.validate.checks.logtree import logtree_checks, twin_write_ids
 from rlio.validate.checks.view import RunView
 from rlio.validate.scan import Sink
 
@@ -145,12 +141,20 @@ def test_write_ids_are_read_from_the_files_first_bytes() -> None:
     assert "has write id abc but its HTML twin has none" in message
 
 
-def test_unknown_type_under_walks_list_children_only() -> None:
-    """An unknown type is found at any depth of list children; other children are not walked."""
-    known = known_data_types()
-    deep = {"tag": "a", "children": ["t", {"tag": "b", "children": [
-        {"tag": "c", "data": {"type": "chart"}}]}]}
-    assert unknown_type_under(deep, known)
-    assert not unknown_type_under({"tag": "a", "data": {"type": "conversation"}}, known)
+def test_known_types_schema_finds_an_unknown_type_at_any_depth() -> None:
+    """The known-types schema refuses a document with an unknown data type at any depth of
+    list children (whatever else is wrong with it), and nothing else."""
+    def doc(root: dict[str, Any]) -> dict[str, Any]:
+        return {"title": "t", "started_at": "2025-01-01T00:00:00Z", "root": root}
+
+    deep = {"tag": "a", "attrs": {}, "children": ["t", {"tag": "b", "attrs": {}, "children": [
+        {"tag": "c", "attrs": {}, "children": [], "data": {"type": "chart"}}]}]}
+    check = logtree_known_types().clean
+    assert not check(doc(deep))
+    known = {"tag": "a", "attrs": {}, "children": [], "data": {"type": "conversation",
+                                                               "messages": []}}
+    assert check(doc(known))
+    assert check(doc({"tag": "a", "attrs": {}, "children": ["x"]}))
+    assert not check(doc({"tag": 5, "children": [{"data": {"type": "chart"}}]}))
     for odd in (None, "text", 5, {"x": {"tag": "c", "data": {"type": "chart"}}}):
-        assert not unknown_type_under({"tag": "a", "children": odd}, known), odd
+        assert check(doc({"tag": "a", "children": odd})), odd

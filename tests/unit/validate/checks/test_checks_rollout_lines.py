@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from rlio._schema.loader import load_schema
+from rlio.schema import load_schema
 from rlio.validate.checks.rollout_lines import PairOrder, RolloutChecks, duplicate_pairs
 from rlio.validate.parallel import RangeTask, scan_range
 from rlio.validate.scan import Sink
