@@ -4,9 +4,11 @@ equal-reward share, in display order, and the histogram."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from factories import trajectory
+from realistic import ENVS, expected, realistic_run
 
 from rlio.tui.group_stats import histogram, iteration_rows
 
@@ -73,3 +75,18 @@ def test_histogram_counts_finite_values_into_equal_bins() -> None:
     """0, 0.5 and 1 fall in the first, middle and last of 3 bins; NaN is left out."""
     assert histogram([0.0, 0.5, 1.0, float("nan"), None], 3) == ([1, 1, 1], 0.0, 1.0)
     assert histogram([2.0, 2.0], 4)[0] == [0, 0, 2, 0]
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_rows_are_what_the_records_say(tmp_path: Path, env: str) -> None:
+    """On each realistic run, every iteration's advantages and equal-reward share in ``rlio top``
+    are the ones computed from the records (the pages' numbers)."""
+    run = realistic_run(tmp_path, env)
+    exp = expected(run)
+    for (split, it), recs in exp.records.items():
+        rows = iteration_rows(recs, it, None if split == "train" else split[len("eval/"):])
+        got = {(t.trajectory.group, t.trajectory.traj): t.advantage
+               for g in rows.groups for t in g.trajectories}
+        assert got == pytest.approx(exp.advantages(split, it))
+        assert rows.stats.equal_share == pytest.approx(exp.equal_share(split, it))
+        assert {t.trajectory.split for g in rows.groups for t in g.trajectories} == {split}
