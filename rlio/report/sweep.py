@@ -60,6 +60,7 @@ td[data-col=name],.config-diff td:first-child{white-space:nowrap}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .up{color:var(--ok)}.down{color:var(--err)}.counts{font-weight:600}
 .change h4{margin:12px 0 4px;font-size:14px}.change .footnote{font-size:12px}
+.movers td.num{white-space:nowrap}
 """
 
 
@@ -302,7 +303,8 @@ def pair_view(pair: PromptPair, links: _Links, index: int = 0) -> PairView:
             (links.href(pair.other, b.page), _why(pair.other))],
             f"prompt-{index}-{split.replace('/', '-')}-{key}"))
     anchors = {(r.split, r.key): r.anchor for r in rows}
-    return PairView(pair, rows, change_view(pair.base.location, pair.other.location, anchors))
+    return PairView(pair, rows, change_view(pair.base.location, pair.other.location, anchors,
+                                            (pair.base.name, pair.other.name)))
 
 
 def render_comparison(paths: Sequence[str | os.PathLike[str]], *, output: str,

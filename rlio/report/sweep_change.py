@@ -98,9 +98,18 @@ def _rows(prompts: Sequence[Mapping[str, Any]], split: str,
             for p in prompts]
 
 
-def change_view(a: str, b: str, anchors: Mapping[tuple[str, str], str]) -> ChangeView:
+def _side(s: Mapping[str, Any], name: str) -> str:
+    its = s["iterations"]
+    at = f"iteration {its[0]}" if len(its) == 1 else f"iterations {', '.join(map(str, its))}"
+    return (f"{name} at {at} ({s['trajectories']:,} trajectories, {s['prompts']:,} "
+            f"prompts)")
+
+
+def change_view(a: str, b: str, anchors: Mapping[tuple[str, str], str],
+                names: tuple[str, str] = ("A", "B")) -> ChangeView:
     """The per-prompt change from the run at ``a`` to the run at ``b`` (locations);
-    ``anchors``: the page's prompt-table row of each (split, prompt key) it lists."""
+    ``anchors``: the page's prompt-table row of each (split, prompt key) it lists; ``names``:
+    the runs as the page names them."""
     try:
         split = common_split(a, b)
         if split is None:
@@ -118,9 +127,8 @@ def change_view(a: str, b: str, anchors: Mapping[tuple[str, str], str]) -> Chang
         line = f"{d['verdict']} · no prompt on both sides"
     trend = "up" if d["verdict"] == IMPROVED else "down" if d["verdict"] == REGRESSED else ""
     footnote = (
-        f"{split}: A is {d['a']['name']} ({d['a']['trajectories']:,} trajectories, "
-        f"{d['a']['prompts']:,} prompts), B is {d['b']['name']} ({d['b']['trajectories']:,} "
-        f"trajectories, {d['b']['prompts']:,} prompts); {d['matched']:,} matched by "
+        f"{split}: A is {_side(d['a'], names[0])}, B is {_side(d['b'], names[1])}; "
+        f"{d['matched']:,} matched by "
         f"{d['match']} ({d['only_a']:,} only in A, {d['only_b']:,} only in B). Test: "
         f"{_TESTS.get(d['test']['name'], d['test']['name'])} (McNemar when every reward is 0 "
         f"or 1 with one trajectory per prompt and side, else Wilcoxon signed-rank of the "

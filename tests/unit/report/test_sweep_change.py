@@ -116,6 +116,8 @@ def test_a_known_gain_is_improved_with_mcnemar_and_its_movers(runs: dict[str, Pa
     foot = unescape(html.split('class="note footnote">')[1].split("</p>")[0])
     assert "McNemar exact" in foot and "1,000 resamples, seed 0" in foot
     assert "20 matched by prompt" in foot
+    assert ("eval/test: A is base at iteration 0 (20 trajectories, 20 prompts), B is better at "
+            "iteration 0 (20 trajectories, 20 prompts)") in foot
 
 
 def test_the_other_way_round_is_regressed(runs: dict[str, Path], tmp_path: Path) -> None:
