@@ -2,10 +2,11 @@
 
 ``dataset_batches(run, selection)`` reads a run one (split, iteration) at a time: the rollout
 summaries give each trajectory's reward (``total_reward``, the step rewards plus
-``final_reward``) and its group; the iteration's logtree gives its conversation (the report's own
-walk, ``rlio.logtree.iteration_page.find_transcripts``: group sections, ``Trajectory <i>``
-sections). A row holds the conversation as chat messages split into ``prompt`` (the messages
-before the first assistant message) and ``completion`` (the rest), the reward, the advantage
+``final_reward``), its group and its advantage, as ``rlio.outcome`` (their one owner) has them;
+the iteration's logtree gives its conversation (the report's own walk,
+``rlio.logtree.iteration_page.find_transcripts``: group sections, ``Trajectory <i>`` sections).
+A row holds the conversation as chat messages split into ``prompt`` (the messages before the
+first assistant message) and ``completion`` (the rest), the reward, the advantage
 (the reward minus its group's mean reward), where it comes from (run, split, iteration, group,
 trajectory) and its provenance: the sampler's checkpoint where ``sampling_client_step`` is logged
 (the checkpoint record whose ``batch`` is that step), the run's location and the SHA-256 of its
@@ -37,6 +38,9 @@ import orjson
 from rlio import layout
 from rlio._version import __version__
 from rlio.errors import RlioError
+from rlio.outcome import GroupStats, group_stats
+from rlio.outcome import Trajectory as Outcome
+from rlio.outcome import trajectory as outcome
 from rlio.reader.extras import require
 
 if TYPE_CHECKING:
@@ -181,21 +185,18 @@ def _sha256(run: Run, rel: str) -> str | None:
     return hashlib.sha256(run.storage.read_bytes(rel)).hexdigest()
 
 
-def _finite(v: Any) -> float | None:
-    return float(v) if type(v) in (int, float) and math.isfinite(v) else None
-
-
 @dataclass
 class Trajectory:
     """One trajectory as a dataset reads it: where it is, its reward, its transcript.
 
     Attributes:
         group, traj: ``group_idx`` and ``traj_idx``.
-        reward: ``total_reward`` when it is a finite number, else None.
+        reward: the outcome (``rlio.outcome``: ``total_reward``) when it is finite, else None.
         step: ``sampling_client_step`` when logged, else None.
         messages: the conversation the logtree logged for it, or None.
+        row: ``rlio.outcome``'s row of the record.
         record: the rollout-summary record itself.
-        advantage: the reward minus its group's mean (set when read by groups).
+        advantage: ``rlio.outcome``'s advantage (set when read by groups).
     """
 
     group: int
@@ -203,6 +204,7 @@ class Trajectory:
     reward: float | None
     step: int | None
     messages: list[Mapping[str, Any]] | None
+    row: Outcome = field(repr=False)
     record: Mapping[str, Any] = field(repr=False, default_factory=dict)
     advantage: float | None = None
 
@@ -285,34 +287,36 @@ class RunFiles:
             if isinstance(doc, dict) else {}
         out = []
         rel = paths.get("rollout_summaries")
+        split = layout.split_name(label)
         for rec in iter_records(self.run.storage, rel) if rel is not None else ():
             g, t = rec.get("group_idx"), rec.get("traj_idx")
-            if type(g) is not int or type(t) is not int:
-                continue
-            step = rec.get("sampling_client_step")
-            out.append(Trajectory(g, t, _finite(rec.get("total_reward")),
-                                  step if type(step) is int else None, transcripts.get((g, t)),
-                                  rec))
+            if type(g) is not int or type(t) is not int or g < 0 or t < 0:
+                continue  # not an index (the validator reports it)
+            row = outcome(rec, split, iteration)
+            reward = row.reward if row.reward is not None and math.isfinite(row.reward) else None
+            out.append(Trajectory(g, t, reward, row.sampling_client_step,
+                                  transcripts.get((g, t)), row, rec))
         return out
 
 
-def _groups(trajs: list[Trajectory]) -> dict[int, list[Trajectory]]:
-    """Trajectories by group, each with its advantage (reward minus the group's mean)."""
-    groups: dict[int, list[Trajectory]] = {}
+_Groups = list[tuple[GroupStats, list[Trajectory]]]
+
+
+def _groups(trajs: list[Trajectory]) -> _Groups:
+    """Trajectories by group, in group order, with the group's ``rlio.outcome`` statistics;
+    each trajectory's ``advantage`` set from them."""
+    members: dict[int, list[Trajectory]] = {}
     for t in trajs:
-        groups.setdefault(t.group, []).append(t)
-    for members in groups.values():
-        rewards = [t.reward for t in members if t.reward is not None]
-        mean = sum(rewards) / len(rewards) if rewards else None
-        for t in members:
-            t.advantage = None if t.reward is None or mean is None else t.reward - mean
-    return groups
+        members.setdefault(t.group, []).append(t)
+    stats = group_stats(t.row for t in trajs)
+    for st in stats:
+        for t in members[st.group]:
+            t.advantage = st.advantages.get(t.traj)
+    return [(st, members[st.group]) for st in stats]
 
 
-def _group_stats(members: list[Trajectory]) -> dict[str, Any]:
-    rewards = [t.reward for t in members if t.reward is not None]
-    return {"group_mean": sum(rewards) / len(rewards) if rewards else None,
-            "group_size": len(members)}
+def _group_columns(st: GroupStats) -> dict[str, Any]:
+    return {"group_mean": st.mean, "group_size": st.size}
 
 
 class _Selector:
@@ -371,10 +375,9 @@ class _Selector:
 
 
 def _trajectory_rows(ctx: _RunContext, sel: _Selector, split: str, iteration: int,
-                     groups: dict[int, list[Trajectory]]) -> Iterator[dict[str, Any]]:
-    for g in sorted(groups):
-        members = groups[g]
-        stats = _group_stats(members)
+                     groups: _Groups) -> Iterator[dict[str, Any]]:
+    for st, members in groups:
+        g, stats = st.group, _group_columns(st)
         kept = [t for t in sel.usable(members) if sel.passes(t)]
         for t in sel.top(kept):
             assert t.messages is not None  # usable() kept only trajectories with a transcript
@@ -389,9 +392,9 @@ def _trajectory_rows(ctx: _RunContext, sel: _Selector, split: str, iteration: in
 
 
 def _pair_rows(ctx: _RunContext, sel: _Selector, split: str, iteration: int,
-               groups: dict[int, list[Trajectory]]) -> Iterator[dict[str, Any]]:
-    for g in sorted(groups):
-        members = groups[g]
+               groups: _Groups) -> Iterator[dict[str, Any]]:
+    for st, members in groups:
+        g = st.group
         usable = sel.usable(members)
         if len(usable) < 2:
             continue
@@ -415,7 +418,7 @@ def _pair_rows(ctx: _RunContext, sel: _Selector, split: str, iteration: int,
                "chosen": chosen, "rejected": rejected, "chosen_reward": best.reward,
                "rejected_reward": worst.reward, "margin": margin,
                "chosen_advantage": best.advantage, "rejected_advantage": worst.advantage,
-               **_group_stats(members), **ctx.sampler(best.step), **ctx.tail}
+               **_group_columns(st), **ctx.sampler(best.step), **ctx.tail}
 
 
 def dataset_batches(run: Run, selection: Selection = Selection(), *, name: str | None = None,

@@ -9,7 +9,6 @@ start the same way share a key whatever iteration, group or split logged them.
 from __future__ import annotations
 
 import hashlib
-import math
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ import orjson
 
 from rlio.logtree.html import page_context
 from rlio.logtree.iteration_page import Trajectory
-from rlio.outcome import FAILING_RULE
+from rlio.outcome import FAILING_RULE, finite, mean
 from rlio.report.trajectories import split_order
 from rlio.templating import render
 
@@ -101,10 +100,9 @@ class Track:
         """Mean finite reward per (split, iteration) where it has one."""
         out = []
         for split, it in self.iterations():
-            rs = [s.reward for s in self.samples[(split, it)]
-                  if s.reward is not None and math.isfinite(s.reward)]
-            if rs:
-                out.append((split, it, sum(rs) / len(rs)))
+            m = mean(finite(s.reward for s in self.samples[(split, it)]))
+            if m is not None:
+                out.append((split, it, m))
         return out
 
     def means(self) -> list[float]:

@@ -3,7 +3,8 @@
 The page holds a runs table (status, iterations, last checkpoint, and each chosen metric's last
 value, best value and the step of the best), the config keys whose values differ, one overlay
 chart per metric (a series per run, coloured as its row of the table) and, for two runs or
-against a baseline, the prompts both runs logged, improved / regressed / unchanged. Like the run
+against a baseline, the per-prompt change with statistics (``rlio.report.sweep_change``) and the
+prompts both runs logged, improved / regressed / unchanged. Like the run
 report it needs no script and loads nothing (the same strict Content-Security-Policy), and every
 piece of run text is escaped. The runs are found as ``rlio validate`` finds them and read in
 parallel on the fleet's executor (``rlio.report.sweep_runs``).
@@ -27,6 +28,7 @@ from rlio.report import svg as _svg
 from rlio.report.page import CSP
 from rlio.report.run_report import REPORT_NAME, write_run_report
 from rlio.report.style import CSS
+from rlio.report.sweep_change import ChangeView, change_view
 from rlio.report.sweep_runs import AXES, RunSummary, lower_is_better, summarize
 from rlio.report.usual import closest_keys
 from rlio.storage.base import Entry
@@ -57,6 +59,8 @@ svg .line.d1{stroke-dasharray:6 3}svg .line.d2{stroke-dasharray:2 2}
 td[data-col=name],.config-diff td:first-child{white-space:nowrap}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .up{color:var(--ok)}.down{color:var(--err)}.counts{font-weight:600}
+.change h4{margin:12px 0 4px;font-size:14px}.change .footnote{font-size:12px}
+.movers td.num{white-space:nowrap}
 """
 
 
@@ -270,30 +274,37 @@ class PairRow:
     delta: float
     trend: str
     links: list[tuple[str | None, str]]  # href or None, why not
+    anchor: str  # the row's id
 
 
 @dataclass(frozen=True, slots=True)
 class PairView:
-    """A pair of runs' prompt comparison."""
+    """A pair of runs' prompt comparison: the per-prompt change with statistics, then the
+    prompts whose score moved most."""
 
     pair: PromptPair
     rows: list[PairRow]
+    change: ChangeView
 
 
 def _why(run: RunSummary) -> str:
     return "no page yet" if run.local else "remote run: not linked"
 
 
-def pair_view(pair: PromptPair, links: _Links) -> PairView:
-    """The biggest moves of one pair (``TOP_PROMPTS``), each linking both transcripts."""
+def pair_view(pair: PromptPair, links: _Links, index: int = 0) -> PairView:
+    """The per-prompt change of one pair (``rlio.report.sweep_change``) and its biggest moves
+    (``TOP_PROMPTS``), each linking both transcripts; ``index`` makes the rows' ids unique."""
     rows = []
     for delta, split, key in pair.rows[:TOP_PROMPTS]:
         a, b = pair.base.prompts[(split, key)], pair.other.prompts[(split, key)]
         trend = "up" if delta > UNCHANGED else "down" if delta < -UNCHANGED else ""
         rows.append(PairRow(key, a.label, split, a.reward, b.reward, delta, trend, [
             (links.href(pair.base, a.page), _why(pair.base)),
-            (links.href(pair.other, b.page), _why(pair.other))]))
-    return PairView(pair, rows)
+            (links.href(pair.other, b.page), _why(pair.other))],
+            f"prompt-{index}-{split.replace('/', '-')}-{key}"))
+    anchors = {(r.split, r.key): r.anchor for r in rows}
+    return PairView(pair, rows, change_view(pair.base.location, pair.other.location, anchors,
+                                            (pair.base.name, pair.other.name)))
 
 
 def render_comparison(paths: Sequence[str | os.PathLike[str]], *, output: str,
@@ -358,7 +369,8 @@ def render_comparison(paths: Sequence[str | os.PathLike[str]], *, output: str,
                   keys=keys, config=cfg, charts=[_chart(runs, k, x, i)
                                                  for i, k in enumerate(chosen)],
                   points=series_points(len(runs)),
-                  pairs=None if pairs is None else [pair_view(p, links) for p in pairs])
+                  pairs=None if pairs is None else [pair_view(p, links, i)
+                                                    for i, p in enumerate(pairs)])
 
 
 def _check_metrics(metrics: Sequence[str], runs: Sequence[RunSummary]) -> None:

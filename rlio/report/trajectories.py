@@ -104,10 +104,8 @@ class Rollouts:
         b = box(it, rewards)
         if b is not None:
             self.boxes.setdefault(split, []).append(b)
-        steps = [t.iteration - t.sampling_client_step for t in trajs
-                 if t.sampling_client_step is not None]
-        if split == "train" and steps:
-            self.stale.append((it, max(steps)))
+        if split == "train" and diag.staleness_max is not None:
+            self.stale.append((it, diag.staleness_max))
         for t in trajs:
             if t.reward is not None and not math.isnan(t.reward):
                 self.seen += 1

@@ -39,7 +39,7 @@ from rlio.reader.source import iter_records
 from rlio.status import RunStatus, run_status
 from rlio.storage.base import Storage
 from rlio.storage.run_root import open_run_storage
-from rlio.tui.group_stats import GroupRow, group_rows
+from rlio.tui.group_stats import IterationRows, iteration_rows
 
 __all__ = ["CAP", "MetricsFeed", "RunFeed", "Series", "best_of", "lower_is_better", "step_of"]
 
@@ -219,7 +219,7 @@ class RunFeed:
         self.history = "pending"  # "pending", "reading", "done" or "tail only"
         self.checkpoints: deque[dict[str, Any]] = deque(maxlen=MAX_CHECKPOINTS)
         self.iterations: list[IterationInfo] = []
-        self.latest: tuple[int, list[GroupRow]] | None = None  # training iteration, its groups
+        self.latest: IterationRows | None = None  # the latest training iteration's groups
         self.findings: deque[Finding] = deque(maxlen=MAX_FINDINGS)
         self.findings_state = "not checked"
         self.detail = False
@@ -417,9 +417,9 @@ class RunFeed:
         key = (latest.index, latest.files)
         if key == seen:
             return seen
-        groups = group_rows(run.rollouts(latest.index))
+        rows = iteration_rows(run.rollouts(latest.index), latest.index)
         with self.lock:
-            self.latest = (latest.index, groups)
+            self.latest = rows
             self._changed()
         return key
 

@@ -11,9 +11,10 @@ from typing import Any
 from rich.text import Text
 
 from rlio.findings import Finding, Severity
+from rlio.outcome import finite
 from rlio.tui.braille import bars, line_chart
 from rlio.tui.chat_text import clean
-from rlio.tui.group_stats import GroupRow, equal_share, histogram
+from rlio.tui.group_stats import IterationRows, histogram
 
 __all__ = [
     "USUAL",
@@ -90,25 +91,23 @@ def chart_text(label: str, key: str, points: Sequence[tuple[float, float]],
     return out
 
 
-def distribution_text(latest: tuple[int, Sequence[GroupRow]] | None, width: int) -> Text:
+def distribution_text(latest: IterationRows | None, width: int) -> Text:
     """The latest iteration's outcomes as a histogram, with GRPO's diagnostics."""
     out = Text()
     if latest is None:
         out.append("rewards: no rollout summaries yet", style="dim")
         return out
-    iteration, groups = latest
-    rewards = [t.reward for g in groups for t in g.trajectories]
-    finite = [r for r in rewards if r is not None and math.isfinite(r)]
-    share = equal_share(groups)
-    mean = sum(finite) / len(finite) if finite else None
-    out.append(f"iteration {iteration}", style="bold")
-    out.append(f" · {len(rewards)} trajectories · {len(groups)} groups · mean reward "
-               f"{fmt(mean)}\n")
+    st = latest.stats
+    rewards = finite(latest.rewards())
+    share = st.equal_share
+    out.append(f"iteration {latest.iteration}", style="bold")
+    out.append(f" · {st.trajectories} trajectories · {st.groups} groups · mean reward "
+               f"{fmt(st.mean)}\n")
     out.append("equal-reward groups ", style="bold")
     out.append(f"{'—' if share is None else f'{share:.0%}'}", style="bold yellow")
     out.append(" (no learning signal) · outcome = total_reward\n", style="dim")
-    left, right = fmt(min(finite, default=None)), fmt(max(finite, default=None))
-    counts, _, _ = histogram(finite, max(4, min(60, width - len(left) - len(right) - 2)))
+    left, right = fmt(min(rewards, default=None)), fmt(max(rewards, default=None))
+    counts, _, _ = histogram(rewards, max(4, min(60, width - len(left) - len(right) - 2)))
     top, bottom = bars(counts, 2)
     out.append(" " * (len(left) + 1) + top + "\n", style="green")
     out.append(left + " ", style="dim")

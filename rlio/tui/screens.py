@@ -20,9 +20,10 @@ from textual.widgets import DataTable, Footer, Input, OptionList, Static
 
 from rlio import layout
 from rlio.findings import Severity
+from rlio.outcome import trajectory
 from rlio.tui.chat_text import clean, transcript_text
 from rlio.tui.feeds import RunFeed, lower_is_better
-from rlio.tui.group_stats import GroupRow, TrajectoryRow, equal_share, group_rows
+from rlio.tui.group_stats import GroupRow, IterationRows, TrajectoryRow, iteration_rows
 from rlio.tui.panels import (
     chart_text,
     checkpoint_lines,
@@ -540,20 +541,22 @@ class GroupsScreen(Base):
     def load(self) -> None:
         """Read the iteration's rollout summaries (a worker thread)."""
         run = _run(self.feed)
-        groups = group_rows(run.rollouts(self.iteration, evaluator=self.label))
-        self.app.call_from_thread(self.show, groups)
+        rows = iteration_rows(run.rollouts(self.iteration, evaluator=self.label),
+                              self.iteration, self.label)
+        self.app.call_from_thread(self.show, rows)
 
-    def show(self, groups: list[GroupRow]) -> None:
+    def show(self, rows: IterationRows) -> None:
         """Fill the table."""
-        self.groups = groups
+        self.groups = rows.groups
         table = self.query_one(DataTable)
-        for g in groups:
-            table.add_row(str(g.group), str(len(g.trajectories)), fmt(g.mean), fmt(g.spread),
-                          fmt(g.low), fmt(g.high), "yes" if g.equal else "")
-        share = equal_share(groups)
+        for g in rows.groups:
+            st = g.stats
+            table.add_row(str(st.group), str(st.size), fmt(st.mean), fmt(st.spread),
+                          fmt(g.low), fmt(g.high), "yes" if st.all_equal else "")
+        share = rows.stats.equal_share
         split = "train" if self.label is None else clean(self.label)
         self.query_one("#head", Static).update(
-            f"{clean(self.feed.name)} · iteration {self.iteration} {split} · {len(groups)} "
+            f"{clean(self.feed.name)} · iteration {self.iteration} {split} · {len(rows.groups)} "
             f"groups · equal-reward groups {'—' if share is None else f'{share:.0%}'}")
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -574,11 +577,13 @@ class TrajectoriesScreen(Base):
 
     def compose(self) -> ComposeResult:
         g = self.group
-        yield Static(f"{clean(self.feed.name)} · iteration {self.iteration} · group {g.group} "
-                     f"· mean {fmt(g.mean)} · Enter: transcript", id="head")
+        yield Static(f"{clean(self.feed.name)} · iteration {self.iteration} · group "
+                     f"{g.stats.group} · mean {fmt(g.stats.mean)} · Enter: transcript",
+                     id="head")
         table = _table("traj", "reward", "advantage", "final", "steps", "ac tok", "done")
-        for t in g.trajectories:
-            table.add_row(str(t.traj), fmt(t.reward), fmt(t.advantage), fmt(t.final_reward),
+        for row in g.trajectories:
+            t = row.trajectory
+            table.add_row(str(t.traj), fmt(t.reward), fmt(row.advantage), fmt(t.final_reward),
                           str(t.steps), str(t.ac_tokens), "yes" if t.done else "no")
         yield table
         yield Footer()
@@ -618,9 +623,9 @@ class TranscriptScreen(Base):
         self.thinking = False
 
     def compose(self) -> ComposeResult:
-        t = self.traj
+        t = self.traj.trajectory
         yield Static(f"iteration {self.iteration} · group {t.group} · trajectory "
-                     f"{t.traj} · reward {fmt(t.reward)} · advantage {fmt(t.advantage)}",
+                     f"{t.traj} · reward {fmt(t.reward)} · advantage {fmt(self.traj.advantage)}",
                      id="head")
         with VerticalScroll():
             yield Static("reading the logtree…", id="body")
@@ -635,7 +640,7 @@ class TranscriptScreen(Base):
         iteration's conversations as logged."""
         run = _run(self.feed)
         found = _transcripts(run, self.iteration, self.label)
-        messages = found.get((self.traj.group, self.traj.traj))
+        messages = found.get((self.traj.trajectory.group, self.traj.trajectory.traj))
         others = [] if messages is not None else list(
             itertools.islice(run.conversations(self.iteration, evaluator=self.label),
                              MAX_OTHER_CONVERSATIONS))
@@ -704,19 +709,21 @@ class PromptScreen(Base):
             hits = [gt for gt, msgs in found.items() if prompt_key(msgs) == key]
             if not hits:
                 continue
-            rows = {(t.group, t.traj): t for g in group_rows(run.rollouts(i, evaluator=label))
+            rows = {(t.trajectory.group, t.trajectory.traj): t
+                    for g in iteration_rows(run.rollouts(i, evaluator=label), i, label).groups
                     for t in g.trajectories}
             for g, t in sorted(hits):
-                row = rows.get((g, t)) or TrajectoryRow(g, t, None, None, None, 0, 0, 0, False,
-                                                        None)
+                row = rows.get((g, t)) or TrajectoryRow(
+                    trajectory({"group_idx": g, "traj_idx": t}, layout.split_name(label), i), None)
                 self.app.call_from_thread(self.add, i, row)
         self.app.call_from_thread(self.done)
 
     def add(self, iteration: int, row: TrajectoryRow) -> None:
         """One more trajectory of the prompt."""
         self.rows.append((iteration, row))
-        self.query_one(DataTable).add_row(str(iteration), str(row.group), str(row.traj),
-                                          fmt(row.reward), fmt(row.advantage))
+        t = row.trajectory
+        self.query_one(DataTable).add_row(str(iteration), str(t.group), str(t.traj),
+                                          fmt(t.reward), fmt(row.advantage))
 
     def done(self) -> None:
         """Say how many were found."""

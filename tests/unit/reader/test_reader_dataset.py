@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from factories import GROUP_SYSTEM, cli, group_prompt, group_run
+from realistic import ENVS, expected, realistic_run
 
 from rlio import open_run
 from rlio.errors import RlioError
@@ -129,3 +130,21 @@ def test_cli_pairs_and_evaluator_split(run_dir: Path, tmp_path: Path,
                          str(tmp_path / "x"))
     assert code == 2 and "no split 'train'" in err
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_reward_advantage_and_group_mean_are_what_the_records_say(tmp_path: Path,
+                                                                   env: str) -> None:
+    """On each realistic run (step rewards, penalties, centred preference rewards, evaluators),
+    every row's reward, advantage and group mean are the records' total_reward, its minus the
+    group's finite mean, and that mean (rlio.outcome's rule)."""
+    run = realistic_run(tmp_path, env)
+    exp = expected(run)
+    rows = list(open_run(run).dataset(split=None))
+    assert rows
+    for r in rows:
+        key = (r["split"], r["iteration"])
+        g, t = r["group_idx"], r["traj_idx"]
+        assert r["reward"] == exp.total_of(*key, g, t)
+        assert r["advantage"] == pytest.approx(exp.advantages(*key)[(g, t)])
+        assert r["group_mean"] == pytest.approx(r["reward"] - r["advantage"])

@@ -133,7 +133,7 @@ def test_compare_scores_prompts_by_their_mean_total_reward(tmp_path: Path, runs:
     out = tmp_path / "compare.html"
     write_comparison([runs[env], other], str(out))
     page = out.read_text()
-    rows = re.findall(r'<tr data-prompt="[^"]+"><td>([^<]*)</td><td>([^<]*)</td>'
+    rows = re.findall(r'<tr id="[^"]+" data-prompt="[^"]+"><td>([^<]*)</td><td>([^<]*)</td>'
                       r'<td class="num">([^<]*)</td><td class="num">([^<]*)</td>', page)
     assert rows
     scores = [_scores(runs[env]), _scores(other)]
