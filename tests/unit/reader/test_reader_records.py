@@ -21,6 +21,7 @@ SHAPES: list[tuple[Any, str, tuple[str, ...]]] = [
     (records.LogtreeNode, "logtree", ("$defs", "node")),
     (records.ConversationMessage, "logtree", ("$defs", "message")),
     (records.TimingSpansRecord, "timing-spans-line", ()),
+    (records.CaptureRecord, "capture-line", ()),
 ]
 
 
@@ -48,6 +49,14 @@ def test_typed_dict_lists_every_schema_property(typed: Any, name: str,
     assert required_keys(typed) == set(node.get("required", ())), typed.__name__
     if node.get("additionalProperties") is False:
         assert keys - properties == set(), f"{typed.__name__} has keys the schema refuses"
+
+
+@pytest.mark.parametrize("name", ["capture-sample-line", "capture-train-op-line"])
+def test_capture_record_lists_every_property_of_each_known_kind(name: str) -> None:
+    """CaptureRecord holds the keys of every capture kind with a schema (one TypedDict for the
+    lines of any kind)."""
+    properties = set(load_schema(name).get("properties", {}))
+    assert properties - set(get_type_hints(records.CaptureRecord)) == set()
 
 
 def test_every_record_typed_dict_is_checked() -> None:
