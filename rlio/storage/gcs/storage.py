@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 
 from rlio.errors import RunInUseError, RunNotFoundError, UnsafeStorageError
 from rlio.layout import APPEND_ONLY, content_type
+from rlio.storage import fencing
 from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log, rewrite_refused
 from rlio.storage.gcs.api import (
     LOCKS_DIR,
@@ -42,7 +43,7 @@ from rlio.storage.gcs.api import (
     GcsApi,
     generation,
 )
-from rlio.storage.gcs.append import GcsAppender, epoch_of
+from rlio.storage.gcs.append import GcsAppender
 from rlio.storage.gcs.lease import GcsLease, live_holder
 from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease
 from rlio.storage.ranged import RangeReader
@@ -179,7 +180,7 @@ class GcsStorage(Storage):
         then every live log is fenced with its epoch (see the module docstring)."""
         lease = GcsLease(self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds)
         try:
-            for rel in sorted(APPEND_ONLY):
+            for rel in fencing.FENCED:
                 self._fence_log(rel, lease.epoch)
         except BaseException:
             lease.release()
@@ -194,7 +195,7 @@ class GcsStorage(Storage):
         key = self.key(rel)
         while True:
             cur = self.api.get(key)
-            if cur is None or epoch_of(cur) >= epoch:
+            if cur is None or fencing.epoch_of(cur.get("metadata"), META_EPOCH) >= epoch:
                 return
             meta = {k: str(v) for k, v in (cur.get("metadata") or {}).items()}
             meta[META_EPOCH] = str(epoch)

@@ -31,6 +31,9 @@ RUN_MARKER = ".rlio-run"
 #: (the batches each writer landed are ``rlio.storage.batching.META_APPENDS``).
 META_REWRITES = "rlio-rewrites"
 META_REWRITE_ID = "rlio-rewrite-id"
+#: User metadata on a log: the epoch of the newest lease holder that wrote it
+#: (``rlio.storage.fencing``).
+META_EPOCH = "rlio-epoch"
 #: S3's smallest part but the last (so the smallest object a multipart append can copy), and the
 #: largest part an UploadPartCopy may copy.
 MIN_PART = 5 << 20
@@ -207,6 +210,45 @@ class S3Api:
             kw["IfNoneMatch"] = "*"
         with translated(self.where(key)):
             return str(self.s3.put_object(**kw)["ETag"])
+
+    def set_metadata(self, key: str, metadata: Mapping[str, str], *, size: int, if_match: str,
+                     ctype: str = TEXT_TYPE) -> str:
+        """Replace the user metadata of ``key`` (copied inside S3) only while it is version
+        ``if_match``, so that its ETag changes; its new ETag.
+
+        An S3 ETag names the bytes and how they were uploaded, not the metadata: a plain copy of
+        a plainly uploaded object keeps its ETag. So the object is copied in the other form: as
+        a one-part multipart upload (ETag ``"<md5>-1"``) when its ETag is a plain one, else
+        plainly.
+        """
+        where = self.where(key)
+        if "-" in if_match:
+            with translated(where):
+                out = self.s3.copy_object(
+                    Bucket=self.bucket, Key=key, CopySource={"Bucket": self.bucket, "Key": key},
+                    CopySourceIfMatch=if_match, IfMatch=if_match, MetadataDirective="REPLACE",
+                    Metadata=dict(metadata), ContentType=ctype)
+            return str(out["CopyObjectResult"]["ETag"])
+        with translated(where):
+            upload = self.s3.create_multipart_upload(
+                Bucket=self.bucket, Key=key, ContentType=ctype, Metadata=dict(metadata))["UploadId"]
+        try:
+            with translated(where):
+                if size:
+                    etag = self.s3.upload_part_copy(
+                        Bucket=self.bucket, Key=key, UploadId=upload, PartNumber=1,
+                        CopySource={"Bucket": self.bucket, "Key": key},
+                        CopySourceIfMatch=if_match)["CopyPartResult"]["ETag"]
+                else:
+                    etag = self.s3.upload_part(Bucket=self.bucket, Key=key, UploadId=upload,
+                                               PartNumber=1, Body=b"")["ETag"]
+                done = self.s3.complete_multipart_upload(
+                    Bucket=self.bucket, Key=key, UploadId=upload, IfMatch=if_match,
+                    MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+            return str(done["ETag"])
+        except BaseException:
+            self.abort(key, upload)
+            raise
 
     def append_multipart(self, key: str, size: int, data: bytes, *, if_match: str,
                          metadata: Mapping[str, str], ctype: str = TEXT_TYPE) -> str:

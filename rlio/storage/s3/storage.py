@@ -9,7 +9,9 @@ ETag), which S3 has enforced since late 2024.
 - Reads: ranged GETs with explicit offsets; a whole non-log file past the first chunk is read
   from the version first seen (``If-Match``), so a replacement midway is an error, never a mix.
 - ``appender``: batches written conditionally into the one live object (``s3.append``);
-  ``acquire_lease``: a renewed lease object (``s3.lease``).
+  ``acquire_lease``: a renewed lease object (``s3.lease``), after which the new holder fences
+  every live log (its epoch into the log's metadata, which moves its ETag: the old holder's
+  next conditional write is refused by the store; ``rlio.storage.fencing``).
 - ``move_tail``: the tail reaches the sidecar durably first; the log is then rewritten with
   ``If-Match``, keeping appends that landed in between and refusing any other change.
 - ``lock(rel)``: a lease object as the run's, under ``.rlio-locks/``, held for short repairs; a
@@ -31,11 +33,13 @@ from typing import Any, BinaryIO
 
 from rlio.errors import RunInUseError, RunNotFoundError, UnsafeStorageError
 from rlio.layout import content_type
+from rlio.storage import fencing
 from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log, rewrite_refused
 from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease
 from rlio.storage.ranged import RangeReader
 from rlio.storage.s3.api import (
     LOCKS_DIR,
+    META_EPOCH,
     META_REWRITE_ID,
     META_REWRITES,
     RUN_MARKER,
@@ -65,6 +69,7 @@ class S3Storage(Storage):
         self.bucket = bucket
         self.prefix = prefix.strip("/")
         self.root = f"s3://{bucket}/{self.prefix}" if self.prefix else f"s3://{bucket}"
+        self._fence: Lease | None = None  # the run lease this storage took: its logs' fence
 
     def key(self, rel: str) -> str:
         """The object key of run-relative ``rel``."""
@@ -140,7 +145,8 @@ class S3Storage(Storage):
 
     def appender(self, rel: str) -> Appender:
         return S3Appender(self.api, self.key(rel), ctype=content_type(rel),
-                          display=self.display(rel))
+                          display=self.display(rel),
+                          fence=self._fence if rel in fencing.FENCED else None)
 
     def sweep_orphans(self, *, older_than: float | None = None) -> int:
         """Abort the multipart uploads in progress under the run (a crashed writer's; a live
@@ -171,8 +177,33 @@ class S3Storage(Storage):
         return live_holder(self.api, self.key(LEASE_NAME))
 
     def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
-        """The run lease: a renewed object taken with a conditional write (``s3.lease``)."""
-        return S3Lease(self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds)
+        """The run lease: a renewed object taken with a conditional write (``s3.lease``); then
+        every live log is fenced with its epoch (``rlio.storage.fencing``)."""
+        lease = S3Lease(self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds,
+                        keep=True)
+        try:
+            for rel in fencing.FENCED:
+                self._fence_log(rel, lease.epoch)
+        except BaseException:
+            lease.release()
+            raise
+        self._fence = lease
+        return lease
+
+    def _fence_log(self, rel: str, epoch: int) -> None:
+        """Record ``epoch`` in the metadata of the log ``rel`` (if it exists and names an older
+        one), conditionally: its ETag moves on, so the older holder's next write is refused."""
+        key = self.key(rel)
+        while True:
+            cur = self.api.head(key)
+            if cur is None or fencing.epoch_of(cur.metadata, META_EPOCH) >= epoch:
+                return
+            try:
+                self.api.set_metadata(key, {**cur.metadata, META_EPOCH: str(epoch)},
+                                      size=cur.size, if_match=cur.etag, ctype=content_type(rel))
+                return
+            except (FileExistsError, FileNotFoundError):
+                continue  # an append landed meanwhile: fence the new version
 
     @contextlib.contextmanager
     def lock(self, rel: str) -> Iterator[None]:
