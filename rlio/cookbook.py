@@ -16,7 +16,8 @@ non-empty directory do nothing. What rlio adds:
   returns; on object stores composed durably before it returns (no local staging folder, so a
   crash loses nothing acknowledged) and exactly once; ``checkpoints.jsonl`` always durably, after
   everything appended before it;
-- ``write`` is an atomic replace (attached: of per-iteration files only); over an append-only log (``truncate_metrics`` rewinding
+- ``write`` is an atomic replace (attached: of per-iteration files only, never a rewind nor a
+  replace of the owner's files); over an append-only log (``truncate_metrics`` rewinding
   ``metrics.jsonl``) the lines it drops are moved to the log's ``.superseded`` sidecar under the
   file's lock and the rest is appended, so nothing is ever deleted and no appender is cut off;
 - torn tails of the run's JSONL logs are moved aside (``.torn``) when the lease holder opens it.

@@ -3,9 +3,9 @@
 moto 5.x enforces ``If-Match`` / ``If-None-Match`` on PutObject (and ``If-None-Match`` on
 CompleteMultipartUpload) but not ``If-Match`` on CompleteMultipartUpload and CopyObject nor
 ``x-amz-copy-source-if-match`` on UploadPartCopy and CopyObject, which rlio's multipart appends
-and fencing rely on. This module serves moto's WSGI app behind a layer that answers those as S3 does (412
-PreconditionFailed), and makes every check and the write it guards one atomic step (requests are
-served one at a time).
+and fencing rely on. This module serves moto's WSGI app behind a layer that answers those as S3
+does (412 PreconditionFailed), and makes every check and the write it guards one atomic step
+(requests are served one at a time).
 
 Control endpoints (not S3): ``POST /_rlio/faults`` with a JSON list of rules, each
 ``{"op": <op>, "name": <regex on the object key>, "mode": "503"|"commit_then_503"|
