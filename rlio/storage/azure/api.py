@@ -28,6 +28,9 @@ RUN_MARKER = ".rlio-run"
 #: names are C# identifiers, hence the underscores.
 META_REWRITES = "rlio_rewrites"
 META_REWRITE_ID = "rlio_rewrite_id"
+#: Metadata on a log: the epoch of the newest lease holder that fenced it
+#: (``rlio.storage.fencing``).
+META_EPOCH = "rlio_epoch"
 #: Bytes per AppendBlock request: lines are grouped into blocks of at most this much (a longer
 #: line goes alone, up to the service's limit of 100 MiB per block).
 BLOCK_BYTES = 4 << 20
@@ -215,12 +218,26 @@ class AzureApi:
             **cond), key)
         return str(out["etag"])
 
-    def append_block(self, key: str, data: bytes, *, at: int) -> tuple[int, str, int]:
-        """AppendBlock ``data`` only if the blob is ``at`` bytes long; (new size, ETag, the
-        blob's committed block count)."""
-        out = self.call(lambda: self.blob(key).append_block(data, appendpos_condition=at), key)
+    def append_block(self, key: str, data: bytes, *, at: int,
+                     if_match: str | None = None) -> tuple[int, str, int]:
+        """AppendBlock ``data`` only if the blob is ``at`` bytes long (and, with ``if_match``,
+        still that version); (new size, ETag, the blob's committed block count)."""
+        from azure.core import MatchConditions
+
+        cond: dict[str, Any] = ({"etag": if_match, "match_condition": MatchConditions.IfNotModified}
+                                if if_match else {})
+        out = self.call(lambda: self.blob(key).append_block(data, appendpos_condition=at, **cond),
+                        key)
         return (int(out["blob_append_offset"]) + len(data), str(out["etag"]),
                 int(out.get("blob_committed_block_count") or 0))
+
+    def set_metadata(self, key: str, metadata: Mapping[str, str], *, if_match: str) -> str:
+        """Replace the metadata of ``key`` only while it is version ``if_match``; its new ETag."""
+        from azure.core import MatchConditions
+
+        out = self.call(lambda: self.blob(key).set_blob_metadata(
+            dict(metadata), etag=if_match, match_condition=MatchConditions.IfNotModified), key)
+        return str(out["etag"])
 
     def copy(self, key: str, source: str, *, if_match: str | None = None,
              if_none_match: bool = False) -> None:

@@ -30,8 +30,10 @@ from typing import Any, BinaryIO
 
 from rlio.errors import RunInUseError, RunNotFoundError, UnsafeStorageError
 from rlio.layout import content_type
+from rlio.storage import fencing
 from rlio.storage.azure.api import (
     LOCKS_DIR,
+    META_EPOCH,
     META_REWRITE_ID,
     META_REWRITES,
     PARTS_DIR,
@@ -63,6 +65,7 @@ class AzureStorage(Storage):
         self.container = name
         self.prefix = prefix.strip("/")
         self.root = f"az://{name}/{self.prefix}" if self.prefix else f"az://{name}"
+        self._fence: Lease | None = None  # the run lease this storage took: its logs' fence
 
     def key(self, rel: str) -> str:
         """The blob name of run-relative ``rel``."""
@@ -142,7 +145,8 @@ class AzureStorage(Storage):
 
     def appender(self, rel: str) -> Appender:
         return AzureAppender(self.api, self.key(rel), f"{self.key(PARTS_DIR)}/{rel}",
-                             ctype=content_type(rel), display=self.display(rel))
+                             ctype=content_type(rel), display=self.display(rel),
+                             fence=self._fence if rel in fencing.FENCED else None)
 
     def sweep_orphans(self, *, older_than: float | None = None) -> int:
         n = 0
@@ -181,8 +185,34 @@ class AzureStorage(Storage):
             return {}
 
     def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
-        """The run lease: an Azure blob lease on ``.rlio-lease`` (``azure.lease``)."""
-        return AzureLease(self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds)
+        """The run lease: an Azure blob lease on ``.rlio-lease`` (``azure.lease``); then every
+        live log is fenced with its epoch (``rlio.storage.fencing``)."""
+        lease = AzureLease(self.api, self.key(LEASE_NAME), self.root,
+                           lease_seconds=lease_seconds, keep=True)
+        try:
+            for rel in fencing.FENCED:
+                self._fence_log(rel, lease.epoch)
+        except BaseException:
+            lease.release()
+            raise
+        self._fence = lease
+        return lease
+
+    def _fence_log(self, rel: str, epoch: int) -> None:
+        """Record ``epoch`` in the metadata of the log ``rel`` (if it exists and names an older
+        one), conditionally: its ETag moves on, so the older holder's next block (sent with
+        ``If-Match``) is refused."""
+        key = self.key(rel)
+        while True:
+            cur = self.api.props(key)
+            if cur is None or fencing.epoch_of(cur.metadata, META_EPOCH) >= epoch:
+                return
+            try:
+                self.api.set_metadata(key, {**cur.metadata, META_EPOCH: str(epoch)},
+                                      if_match=cur.etag)
+                return
+            except (FileExistsError, FileNotFoundError):
+                continue  # an append landed meanwhile: fence the new version
 
     @contextlib.contextmanager
     def lock(self, rel: str) -> Iterator[None]:
