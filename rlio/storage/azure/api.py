@@ -15,8 +15,8 @@ import errno
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple, TypeVar
 
-from rlio.errors import StorageUnavailableError
 from rlio.layout import TEXT_TYPE
+from rlio.storage import remote
 
 #: Where staged copies wait, where lock blobs live, and the marker of a new run (run-relative,
 #: hidden from ``walk``).
@@ -93,18 +93,16 @@ def _translate(exc: Exception, where: str) -> Exception:
             isinstance(exc, ae.HttpResponseError) and exc.status_code == 412):
         return FileExistsError(errno.EEXIST, f"condition not met ({code})", where)
     if isinstance(exc, ae.ClientAuthenticationError):
-        return StorageUnavailableError(
-            f"{where}: Azure refused the credentials ({code or exc.__class__.__name__}); set "
-            "AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT_NAME and "
+        return remote.refused(
+            where, f"the store refused the credentials ({code or exc.__class__.__name__})",
+            "set AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT_NAME and "
             "AZURE_STORAGE_ACCOUNT_KEY")
     status = getattr(exc, "status_code", None)
     if isinstance(exc, ae.HttpResponseError) and status is not None and (
             status >= 500 or status == 429):  # still failing after the SDK's retries
-        return StorageUnavailableError(f"{where}: Azure Blob Storage answered {status} "
-                                       f"({code or 'server busy'})")
+        return remote.answered(where, status, code)
     if isinstance(exc, (ae.ServiceRequestError, ae.ServiceResponseError)):
-        reason = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
-        return StorageUnavailableError(f"{where}: Azure Blob Storage is unreachable ({reason})")
+        return remote.unreachable(where, exc)
     return exc
 
 

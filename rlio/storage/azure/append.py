@@ -35,15 +35,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import random
 import time
 from collections.abc import Iterator
 
-from rlio.errors import StorageUnavailableError
-from rlio.storage import fencing
+from rlio.storage import fencing, remote
 from rlio.storage.azure.api import BLOCK_BYTES, META_EPOCH, META_REWRITES, AzureApi, Props, blocks
 from rlio.storage.batching import BatchingAppender
 from rlio.storage.lease import Lease
+from rlio.storage.remote import StoreUnreachable
 
 _log = logging.getLogger("rlio")
 
@@ -101,8 +100,8 @@ class AzureAppender(BatchingAppender):
                 return
             except FileExistsError:  # 412: another writer appended first (or a retry of ours)
                 conflicts += 1
-                time.sleep(random.uniform(0, min(0.005 * 2 ** min(conflicts, 8), 0.5)))
-            except StorageUnavailableError:
+                remote.backoff(min(conflicts, 8))
+            except StoreUnreachable:
                 down = down or time.monotonic()
                 if time.monotonic() > min(deadline, down + self.unavailable_for):
                     raise  # to the caller; the batch is kept and tried again later

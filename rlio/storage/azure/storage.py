@@ -22,15 +22,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
-import random
 import secrets
-import time
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from rlio.errors import RunInUseError, RunNotFoundError, UnsafeStorageError
+from rlio.errors import RunNotFoundError, UnsafeStorageError
 from rlio.layout import content_type
-from rlio.storage import fencing
+from rlio.storage import fencing, remote
 from rlio.storage.azure.api import (
     LOCKS_DIR,
     META_EPOCH,
@@ -214,23 +212,12 @@ class AzureStorage(Storage):
             except (FileExistsError, FileNotFoundError):
                 continue  # an append landed meanwhile: fence the new version
 
-    @contextlib.contextmanager
-    def lock(self, rel: str) -> Iterator[None]:
+    def lock(self, rel: str) -> contextlib.AbstractContextManager[None]:
         """An Azure lease on ``rel``'s lock blob, renewed while held; waits while another live
         holder has it (a crashed holder's expires within ``LOCK_SECONDS``)."""
-        delay = 0.05
-        while True:
-            try:
-                held = AzureLease(self.api, f"{self.key(LOCKS_DIR)}/{rel}.lock",
-                                  self.display(rel), lease_seconds=LOCK_SECONDS)
-                break
-            except RunInUseError:
-                time.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, 1.0)
-        try:
-            yield
-        finally:
-            held.release()
+        key = f"{self.key(LOCKS_DIR)}/{rel}.lock"
+        return remote.held(lambda: AzureLease(self.api, key, self.display(rel),
+                                              lease_seconds=LOCK_SECONDS))
 
     def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
         key = self.key(rel)

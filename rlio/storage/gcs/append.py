@@ -31,12 +31,11 @@ is swept when a writer reopens the run (a writer whose part was swept uploads it
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from rlio.storage import fencing
+from rlio.storage import fencing, remote
 from rlio.storage.batching import BatchingAppender, landed, metadata_after
 from rlio.storage.gcs.api import META_EPOCH, META_REWRITES, GcsApi, generation
 from rlio.storage.lease import Lease
@@ -122,7 +121,7 @@ class GcsAppender(BatchingAppender):
                     break
                 except FileExistsError:  # 412: another writer's commit came first (or ours)
                     conflicts += 1
-                    time.sleep(random.uniform(0, min(0.005 * 2 ** min(conflicts, 8), 0.5)))
+                    remote.backoff(min(conflicts, 8))
                 except FileNotFoundError:  # the generation we read the last byte of is gone
                     continue
         except BaseException:

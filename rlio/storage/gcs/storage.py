@@ -23,15 +23,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
-import random
 import secrets
-import time
 from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 
-from rlio.errors import RunInUseError, RunNotFoundError, UnsafeStorageError
+from rlio.errors import RunNotFoundError, UnsafeStorageError
 from rlio.layout import APPEND_ONLY, content_type
-from rlio.storage import fencing
+from rlio.storage import fencing, remote
 from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log, rewrite_refused
 from rlio.storage.gcs.api import (
     LOCKS_DIR,
@@ -206,23 +204,12 @@ class GcsStorage(Storage):
             except (FileExistsError, FileNotFoundError):
                 continue  # an append landed meanwhile: fence the new generation
 
-    @contextlib.contextmanager
-    def lock(self, rel: str) -> Iterator[None]:
+    def lock(self, rel: str) -> contextlib.AbstractContextManager[None]:
         """A lease object of ``rel`` (``GcsLease``: renewed while held, taken over once its
         holder stopped renewing it); waits while another live holder has it."""
-        delay = 0.05
-        while True:
-            try:
-                held = GcsLease(self.api, f"{self.key(LOCKS_DIR)}/{rel}.lock", self.display(rel),
-                                lease_seconds=LOCK_SECONDS)
-                break
-            except RunInUseError:
-                time.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, 1.0)
-        try:
-            yield
-        finally:
-            held.release()
+        key = f"{self.key(LOCKS_DIR)}/{rel}.lock"
+        return remote.held(lambda: GcsLease(self.api, key, self.display(rel),
+                                            lease_seconds=LOCK_SECONDS))
 
     def tail_moving(self, rel: str) -> bool:
         """True while the lock object of ``rel`` exists: tail moves run under ``lock(rel)``."""

@@ -8,7 +8,8 @@ cannot be reached fails in seconds: rlio's appenders retry transient failures th
 Errors: 404 is ``FileNotFoundError`` (``RunNotFoundError`` for a missing bucket); 412 (a
 precondition did not hold) and 409 (a conflicting conditional write in flight) are
 ``FileExistsError``; no network, timeouts and 5xx/throttling that outlived the client's retries
-are ``S3Unavailable``; missing or refused credentials ``StorageUnavailableError``.
+are ``StoreUnreachable``; missing or refused credentials ``StorageUnavailableError`` (worded
+by ``rlio.storage.remote``, as for every cloud).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any, NamedTuple
 
 from rlio.errors import RunNotFoundError, StorageUnavailableError
 from rlio.layout import TEXT_TYPE
+from rlio.storage import remote
 
 #: Where lock objects live and the marker object of a run created before its first file
 #: (run-relative, hidden from ``walk``).
@@ -39,13 +41,9 @@ META_EPOCH = "rlio-epoch"
 MIN_PART = 5 << 20
 MAX_COPY_PART = 5 << 30
 
+_AWS_HINT = "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
 _CREDENTIALS = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
                 "InvalidToken", "TokenRefreshRequired", "AllAccessDisabled"}
-
-
-class S3Unavailable(StorageUnavailableError):
-    """The store did not answer usably (no network, timeout, 5xx or throttling after retries):
-    worth trying again later, unlike refused credentials."""
 
 
 class ObjectInfo(NamedTuple):
@@ -56,11 +54,12 @@ class ObjectInfo(NamedTuple):
     metadata: dict[str, str]
 
 
-_CLIENT_LOCK = threading.Lock()  # boto3's default session is not safe to share across threads
+_CLIENT_LOCK = threading.Lock()  # making boto3 sessions is not safe across threads
 
 
-def client() -> Any:
-    """A boto3 S3 client configured from the standard AWS environment (see module)."""
+def client(where: str = "s3://") -> Any:
+    """A boto3 S3 client configured from the standard AWS environment (see module);
+    ``StorageUnavailableError`` at once when that environment has no credentials at all."""
     import boto3
     from botocore.config import Config
 
@@ -68,9 +67,14 @@ def client() -> Any:
                     retries={"mode": "standard", "total_max_attempts": 3})
     try:
         with _CLIENT_LOCK:
-            return boto3.client("s3", config=config)
+            session = boto3.session.Session()
+            credentials = session.get_credentials()
+            s3 = session.client("s3", config=config)
     except Exception as exc:  # a missing profile, a malformed config file or endpoint
-        raise StorageUnavailableError(errno.EINVAL, f"cannot configure S3: {exc}") from None
+        raise StorageUnavailableError(f"{where}: cannot configure S3 ({exc})") from None
+    if credentials is None:
+        raise remote.refused(where, "no AWS credentials", _AWS_HINT)
+    return s3
 
 
 @contextlib.contextmanager
@@ -89,7 +93,6 @@ def translated(where: str) -> Iterator[None]:
         err = exc.response.get("Error") or {}
         code = str(err.get("Code", ""))
         status = int((exc.response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)
-        message = f"{where}: S3 answered {status or ''} {code} {err.get('Message', '')}".strip()
         if code == "NoSuchBucket":
             raise RunNotFoundError(errno.ENOENT, "no such bucket", where) from None
         if status == 404 or code in ("NoSuchKey", "NoSuchUpload", "NotFound"):
@@ -99,15 +102,13 @@ def translated(where: str) -> Iterator[None]:
         if status == 416 or code == "InvalidRange":
             raise EOFError(where) from None
         if status == 403 or code in _CREDENTIALS:
-            raise StorageUnavailableError(errno.EACCES, message + " (check the AWS credentials)"
-                                          ) from None
-        raise S3Unavailable(errno.EIO, message) from None
-    except (NoCredentialsError, PartialCredentialsError) as exc:
-        raise StorageUnavailableError(
-            errno.EACCES, f"{where}: no AWS credentials ({exc}); set AWS_ACCESS_KEY_ID and "
-            "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE") from None
+            raise remote.refused(where, f"the store refused the credentials ({code or status})",
+                                 _AWS_HINT) from None
+        raise remote.answered(where, status or "an error", code) from None
+    except (NoCredentialsError, PartialCredentialsError):
+        raise remote.refused(where, "no AWS credentials", _AWS_HINT) from None
     except BotoCoreError as exc:  # no network, timeouts, a closed connection, bad endpoint
-        raise S3Unavailable(errno.EHOSTUNREACH, f"{where}: cannot reach S3 ({exc})") from None
+        raise remote.unreachable(where, exc) from None
 
 
 def _info(out: Mapping[str, Any], size: int) -> ObjectInfo:

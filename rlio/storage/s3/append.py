@@ -30,20 +30,19 @@ Transient failures (no network, 5xx after the client's retries) are retried with
 from __future__ import annotations
 
 import errno
-import random
 import time
 
 from rlio.errors import StorageUnavailableError
-from rlio.storage import fencing
+from rlio.storage import fencing, remote
 from rlio.storage.batching import BatchingAppender, landed, metadata_after
 from rlio.storage.lease import Lease
+from rlio.storage.remote import StoreUnreachable
 from rlio.storage.s3.api import (
     META_EPOCH,
     META_REWRITES,
     MIN_PART,
     ObjectInfo,
     S3Api,
-    S3Unavailable,
 )
 
 #: How many recent writers' ``writer:seq`` entries a log's metadata keeps (S3 allows 2 KB of
@@ -126,9 +125,9 @@ class S3Appender(BatchingAppender):
                     known = self._land(known, seq, data)
                     self._clean_etag = known.etag
                     break
-                except (FileExistsError, FileNotFoundError, S3Unavailable) as exc:
+                except (FileExistsError, FileNotFoundError, StoreUnreachable) as exc:
                     # 412: another writer came first (or we did); 404: the log was rewritten
-                    # or our upload swept; S3Unavailable: try again until the deadline
+                    # or our upload swept; StoreUnreachable: try again until the deadline
                     verify = True
                     failures += 1
                     if time.monotonic() > deadline:
@@ -136,8 +135,7 @@ class S3Appender(BatchingAppender):
                             errno.ETIMEDOUT, f"could not append {len(data)} bytes to "
                             f"{self.display} within {self.give_up_after:.0f} s "
                             f"({failures} failed attempts; last: {exc})") from exc
-                    cap = 2.0 if isinstance(exc, S3Unavailable) else 0.5
-                    time.sleep(random.uniform(0, min(0.005 * 2 ** min(failures, 10), cap)))
+                    remote.backoff(failures, 2.0 if isinstance(exc, StoreUnreachable) else 0.5)
         except BaseException:
             self._known, self._body = None, None
             raise

@@ -25,15 +25,13 @@ import contextlib
 import errno
 import io
 import logging
-import random
 import secrets
-import time
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from rlio.errors import RunInUseError, RunNotFoundError, UnsafeStorageError
+from rlio.errors import RunNotFoundError, UnsafeStorageError
 from rlio.layout import content_type
-from rlio.storage import fencing
+from rlio.storage import fencing, remote
 from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log, rewrite_refused
 from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease
 from rlio.storage.ranged import RangeReader
@@ -205,23 +203,12 @@ class S3Storage(Storage):
             except (FileExistsError, FileNotFoundError):
                 continue  # an append landed meanwhile: fence the new version
 
-    @contextlib.contextmanager
-    def lock(self, rel: str) -> Iterator[None]:
+    def lock(self, rel: str) -> contextlib.AbstractContextManager[None]:
         """A lease object of ``rel`` (``S3Lease``: renewed while held, taken over once its
         holder stopped renewing it); waits while another live holder has it."""
-        delay = 0.05
-        while True:
-            try:
-                held = S3Lease(self.api, f"{self.key(LOCKS_DIR)}/{rel}.lock", self.display(rel),
-                               lease_seconds=LOCK_SECONDS)
-                break
-            except RunInUseError:
-                time.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, 1.0)
-        try:
-            yield
-        finally:
-            held.release()
+        key = f"{self.key(LOCKS_DIR)}/{rel}.lock"
+        return remote.held(lambda: S3Lease(self.api, key, self.display(rel),
+                                           lease_seconds=LOCK_SECONDS))
 
     def _read_tail(self, rel: str, offset: int) -> tuple[ObjectInfo, bytes] | None:
         """The log as it is and its bytes ``[offset:]``, read from one version; None when it
