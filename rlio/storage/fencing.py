@@ -23,13 +23,44 @@ whose metadata names are identifiers).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from rlio.layout import APPEND_ONLY
 from rlio.storage.lease import Lease
 
 #: The logs a new holder fences (sidecars are written only under the holder's lock).
 FENCED = tuple(sorted(APPEND_ONLY))
+V = TypeVar("V")
+
+
+def fence_logs(lease: Lease, fence_one: Callable[[str, int], None]) -> Lease:
+    """A new holder's first act: ``fence_one(rel, epoch)`` for every live log (step 1 of the
+    module docstring); the lease is released if that fails. Returns ``lease``."""
+    try:
+        for rel in FENCED:
+            fence_one(rel, lease.epoch)
+    except BaseException:
+        lease.release()
+        raise
+    return lease
+
+
+def record_epoch(epoch: int, name: str, head: Callable[[], tuple[Mapping[str, object], V] | None],
+                 write: Callable[[dict[str, str], V], object]) -> None:
+    """Write ``epoch`` into one log's metadata ``name`` unless it names that or a newer one:
+    ``head()`` reads the log (its metadata and version, None when absent) and ``write(metadata,
+    version)`` replaces its metadata only while it is that version (``FileExistsError`` or
+    ``FileNotFoundError`` otherwise: an append landed meanwhile, and the new version is fenced)."""
+    while True:
+        cur = head()
+        if cur is None or epoch_of(cur[0], name) >= epoch:
+            return
+        try:
+            write({**stamped(cur[0], name, None), name: str(epoch)}, cur[1])
+            return
+        except (FileExistsError, FileNotFoundError):
+            continue
 
 
 def epoch_of(metadata: Mapping[str, object] | None, name: str) -> int:

@@ -185,32 +185,23 @@ class AzureStorage(Storage):
     def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
         """The run lease: an Azure blob lease on ``.rlio-lease`` (``azure.lease``); then every
         live log is fenced with its epoch (``rlio.storage.fencing``)."""
-        lease = AzureLease(self.api, self.key(LEASE_NAME), self.root,
-                           lease_seconds=lease_seconds, keep=True)
-        try:
-            for rel in fencing.FENCED:
-                self._fence_log(rel, lease.epoch)
-        except BaseException:
-            lease.release()
-            raise
-        self._fence = lease
-        return lease
+        self._fence = fencing.fence_logs(AzureLease(
+            self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds, keep=True),
+            self._fence_log)
+        return self._fence
 
     def _fence_log(self, rel: str, epoch: int) -> None:
         """Record ``epoch`` in the metadata of the log ``rel`` (if it exists and names an older
         one), conditionally: its ETag moves on, so the older holder's next block (sent with
         ``If-Match``) is refused."""
         key = self.key(rel)
-        while True:
+
+        def head() -> tuple[dict[str, str], Props] | None:
             cur = self.api.props(key)
-            if cur is None or fencing.epoch_of(cur.metadata, META_EPOCH) >= epoch:
-                return
-            try:
-                self.api.set_metadata(key, {**cur.metadata, META_EPOCH: str(epoch)},
-                                      if_match=cur.etag)
-                return
-            except (FileExistsError, FileNotFoundError):
-                continue  # an append landed meanwhile: fence the new version
+            return None if cur is None else (cur.metadata, cur)
+
+        fencing.record_epoch(epoch, META_EPOCH, head, lambda meta, cur: self.api.set_metadata(
+            key, meta, if_match=cur.etag))
 
     def lock(self, rel: str) -> contextlib.AbstractContextManager[None]:
         """An Azure lease on ``rel``'s lock blob, renewed while held; waits while another live

@@ -176,33 +176,24 @@ class GcsStorage(Storage):
     def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
         """The run lease: a renewed object taken with a generation precondition (``gcs.lease``);
         then every live log is fenced with its epoch (see the module docstring)."""
-        lease = GcsLease(self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds)
-        try:
-            for rel in fencing.FENCED:
-                self._fence_log(rel, lease.epoch)
-        except BaseException:
-            lease.release()
-            raise
-        self._fence = lease
-        return lease
+        self._fence = fencing.fence_logs(GcsLease(
+            self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds),
+            self._fence_log)
+        return self._fence
 
     def _fence_log(self, rel: str, epoch: int) -> None:
         """Record ``epoch`` in the metadata of the log ``rel`` (if it exists and names an older
         one), conditionally: its metageneration moves on, so a compose of an older holder that
         read the log before is refused (412), and its retry reads the newer epoch."""
         key = self.key(rel)
-        while True:
+
+        def head() -> tuple[dict[str, Any], dict[str, Any]] | None:
             cur = self.api.get(key)
-            if cur is None or fencing.epoch_of(cur.get("metadata"), META_EPOCH) >= epoch:
-                return
-            meta = {k: str(v) for k, v in (cur.get("metadata") or {}).items()}
-            meta[META_EPOCH] = str(epoch)
-            try:
-                self.api.patch_metadata(key, meta, if_generation_match=generation(cur),
-                                        if_metageneration_match=int(cur["metageneration"]))
-                return
-            except (FileExistsError, FileNotFoundError):
-                continue  # an append landed meanwhile: fence the new generation
+            return None if cur is None else (cur.get("metadata") or {}, cur)
+
+        fencing.record_epoch(epoch, META_EPOCH, head, lambda meta, cur: self.api.patch_metadata(
+            key, meta, if_generation_match=generation(cur),
+            if_metageneration_match=int(cur["metageneration"])))
 
     def lock(self, rel: str) -> contextlib.AbstractContextManager[None]:
         """A lease object of ``rel`` (``GcsLease``: renewed while held, taken over once its

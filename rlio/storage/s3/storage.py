@@ -177,31 +177,22 @@ class S3Storage(Storage):
     def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
         """The run lease: a renewed object taken with a conditional write (``s3.lease``); then
         every live log is fenced with its epoch (``rlio.storage.fencing``)."""
-        lease = S3Lease(self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds,
-                        keep=True)
-        try:
-            for rel in fencing.FENCED:
-                self._fence_log(rel, lease.epoch)
-        except BaseException:
-            lease.release()
-            raise
-        self._fence = lease
-        return lease
+        self._fence = fencing.fence_logs(S3Lease(
+            self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds, keep=True),
+            self._fence_log)
+        return self._fence
 
     def _fence_log(self, rel: str, epoch: int) -> None:
         """Record ``epoch`` in the metadata of the log ``rel`` (if it exists and names an older
         one), conditionally: its ETag moves on, so the older holder's next write is refused."""
         key = self.key(rel)
-        while True:
+
+        def head() -> tuple[dict[str, str], ObjectInfo] | None:
             cur = self.api.head(key)
-            if cur is None or fencing.epoch_of(cur.metadata, META_EPOCH) >= epoch:
-                return
-            try:
-                self.api.set_metadata(key, {**cur.metadata, META_EPOCH: str(epoch)},
-                                      size=cur.size, if_match=cur.etag, ctype=content_type(rel))
-                return
-            except (FileExistsError, FileNotFoundError):
-                continue  # an append landed meanwhile: fence the new version
+            return None if cur is None else (cur.metadata, cur)
+
+        fencing.record_epoch(epoch, META_EPOCH, head, lambda meta, cur: self.api.set_metadata(
+            key, meta, size=cur.size, if_match=cur.etag, ctype=content_type(rel)))
 
     def lock(self, rel: str) -> contextlib.AbstractContextManager[None]:
         """A lease object of ``rel`` (``S3Lease``: renewed while held, taken over once its
