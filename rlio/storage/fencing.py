@@ -34,31 +34,41 @@ FENCED = tuple(sorted(APPEND_ONLY))
 V = TypeVar("V")
 
 
-def fence_logs(lease: Lease, fence_one: Callable[[str, int], None]) -> Lease:
-    """A new holder's first act: ``fence_one(rel, epoch)`` for every live log (step 1 of the
-    module docstring); the lease is released if that fails. Returns ``lease``."""
+def fence_logs(lease: Lease, fence_one: Callable[[str, int], int]) -> Lease:
+    """A new holder's first act: ``fence_one(rel, epoch)`` (``record_epoch``) for every live log
+    (step 1 of the module docstring); the lease is released if that fails. Returns ``lease``.
+
+    A log naming an epoch at least the lease's (its lease object was deleted, or the run was
+    copied without it: no live holder can have stamped it, since this one holds the lease)
+    raises the lease's epoch past it, and every log is fenced again: a holder
+    is never refused by its own run."""
     try:
-        for rel in FENCED:
-            fence_one(rel, lease.epoch)
+        while True:
+            newest = max([fence_one(rel, lease.epoch) for rel in FENCED])
+            if newest < lease.epoch:
+                return lease
+            lease.epoch = lease.holder["epoch"] = newest + 1
     except BaseException:
         lease.release()
         raise
-    return lease
 
 
 def record_epoch(epoch: int, name: str, head: Callable[[], tuple[Mapping[str, object], V] | None],
-                 write: Callable[[dict[str, str], V], object]) -> None:
+                 write: Callable[[dict[str, str], V], object]) -> int:
     """Write ``epoch`` into one log's metadata ``name`` unless it names that or a newer one:
-    ``head()`` reads the log (its metadata and version, None when absent) and ``write(metadata,
-    version)`` replaces its metadata only while it is that version (``FileExistsError`` or
-    ``FileNotFoundError`` otherwise: an append landed meanwhile, and the new version is fenced)."""
+    then that epoch is returned (else 0: written, or no such log). ``head()`` reads the log (its metadata and
+    version, None when absent) and ``write(metadata, version)`` replaces its metadata only while
+    it is that version (``FileExistsError`` or ``FileNotFoundError`` otherwise: an append landed
+    meanwhile, and the new version is fenced)."""
     while True:
         cur = head()
-        if cur is None or epoch_of(cur[0], name) >= epoch:
-            return
+        if cur is None:
+            return 0
+        if epoch_of(cur[0], name) >= epoch:
+            return epoch_of(cur[0], name)
         try:
             write({**stamped(cur[0], name, None), name: str(epoch)}, cur[1])
-            return
+            return 0
         except (FileExistsError, FileNotFoundError):
             continue
 

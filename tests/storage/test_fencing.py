@@ -101,6 +101,22 @@ def test_epochs_grow_across_holders(cloud_uri: str) -> None:
     assert epochs == sorted(set(epochs)) and epochs[0] >= 1
 
 
+def test_a_run_whose_lease_object_was_deleted_stays_writable(cloud_uri: str) -> None:
+    """Logs naming an epoch but no lease object (deleted, or the run copied without it): the
+    next holder's epoch goes past the logs' own, so its appends are not refused."""
+    with RunWriter(cloud_uri, resume=True, lease_seconds=1.5) as run:
+        run.record_checkpoint("000001", batch=1, state_path="tinker://a/1")
+        assert run._lease is not None
+        first = run._lease.epoch
+    open_storage(cloud_uri).remove(LEASE_NAME)
+    with RunWriter(cloud_uri, resume=True, lease_seconds=1.5) as run:
+        assert run._lease is not None and run._lease.epoch > first
+        run.log_metrics({"x": 1}, step=1)
+        run.record_checkpoint("000002", batch=2, state_path="tinker://b/2")
+    state = read_resume_state(cloud_uri)
+    assert state is not None and state.checkpoint["state_path"] == "tinker://b/2"
+
+
 _LOOP = textwrap.dedent("""
     import sys
     from rlio import LeaseLostError, RunWriter

@@ -190,7 +190,7 @@ class AzureStorage(Storage):
             self._fence_log)
         return self._fence
 
-    def _fence_log(self, rel: str, epoch: int) -> None:
+    def _fence_log(self, rel: str, epoch: int) -> int:
         """Record ``epoch`` in the metadata of the log ``rel`` (if it exists and names an older
         one), conditionally: its ETag moves on, so the older holder's next block (sent with
         ``If-Match``) is refused."""
@@ -200,8 +200,11 @@ class AzureStorage(Storage):
             cur = self.api.props(key)
             return None if cur is None else (cur.metadata, cur)
 
-        fencing.record_epoch(epoch, META_EPOCH, head, lambda meta, cur: self.api.set_metadata(
-            key, meta, if_match=cur.etag))
+        def write(meta: dict[str, str], cur: Any) -> object:
+            return self.api.set_metadata(
+                key, meta, if_match=cur.etag)
+
+        return fencing.record_epoch(epoch, META_EPOCH, head, write)
 
     def lock(self, rel: str) -> contextlib.AbstractContextManager[None]:
         """An Azure lease on ``rel``'s lock blob, renewed while held; waits while another live

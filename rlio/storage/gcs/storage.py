@@ -181,7 +181,7 @@ class GcsStorage(Storage):
             self._fence_log)
         return self._fence
 
-    def _fence_log(self, rel: str, epoch: int) -> None:
+    def _fence_log(self, rel: str, epoch: int) -> int:
         """Record ``epoch`` in the metadata of the log ``rel`` (if it exists and names an older
         one), conditionally: its metageneration moves on, so a compose of an older holder that
         read the log before is refused (412), and its retry reads the newer epoch."""
@@ -191,9 +191,12 @@ class GcsStorage(Storage):
             cur = self.api.get(key)
             return None if cur is None else (cur.get("metadata") or {}, cur)
 
-        fencing.record_epoch(epoch, META_EPOCH, head, lambda meta, cur: self.api.patch_metadata(
-            key, meta, if_generation_match=generation(cur),
-            if_metageneration_match=int(cur["metageneration"])))
+        def write(meta: dict[str, str], cur: Any) -> object:
+            return self.api.patch_metadata(
+                key, meta, if_generation_match=generation(cur),
+                if_metageneration_match=int(cur["metageneration"]))
+
+        return fencing.record_epoch(epoch, META_EPOCH, head, write)
 
     def lock(self, rel: str) -> contextlib.AbstractContextManager[None]:
         """A lease object of ``rel`` (``GcsLease``: renewed while held, taken over once its

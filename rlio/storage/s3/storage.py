@@ -182,7 +182,7 @@ class S3Storage(Storage):
             self._fence_log)
         return self._fence
 
-    def _fence_log(self, rel: str, epoch: int) -> None:
+    def _fence_log(self, rel: str, epoch: int) -> int:
         """Record ``epoch`` in the metadata of the log ``rel`` (if it exists and names an older
         one), conditionally: its ETag moves on, so the older holder's next write is refused."""
         key = self.key(rel)
@@ -191,8 +191,11 @@ class S3Storage(Storage):
             cur = self.api.head(key)
             return None if cur is None else (cur.metadata, cur)
 
-        fencing.record_epoch(epoch, META_EPOCH, head, lambda meta, cur: self.api.set_metadata(
-            key, meta, size=cur.size, if_match=cur.etag, ctype=content_type(rel)))
+        def write(meta: dict[str, str], cur: Any) -> object:
+            return self.api.set_metadata(
+                key, meta, size=cur.size, if_match=cur.etag, ctype=content_type(rel))
+
+        return fencing.record_epoch(epoch, META_EPOCH, head, write)
 
     def lock(self, rel: str) -> contextlib.AbstractContextManager[None]:
         """A lease object of ``rel`` (``S3Lease``: renewed while held, taken over once its
