@@ -56,10 +56,10 @@ def fence_logs(lease: Lease, fence_one: Callable[[str, int], int]) -> Lease:
 def record_epoch(epoch: int, name: str, head: Callable[[], tuple[Mapping[str, object], V] | None],
                  write: Callable[[dict[str, str], V], object]) -> int:
     """Write ``epoch`` into one log's metadata ``name`` unless it names that or a newer one:
-    then that epoch is returned (else 0: written, or no such log). ``head()`` reads the log (its metadata and
-    version, None when absent) and ``write(metadata, version)`` replaces its metadata only while
-    it is that version (``FileExistsError`` or ``FileNotFoundError`` otherwise: an append landed
-    meanwhile, and the new version is fenced)."""
+    then that epoch is returned (else 0: written, or no such log). ``head()`` reads the log
+    (its metadata and version, None when absent) and ``write(metadata, version)`` replaces its
+    metadata only while it is that version (``FileExistsError`` or ``FileNotFoundError``
+    otherwise: an append landed meanwhile, and the new version is fenced)."""
     while True:
         cur = head()
         if cur is None:
