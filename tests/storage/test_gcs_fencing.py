@@ -1,7 +1,7 @@
 """gs:// leases and ordered durability against the precondition-enforcing emulator: failed
 renewals stop a holder before its lease expires, a vanished lease object is reported as such, a
 checkpoint is never durable before the metrics logged ahead of it (the store's fencing of every
-cloud: test_fencing.py)."""
+cloud: test_cloud_fencing.py)."""
 
 from __future__ import annotations
 

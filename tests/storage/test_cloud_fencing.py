@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -138,22 +139,24 @@ _LOOP = textwrap.dedent("""
 """)
 
 
-def test_a_sigstopped_holder_acknowledges_nothing_after_the_takeover(cloud_uri: str) -> None:
-    """Holder SIGSTOPped past its lease, taken over with resume=True, SIGCONTed: it raises
-    LeaseLostError, none of its checkpoints or lines follows the new holder's, resume returns
-    the new holder's checkpoint, and every checkpoint it acknowledged is in the ledger."""
-    p = subprocess.Popen([sys.executable, "-c", _LOOP, cloud_uri], stdout=subprocess.PIPE)
+def _pause_and_take_over(uri: str, rng: random.Random) -> None:
+    """One trial: a holder acknowledging checkpoints is SIGSTOPped at a random point (after 1
+    to 6 acknowledgements, a random instant later) past its lease, taken over with resume=True,
+    then continued: it raises LeaseLostError, none of its checkpoints or lines follows the new
+    holder's, resume returns the new holder's checkpoint, every one it acknowledged is kept."""
+    p = subprocess.Popen([sys.executable, "-c", _LOOP, uri], stdout=subprocess.PIPE)
     assert p.stdout is not None and p.stdout.readline() == b"ready\n"
-    acks = 0
-    while acks < 3:
+    acks, before = 0, rng.randint(1, 6)
+    while acks < before:
         line = p.stdout.readline()
         assert line.startswith(b"ack"), line
         acks += 1
+    time.sleep(rng.uniform(0, 0.05))
     os.kill(p.pid, signal.SIGSTOP)
     try:
-        if not cloud_uri.startswith("az://"):
+        if not uri.startswith("az://"):
             time.sleep(1.6)  # past its lease
-        b = _take_over(cloud_uri)
+        b = _take_over(uri)
         b.record_checkpoint("b", batch=100, state_path="tinker://B/100")
     finally:
         os.kill(p.pid, signal.SIGCONT)
@@ -165,10 +168,22 @@ def test_a_sigstopped_holder_acknowledges_nothing_after_the_takeover(cloud_uri: 
     time.sleep(0.5)  # a zombie's background commit would land about now
     b.log_metrics({"x": -1}, step=100)
     b.close()
-    ledger = [r["state_path"] for r in _records(cloud_uri, "checkpoints.jsonl")]
+    ledger = [r["state_path"] for r in _records(uri, "checkpoints.jsonl")]
     assert ledger[-1] == "tinker://B/100"
     assert acked <= set(ledger)
-    steps = [r["step"] for r in _records(cloud_uri, "metrics.jsonl")]
+    steps = [r["step"] for r in _records(uri, "metrics.jsonl")]
     assert steps[-1] == 100 and len(steps) == len(set(steps))
-    state = read_resume_state(cloud_uri)
+    state = read_resume_state(uri)
     assert state is not None and state.checkpoint["state_path"] == "tinker://B/100"
+
+
+def test_a_sigstopped_holder_acknowledges_nothing_after_the_takeover(cloud_uri: str) -> None:
+    """One seeded pause/takeover trial per object store (``_pause_and_take_over``)."""
+    _pause_and_take_over(cloud_uri, random.Random(0))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(1, 9))
+def test_seeded_pauses_and_takeovers(cloud_uri: str, seed: int) -> None:
+    """More seeded pause/takeover trials per object store, each on a fresh run."""
+    _pause_and_take_over(cloud_uri, random.Random(seed))
