@@ -19,6 +19,12 @@ Epochs grow across holders on every store (gs://: the lease object's generation;
 than the lease object's previous holder, the object being kept on release; az://: the same,
 kept in the lease blob's record). The metadata entry is ``rlio-epoch`` (``rlio_epoch`` on az://,
 whose metadata names are identifiers).
+
+Limits: only the logs are fenced by the store (a whole-file replace is refused by the holder's
+own lease check); a log that does not exist yet when the run is taken over is created by
+whichever holder writes it first; on s3:// an ETag names the bytes and their upload form, so a
+version whose exact bytes and form came back (a rewind to exactly those bytes, then appends of
+exactly the same lines) would let the old holder's prepared write through its precondition.
 """
 
 from __future__ import annotations
