@@ -22,7 +22,6 @@ from rlio.storage import remote
 #: hidden from ``walk``).
 PARTS_DIR = ".rlio-parts"
 LOCKS_DIR = ".rlio-locks"
-RUN_MARKER = ".rlio-run"
 #: Metadata on a log: how many times rlio rewrote it (``move_tail``), and the random id of the
 #: last rewrite (so that a rewrite whose answer was lost can recognise itself). Azure metadata
 #: names are C# identifiers, hence the underscores.

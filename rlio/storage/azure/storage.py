@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import io
 import secrets
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any
 
-from rlio.errors import RunNotFoundError, UnsafeStorageError
+from rlio.errors import UnsafeStorageError
 from rlio.layout import content_type
 from rlio.storage import fencing, remote
 from rlio.storage.azure.api import (
@@ -35,106 +34,48 @@ from rlio.storage.azure.api import (
     META_REWRITE_ID,
     META_REWRITES,
     PARTS_DIR,
-    RUN_MARKER,
     AzureApi,
     Props,
 )
 from rlio.storage.azure.append import AzureAppender
 from rlio.storage.azure.lease import AzureLease
-from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log, rewrite_refused
-from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease, parse_holder
-from rlio.storage.ranged import RangeReader
+from rlio.storage.base import Appender
+from rlio.storage.lease import LEASE_NAME, Lease, parse_holder
+from rlio.storage.objects import ObjectStorage
 
 #: Duration of a ``lock`` blob lease, in seconds (Azure's shortest).
 LOCK_SECONDS = 15.0
-#: Bytes fetched per GET when streaming a file.
-READ_CHUNK = 4 << 20
 
 
-def _missing(storage: AzureStorage, rel: str) -> FileNotFoundError:
-    return FileNotFoundError(errno.ENOENT, "no such blob", storage.display(rel))
+class AzureStorage(ObjectStorage):
+    """A run under ``az://container/prefix`` (the adapter of ``ObjectStorage`` for Azure)."""
 
-
-class AzureStorage(Storage):
-    """A run under ``az://container/prefix``."""
+    noun, bucket_noun = "blob", "container"
 
     def __init__(self, container: Any, name: str, prefix: str) -> None:
         self.api = AzureApi(container, f"az://{name}")
         self.container = name
-        self.prefix = prefix.strip("/")
-        self.root = f"az://{name}/{self.prefix}" if self.prefix else f"az://{name}"
-        self._fence: Lease | None = None  # the run lease this storage took: its logs' fence
+        super().__init__("az", name, prefix)
 
-    def key(self, rel: str) -> str:
-        """The blob name of run-relative ``rel``."""
-        return f"{self.prefix}/{rel}" if self.prefix else rel
+    def _names(self, prefix: str, limit: int | None = None) -> Iterator[tuple[str, int]]:
+        return self.api.list(prefix, max_results=limit)
 
-    def _any(self, prefix: str) -> bool:
-        return any(True for _ in self.api.list(prefix, max_results=1))
+    def _size(self, key: str) -> int | None:
+        p = self.api.props(key)
+        return None if p is None else p.size
 
-    def exists(self) -> bool:
-        try:
-            return self._any(self.key(""))
-        except FileNotFoundError:  # no such container
-            return False
+    def _get(self, key: str, start: int, end: int | None, pin: Any = None
+             ) -> tuple[bytes, int, Any]:
+        return self.api.read_ranged(key, start, end, etag=pin)
 
-    def create(self) -> None:
-        try:
-            if self._any(self.key("")) or not self.prefix:
-                return
-            self.api.upload(self.key(RUN_MARKER), b"", if_none_match=True)
-        except FileExistsError:
-            pass  # another writer created the run at the same time
-        except FileNotFoundError:
-            raise RunNotFoundError(errno.ENOENT, "no such container",
-                                   f"az://{self.container}") from None
+    def _put(self, key: str, data: bytes, *, ctype: str, create_only: bool = False) -> None:
+        self.api.upload(key, data, ctype=ctype, if_none_match=create_only)
 
-    def walk(self) -> Iterator[Entry]:
-        cut = len(self.key(""))
-        for name, size in self.api.list(self.key("")):
-            rel = name[cut:]
-            if rel and not rel.endswith("/") and not rel.startswith(HIDDEN_PREFIXES):
-                yield Entry(rel, "file", size)
+    def _create_log(self, rel: str, data: bytes) -> None:
+        self._stage_over(rel, data, {META_REWRITES: "0"}, None)
 
-    def stat(self, rel: str) -> Entry | None:
-        p = self.api.props(self.key(rel))
-        if p is not None:
-            return Entry(rel, "file", p.size)
-        return Entry(rel, "dir") if self._any(self.key(rel) + "/") else None
-
-    def open_read(self, rel: str) -> BinaryIO:
-        """Streams the bytes the blob had when opened; the first ``READ_CHUNK`` bytes come with
-        the size in one GET. A non-log is read from the ETag first seen; a log unpinned (appends
-        only add bytes after the ones being read)."""
-        try:
-            first, size, etag = self.api.read_ranged(self.key(rel), 0, READ_CHUNK)
-        except FileNotFoundError:
-            raise _missing(self, rel) from None
-        key, pin = self.key(rel), None if is_log(rel) else etag
-        raw = RangeReader(lambda start, end: self.api.read_ranged(key, start, end, etag=pin)[0],
-                          first, size, self.display(rel), noun="blob")
-        return io.BufferedReader(raw, buffer_size=READ_CHUNK)
-
-    def read_range(self, rel: str, start: int, end: int) -> bytes:
-        try:
-            return self.api.read_ranged(self.key(rel), start, end)[0]
-        except FileNotFoundError:
-            raise _missing(self, rel) from None
-
-    def read_bytes(self, rel: str) -> bytes:
-        try:
-            return self.api.read_ranged(self.key(rel), 0)[0]  # one GET: never a mix of versions
-        except FileNotFoundError:
-            raise _missing(self, rel) from None
-
-    def replace(self, rel: str, data: bytes) -> None:
-        if not is_log(rel):
-            self.api.upload(self.key(rel), bytes(data), ctype=content_type(rel))
-            return
-        try:
-            self._stage_over(rel, bytes(data), {META_REWRITES: "0"}, None)
-        except FileExistsError:
-            raise rewrite_refused(self.display(rel)) from None
+    def _delete(self, key: str) -> None:
+        self.api.delete(key)
 
     def _stage_over(self, rel: str, data: bytes, metadata: dict[str, str],
                     if_match: str | None) -> None:
@@ -154,9 +95,6 @@ class AzureStorage(Storage):
         except FileNotFoundError:  # no such container: nothing to sweep
             return 0
         return n
-
-    def remove(self, rel: str) -> None:
-        self.api.delete(self.key(rel))
 
     def mtime(self, rel: str) -> float | None:
         key = self.key(rel)
@@ -182,13 +120,11 @@ class AzureStorage(Storage):
         except Exception:  # released between the two reads: no name to give
             return {}
 
-    def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
-        """The run lease: an Azure blob lease on ``.rlio-lease`` (``azure.lease``); then every
-        live log is fenced with its epoch (``rlio.storage.fencing``)."""
-        self._fence = fencing.fence_logs(AzureLease(
-            self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds, keep=True),
-            self._fence_log)
-        return self._fence
+    def _new_lease(self, lease_seconds: float) -> Lease:
+        """An Azure blob lease on ``.rlio-lease`` (``azure.lease``), the blob kept on release
+        so that epochs grow."""
+        return AzureLease(self.api, self.key(LEASE_NAME), self.root,
+                          lease_seconds=lease_seconds, keep=True)
 
     def _fence_log(self, rel: str, epoch: int) -> int:
         """Record ``epoch`` in the metadata of the log ``rel`` (if it exists and names an older
@@ -218,7 +154,7 @@ class AzureStorage(Storage):
         while True:
             first = self.api.props(key)
             if first is None:
-                raise _missing(self, rel)
+                raise self._missing(rel)
             if offset >= first.size:
                 return 0
             try:

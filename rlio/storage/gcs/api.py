@@ -16,7 +16,6 @@ from rlio.storage import remote
 #: run created before its first file (all run-relative, all hidden from ``walk``).
 PARTS_DIR = ".rlio-parts"
 LOCKS_DIR = ".rlio-locks"
-RUN_MARKER = ".rlio-run"
 #: Custom metadata on a log: how many times rlio rewrote the log (the batches each writer
 #: composed are ``rlio.storage.batching.META_APPENDS``).
 META_REWRITES = "rlio-rewrites"

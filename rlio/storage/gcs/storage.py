@@ -22,129 +22,61 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import io
 import secrets
 from collections.abc import Iterator, Mapping
-from typing import Any, BinaryIO
+from typing import Any
 
-from rlio.errors import RunNotFoundError, UnsafeStorageError
+from rlio.errors import UnsafeStorageError
 from rlio.layout import APPEND_ONLY, content_type
 from rlio.storage import fencing, remote
-from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log, rewrite_refused
+from rlio.storage.base import Appender
 from rlio.storage.gcs.api import (
     LOCKS_DIR,
     META_EPOCH,
     META_REWRITE_ID,
     META_REWRITES,
     PARTS_DIR,
-    RUN_MARKER,
     GcsApi,
     generation,
 )
 from rlio.storage.gcs.append import GcsAppender
 from rlio.storage.gcs.lease import GcsLease, live_holder
-from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease
-from rlio.storage.ranged import RangeReader
+from rlio.storage.lease import LEASE_NAME, Lease
+from rlio.storage.objects import ObjectStorage
 
 #: Expiry of a ``lock`` object not renewed (its holder crashed), in seconds.
 LOCK_SECONDS = 15.0
-#: Bytes fetched per GET when streaming a file.
-READ_CHUNK = 4 << 20
 
 
-def _missing(storage: GcsStorage, rel: str) -> FileNotFoundError:
-    return FileNotFoundError(errno.ENOENT, "no such object", storage.display(rel))
-
-
-class GcsStorage(Storage):
-    """A run under ``gs://bucket/prefix``."""
+class GcsStorage(ObjectStorage):
+    """A run under ``gs://bucket/prefix`` (the adapter of ``ObjectStorage`` for GCS)."""
 
     def __init__(self, fs: Any, bucket: str, prefix: str) -> None:
         self.api = GcsApi(fs, bucket)
-        self.bucket = bucket
-        self.prefix = prefix.strip("/")
-        self.root = f"gs://{bucket}/{self.prefix}" if self.prefix else f"gs://{bucket}"
-        self._fence: Lease | None = None  # the run lease this storage took: its logs' fence
+        super().__init__("gs", bucket, prefix)
 
-    def key(self, rel: str) -> str:
-        """The object name of run-relative ``rel``."""
-        return f"{self.prefix}/{rel}" if self.prefix else rel
+    def _names(self, prefix: str, limit: int | None = None) -> Iterator[tuple[str, int]]:
+        for obj in self.api.list(prefix, max_results=limit):
+            yield str(obj["name"]), int(obj.get("size", 0))
 
-    def _any(self, prefix: str) -> bool:
-        """True when some object's name starts with ``prefix``."""
-        return any(True for _ in self.api.list(prefix, max_results=1))
+    def _size(self, key: str) -> int | None:
+        obj = self.api.get(key)
+        return None if obj is None else int(obj.get("size", 0))
 
-    def exists(self) -> bool:
-        try:
-            return self._any(self.key(""))
-        except FileNotFoundError:  # no such bucket
-            return False
+    def _get(self, key: str, start: int, end: int | None, pin: Any = None
+             ) -> tuple[bytes, int, Any]:
+        data, total, gen = self.api.read_ranged(key, start, end, gen=pin)
+        return data, start + len(data) if total is None else total, gen
 
-    def create(self) -> None:
-        try:
-            if self._any(self.key("")) or not self.prefix:
-                return
-            self.api.upload(self.key(RUN_MARKER), b"", if_generation_match=0)
-        except FileExistsError:
-            pass  # another writer created the run at the same time
-        except FileNotFoundError:
-            raise RunNotFoundError(errno.ENOENT, "no such bucket", f"gs://{self.bucket}") from None
+    def _put(self, key: str, data: bytes, *, ctype: str, create_only: bool = False) -> None:
+        self.api.upload(key, data, if_generation_match=0 if create_only else None, ctype=ctype)
 
-    def walk(self) -> Iterator[Entry]:
-        cut = len(self.key(""))
-        for obj in self.api.list(self.key("")):
-            rel = obj["name"][cut:]
-            if rel and not rel.endswith("/") and not rel.startswith(HIDDEN_PREFIXES):
-                yield Entry(rel, "file", int(obj.get("size", 0)))
+    def _create_log(self, rel: str, data: bytes) -> None:
+        self.api.upload(self.key(rel), data, if_generation_match=0,
+                        metadata={META_REWRITES: "0"}, ctype=content_type(rel))
 
-    def stat(self, rel: str) -> Entry | None:
-        obj = self.api.get(self.key(rel))
-        if obj is not None:
-            return Entry(rel, "file", int(obj.get("size", 0)))
-        return Entry(rel, "dir") if self._any(self.key(rel) + "/") else None
-
-    def open_read(self, rel: str) -> BinaryIO:
-        """Streams the bytes the object had when opened (appends made later are not read).
-
-        The first ``READ_CHUNK`` bytes come with the size in one GET, so a small file is read
-        atomically. Past that, a whole file is read from the generation first seen (a
-        replacement midway raises ``OSError``); a log is read unpinned, since appends only add
-        bytes after the ones being read.
-        """
-        try:
-            first, total, gen = self.api.read_ranged(self.key(rel), 0, READ_CHUNK)
-        except FileNotFoundError:
-            raise _missing(self, rel) from None
-        size = len(first) if total is None else total
-        key, pin = self.key(rel), None if is_log(rel) else gen
-        raw = RangeReader(lambda start, end: self.api.read(key, start, end, gen=pin), first,
-                          size, self.display(rel))
-        return io.BufferedReader(raw, buffer_size=READ_CHUNK)
-
-    def read_range(self, rel: str, start: int, end: int) -> bytes:
-        try:
-            return self.api.read(self.key(rel), start, end)
-        except FileNotFoundError:
-            raise _missing(self, rel) from None
-
-    def read_bytes(self, rel: str) -> bytes:
-        try:
-            return self.api.read_ranged(self.key(rel), 0)[0]  # one GET: never a mix of versions
-        except FileNotFoundError:
-            raise _missing(self, rel) from None
-
-    def replace(self, rel: str, data: bytes) -> None:
-        if not is_log(rel):
-            self.api.upload(self.key(rel), bytes(data), ctype=content_type(rel))
-            return
-        try:
-            self.api.upload(self.key(rel), bytes(data), if_generation_match=0,
-                            metadata={META_REWRITES: "0"}, ctype=content_type(rel))
-        except FileExistsError:
-            raise rewrite_refused(self.display(rel)) from None
-
-    def remove(self, rel: str) -> None:
-        self.api.delete(self.key(rel))
+    def _delete(self, key: str) -> None:
+        self.api.delete(key)
 
     def mtime(self, rel: str) -> float | None:
         """The object's ``updated`` time (RFC 3339), or None when absent."""
@@ -173,13 +105,9 @@ class GcsStorage(Storage):
         """See ``Storage.lease_holder``: the lease object's holder until it expires."""
         return live_holder(self.api, self.key(LEASE_NAME))
 
-    def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
-        """The run lease: a renewed object taken with a generation precondition (``gcs.lease``);
-        then every live log is fenced with its epoch (see the module docstring)."""
-        self._fence = fencing.fence_logs(GcsLease(
-            self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds),
-            self._fence_log)
-        return self._fence
+    def _new_lease(self, lease_seconds: float) -> Lease:
+        """A renewed object taken with a generation precondition (``gcs.lease``)."""
+        return GcsLease(self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds)
 
     def _fence_log(self, rel: str, epoch: int) -> int:
         """Record ``epoch`` in the metadata of the log ``rel`` (if it exists and names an older
@@ -214,7 +142,7 @@ class GcsStorage(Storage):
         while True:
             first = self.api.get(key)
             if first is None:
-                raise _missing(self, rel)
+                raise self._missing(rel)
             size = int(first["size"])
             if offset >= size:
                 return 0

@@ -28,7 +28,6 @@ from rlio.storage import remote
 #: Where lock objects live and the marker object of a run created before its first file
 #: (run-relative, hidden from ``walk``).
 LOCKS_DIR = ".rlio-locks"
-RUN_MARKER = ".rlio-run"
 #: User metadata on a log: how many times rlio rewrote the log and the id of the last rewrite
 #: (the batches each writer landed are ``rlio.storage.batching.META_APPENDS``).
 META_REWRITES = "rlio-rewrites"

@@ -23,24 +23,22 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import io
 import logging
 import secrets
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any
 
-from rlio.errors import RunNotFoundError, UnsafeStorageError
+from rlio.errors import UnsafeStorageError
 from rlio.layout import content_type
 from rlio.storage import fencing, remote
-from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log, rewrite_refused
-from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease
-from rlio.storage.ranged import RangeReader
+from rlio.storage.base import Appender
+from rlio.storage.lease import LEASE_NAME, Lease
+from rlio.storage.objects import ObjectStorage
 from rlio.storage.s3.api import (
     LOCKS_DIR,
     META_EPOCH,
     META_REWRITE_ID,
     META_REWRITES,
-    RUN_MARKER,
     ObjectInfo,
     S3Api,
     client,
@@ -51,95 +49,37 @@ from rlio.storage.s3.lease import S3Lease, live_holder
 _log = logging.getLogger("rlio")
 #: Expiry of a ``lock`` object not renewed (its holder crashed), in seconds.
 LOCK_SECONDS = 15.0
-#: Bytes fetched per GET when streaming a file.
-READ_CHUNK = 4 << 20
 
 
-def _missing(storage: S3Storage, rel: str) -> FileNotFoundError:
-    return FileNotFoundError(errno.ENOENT, "no such object", storage.display(rel))
-
-
-class S3Storage(Storage):
-    """A run under ``s3://bucket/prefix``."""
+class S3Storage(ObjectStorage):
+    """A run under ``s3://bucket/prefix`` (the adapter of ``ObjectStorage`` for S3)."""
 
     def __init__(self, bucket: str, prefix: str, *, s3: Any = None) -> None:
         self.api = S3Api(client() if s3 is None else s3, bucket)
-        self.bucket = bucket
-        self.prefix = prefix.strip("/")
-        self.root = f"s3://{bucket}/{self.prefix}" if self.prefix else f"s3://{bucket}"
-        self._fence: Lease | None = None  # the run lease this storage took: its logs' fence
+        super().__init__("s3", bucket, prefix)
 
-    def key(self, rel: str) -> str:
-        """The object key of run-relative ``rel``."""
-        return f"{self.prefix}/{rel}" if self.prefix else rel
+    def _names(self, prefix: str, limit: int | None = None) -> Iterator[tuple[str, int]]:
+        for obj in self.api.list(prefix, max_keys=limit):
+            yield str(obj["Key"]), int(obj.get("Size", 0))
 
-    def _any(self, prefix: str) -> bool:
-        """True when some object's key starts with ``prefix``."""
-        return any(True for _ in self.api.list(prefix, max_keys=1))
+    def _size(self, key: str) -> int | None:
+        obj = self.api.head(key)
+        return None if obj is None else obj.size
 
-    def exists(self) -> bool:
-        try:
-            return self._any(self.key(""))
-        except RunNotFoundError:  # no such bucket
-            return False
+    def _get(self, key: str, start: int, end: int | None, pin: Any = None
+             ) -> tuple[bytes, int, Any]:
+        data, info = self.api.read_ranged(key, start, end, if_match=pin)
+        return data, info.size, info.etag
 
-    def create(self) -> None:
-        if self._any(self.key("")) or not self.prefix:
-            return
-        with contextlib.suppress(FileExistsError):  # another writer created it meanwhile
-            self.api.put(self.key(RUN_MARKER), b"", create_only=True)
+    def _put(self, key: str, data: bytes, *, ctype: str, create_only: bool = False) -> None:
+        self.api.put(key, data, create_only=create_only, ctype=ctype)
 
-    def walk(self) -> Iterator[Entry]:
-        cut = len(self.key(""))
-        for obj in self.api.list(self.key("")):
-            rel = obj["Key"][cut:]
-            if rel and not rel.endswith("/") and not rel.startswith(HIDDEN_PREFIXES):
-                yield Entry(rel, "file", int(obj.get("Size", 0)))
+    def _create_log(self, rel: str, data: bytes) -> None:
+        self.api.put(self.key(rel), data, create_only=True, metadata={META_REWRITES: "0"},
+                     ctype=content_type(rel))
 
-    def stat(self, rel: str) -> Entry | None:
-        obj = self.api.head(self.key(rel))
-        if obj is not None:
-            return Entry(rel, "file", obj.size)
-        return Entry(rel, "dir") if self._any(self.key(rel) + "/") else None
-
-    def open_read(self, rel: str) -> BinaryIO:
-        """Streams the bytes the object had when opened (appends made later are not read).
-
-        The first ``READ_CHUNK`` bytes come with the size in one GET, so a small file is read
-        atomically. Past that, a whole file is read from the version first seen (a replacement
-        midway raises ``OSError``); a log is read unpinned, since appends only add bytes after
-        the ones being read.
-        """
-        try:
-            first, info = self.api.read_ranged(self.key(rel), 0, READ_CHUNK)
-        except FileNotFoundError:
-            raise _missing(self, rel) from None
-        key, pin = self.key(rel), None if is_log(rel) else info.etag
-        raw = RangeReader(lambda start, end: self.api.read(key, start, end, if_match=pin),
-                          first, info.size, self.display(rel))
-        return io.BufferedReader(raw, buffer_size=READ_CHUNK)
-
-    def read_range(self, rel: str, start: int, end: int) -> bytes:
-        try:
-            return self.api.read(self.key(rel), start, end)
-        except FileNotFoundError:
-            raise _missing(self, rel) from None
-
-    def read_bytes(self, rel: str) -> bytes:
-        try:
-            return self.api.read_ranged(self.key(rel), 0)[0]  # one GET: never a mix of versions
-        except FileNotFoundError:
-            raise _missing(self, rel) from None
-
-    def replace(self, rel: str, data: bytes) -> None:
-        if not is_log(rel):
-            self.api.put(self.key(rel), bytes(data), ctype=content_type(rel))
-            return
-        try:
-            self.api.put(self.key(rel), bytes(data), create_only=True,
-                         metadata={META_REWRITES: "0"}, ctype=content_type(rel))
-        except FileExistsError:
-            raise rewrite_refused(self.display(rel)) from None
+    def _delete(self, key: str) -> None:
+        self.api.delete(key)
 
     def appender(self, rel: str) -> Appender:
         return S3Appender(self.api, self.key(rel), ctype=content_type(rel),
@@ -164,9 +104,6 @@ class S3Storage(Storage):
             _log.debug("rlio: could not sweep the uploads under %s", self.root, exc_info=True)
         return n
 
-    def remove(self, rel: str) -> None:
-        self.api.delete(self.key(rel))
-
     def mtime(self, rel: str) -> float | None:
         return self.api.modified(self.key(rel))
 
@@ -174,13 +111,11 @@ class S3Storage(Storage):
         """See ``Storage.lease_holder``: the lease object's holder until it expires."""
         return live_holder(self.api, self.key(LEASE_NAME))
 
-    def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
-        """The run lease: a renewed object taken with a conditional write (``s3.lease``); then
-        every live log is fenced with its epoch (``rlio.storage.fencing``)."""
-        self._fence = fencing.fence_logs(S3Lease(
-            self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds, keep=True),
-            self._fence_log)
-        return self._fence
+    def _new_lease(self, lease_seconds: float) -> Lease:
+        """A renewed object taken with a conditional write (``s3.lease``), expired in place on
+        release so that epochs grow."""
+        return S3Lease(self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds,
+                       keep=True)
 
     def _fence_log(self, rel: str, epoch: int) -> int:
         """Record ``epoch`` in the metadata of the log ``rel`` (if it exists and names an older
@@ -211,7 +146,7 @@ class S3Storage(Storage):
         while True:
             first = self.api.head(key)
             if first is None:
-                raise _missing(self, rel)
+                raise self._missing(rel)
             if offset >= first.size:
                 return None
             try:
