@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import errno
 import io
+import secrets
 from abc import abstractmethod
-from collections.abc import Iterator
-from typing import Any, BinaryIO
+from collections.abc import Iterator, Mapping
+from typing import Any, BinaryIO, NamedTuple
 
-from rlio.errors import RunNotFoundError
+from rlio.errors import RunNotFoundError, UnsafeStorageError
 from rlio.layout import content_type
 from rlio.storage import fencing
 from rlio.storage.base import HIDDEN_PREFIXES, Entry, Storage, is_log, rewrite_refused
@@ -33,11 +34,23 @@ RUN_MARKER = ".rlio-run"
 READ_CHUNK = 4 << 20
 
 
+class Head(NamedTuple):
+    """What a HEAD tells of an object: its size, version (generation, ETag), metadata, and
+    whether appends may land on it (az://: an append blob)."""
+
+    size: int
+    version: Any
+    metadata: Mapping[str, str]
+    appendable: bool = True
+
+
 class ObjectStorage(Storage):
     """A run under ``<scheme>://<bucket>/<prefix>`` (see the module docstring)."""
 
     #: What the store calls an object and a bucket, for messages.
     noun, bucket_noun = "object", "bucket"
+    #: The metadata names of a log's rewrite count and last rewrite's id (``move_tail``).
+    meta_rewrites, meta_rewrite_id = "rlio-rewrites", "rlio-rewrite-id"
 
     def __init__(self, scheme: str, bucket: str, prefix: str) -> None:
         self.bucket = bucket
@@ -55,8 +68,8 @@ class ObjectStorage(Storage):
         first page only when ``limit`` is given)."""
 
     @abstractmethod
-    def _size(self, key: str) -> int | None:
-        """The size of object ``key``, or None when absent."""
+    def _head(self, key: str) -> Head | None:
+        """The object ``key`` as a HEAD tells it, or None when absent."""
 
     @abstractmethod
     def _get(self, key: str, start: int, end: int | None, pin: Any = None
@@ -74,6 +87,12 @@ class ObjectStorage(Storage):
     def _create_log(self, rel: str, data: bytes) -> None:
         """Create the append-only log ``rel`` holding ``data``, only where absent
         (``FileExistsError`` otherwise)."""
+
+    @abstractmethod
+    def _rewrite_log(self, rel: str, data: bytes, metadata: dict[str, str], version: Any
+                     ) -> None:
+        """Replace the log ``rel`` whole with ``data`` and ``metadata``, only while it is
+        ``version`` (``FileExistsError`` or ``FileNotFoundError`` otherwise)."""
 
     @abstractmethod
     def _delete(self, key: str) -> None:
@@ -126,9 +145,9 @@ class ObjectStorage(Storage):
                 yield Entry(rel, "file", size)
 
     def stat(self, rel: str) -> Entry | None:
-        size = self._size(self.key(rel))
-        if size is not None:
-            return Entry(rel, "file", size)
+        head = self._head(self.key(rel))
+        if head is not None:
+            return Entry(rel, "file", head.size)
         return Entry(rel, "dir") if self._any(self.key(rel) + "/") else None
 
     def open_read(self, rel: str) -> BinaryIO:
@@ -152,7 +171,7 @@ class ObjectStorage(Storage):
     def read_range(self, rel: str, start: int, end: int) -> bytes:
         try:
             if end <= start:
-                if self._size(self.key(rel)) is None:
+                if self._head(self.key(rel)) is None:
                     raise self._missing(rel)
                 return b""
             return self._get(self.key(rel), start, end)[0]
@@ -182,3 +201,62 @@ class ObjectStorage(Storage):
         epoch (``rlio.storage.fencing``)."""
         self._fence = fencing.fence_logs(self._new_lease(lease_seconds), self._fence_log)
         return self._fence
+
+    def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
+        """See ``Storage.move_tail``: the tail (read from one version) reaches the sidecar
+        durably first; the log is then rewritten conditionally on its version, keeping appends
+        that landed in between and refusing any other change."""
+        key = self.key(rel)
+        while True:
+            first = self._head(key)
+            if first is None:
+                raise self._missing(rel)
+            if offset >= first.size:
+                return 0
+            try:
+                tail = self._get(key, offset, first.size, first.version)[0]
+                break
+            except (FileNotFoundError, FileExistsError):
+                continue  # the log changed between the two requests: look again
+        side = self.appender(sidecar)
+        try:
+            side.append_durable(tail if tail.endswith(b"\n") else tail + b"\n")
+        finally:
+            side.close()
+        cur, token = first, secrets.token_hex(8)
+        while True:
+            try:
+                kept = self._get(key, 0, offset, cur.version)[0] if offset else b""
+                if cur.size > first.size:
+                    later = self._get(key, first.size, cur.size, cur.version)[0]
+                    if not tail.endswith(b"\n") and later.startswith(b"\n"):
+                        later = later[1:]  # the newline that parted them from the moved fragment
+                    kept += later
+                self._rewrite_log(rel, kept, self._rewritten(cur, token), cur.version)
+                return len(tail)
+            except (FileNotFoundError, FileExistsError):
+                new = self._head(key)
+            if new is not None and new.metadata.get(self.meta_rewrite_id) == token:
+                return len(tail)  # our rewrite landed; its answer was lost and the retry got 412
+            if new is None or not self._appended_only(first, new):
+                raise UnsafeStorageError(
+                    errno.EAGAIN,
+                    f"{self.display(rel)} was changed by another writer (not an rlio append) "
+                    f"while bytes {offset}..{first.size} were moved to {self.display(sidecar)}; "
+                    "the log was left as it is, so those bytes are now in both places",
+                )
+            cur = new
+
+    def _rewritten(self, head: Head, token: str) -> dict[str, str]:
+        """The metadata of a log rewritten by ``move_tail``: rewrites + 1, this rewrite's id."""
+        meta = dict(head.metadata)
+        done = meta.get(self.meta_rewrites, "0")
+        meta[self.meta_rewrites] = str(int(done) + 1 if done.isascii() and done.isdigit() else 1)
+        meta[self.meta_rewrite_id] = token
+        return meta
+
+    def _appended_only(self, before: Head, after: Head) -> bool:
+        """True when ``after`` can only have come from ``before`` by rlio appends."""
+        rewrites = before.metadata.get(self.meta_rewrites)
+        return (rewrites is not None and after.metadata.get(self.meta_rewrites) == rewrites
+                and after.size >= before.size and after.appendable)

@@ -20,12 +20,9 @@ Every request goes through ``AzureApi`` (one container client of ``azure-storage
 from __future__ import annotations
 
 import contextlib
-import errno
-import secrets
 from collections.abc import Iterator
 from typing import Any
 
-from rlio.errors import UnsafeStorageError
 from rlio.layout import content_type
 from rlio.storage import fencing, remote
 from rlio.storage.azure.api import (
@@ -41,7 +38,7 @@ from rlio.storage.azure.append import AzureAppender
 from rlio.storage.azure.lease import AzureLease
 from rlio.storage.base import Appender
 from rlio.storage.lease import LEASE_NAME, Lease, parse_holder
-from rlio.storage.objects import ObjectStorage
+from rlio.storage.objects import Head, ObjectStorage
 
 #: Duration of a ``lock`` blob lease, in seconds (Azure's shortest).
 LOCK_SECONDS = 15.0
@@ -51,6 +48,7 @@ class AzureStorage(ObjectStorage):
     """A run under ``az://container/prefix`` (the adapter of ``ObjectStorage`` for Azure)."""
 
     noun, bucket_noun = "blob", "container"
+    meta_rewrites, meta_rewrite_id = META_REWRITES, META_REWRITE_ID
 
     def __init__(self, container: Any, name: str, prefix: str) -> None:
         self.api = AzureApi(container, f"az://{name}")
@@ -60,9 +58,9 @@ class AzureStorage(ObjectStorage):
     def _names(self, prefix: str, limit: int | None = None) -> Iterator[tuple[str, int]]:
         return self.api.list(prefix, max_results=limit)
 
-    def _size(self, key: str) -> int | None:
+    def _head(self, key: str) -> Head | None:
         p = self.api.props(key)
-        return None if p is None else p.size
+        return None if p is None else Head(p.size, p.etag, p.metadata, p.append_blob)
 
     def _get(self, key: str, start: int, end: int | None, pin: Any = None
              ) -> tuple[bytes, int, Any]:
@@ -73,6 +71,10 @@ class AzureStorage(ObjectStorage):
 
     def _create_log(self, rel: str, data: bytes) -> None:
         self._stage_over(rel, data, {META_REWRITES: "0"}, None)
+
+    def _rewrite_log(self, rel: str, data: bytes, metadata: dict[str, str], version: Any
+                     ) -> None:
+        self._stage_over(rel, data, metadata, version)
 
     def _delete(self, key: str) -> None:
         self.api.delete(key)
@@ -148,60 +150,3 @@ class AzureStorage(ObjectStorage):
         key = f"{self.key(LOCKS_DIR)}/{rel}.lock"
         return remote.held(lambda: AzureLease(self.api, key, self.display(rel),
                                               lease_seconds=LOCK_SECONDS))
-
-    def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
-        key = self.key(rel)
-        while True:
-            first = self.api.props(key)
-            if first is None:
-                raise self._missing(rel)
-            if offset >= first.size:
-                return 0
-            try:
-                tail = self.api.read_ranged(key, offset, first.size, etag=first.etag)[0]
-                break
-            except FileExistsError:
-                continue  # the log changed between the two requests: look again
-        side = self.appender(sidecar)
-        try:
-            side.append_durable(tail if tail.endswith(b"\n") else tail + b"\n")
-        finally:
-            side.close()
-        cur, token = first, secrets.token_hex(8)
-        while True:
-            try:
-                kept = self.api.read_ranged(key, 0, offset, etag=cur.etag)[0]
-                if cur.size > first.size:
-                    later = self.api.read_ranged(key, first.size, cur.size, etag=cur.etag)[0]
-                    if not tail.endswith(b"\n") and later.startswith(b"\n"):
-                        later = later[1:]  # the newline that parted them from the moved fragment
-                    kept += later
-                self._stage_over(rel, kept, _rewritten(cur, token), cur.etag)
-                return len(tail)
-            except (FileNotFoundError, FileExistsError):
-                new = self.api.props(key)
-            if new is not None and new.metadata.get(META_REWRITE_ID) == token:
-                return len(tail)  # our rewrite landed; its answer was lost and the retry got 412
-            if new is None or not _appended_only(first, new):
-                raise UnsafeStorageError(
-                    errno.EAGAIN,
-                    f"{self.display(rel)} was changed by another writer (not an rlio append) "
-                    f"while bytes {offset}..{first.size} were moved to {self.display(sidecar)}; "
-                    "the log was left as it is, so those bytes are now in both places",
-                )
-            cur = new
-
-
-def _rewritten(props: Props, token: str) -> dict[str, str]:
-    """The metadata of a log rewritten by ``move_tail``: rewrites + 1, this rewrite's id."""
-    meta = dict(props.metadata)
-    count = meta.get(META_REWRITES, "0")
-    meta[META_REWRITES] = str(int(count) + 1 if count.isdigit() else 1)
-    meta[META_REWRITE_ID] = token
-    return meta
-
-
-def _appended_only(before: Props, after: Props) -> bool:
-    """True when ``after`` can only have come from ``before`` by appends."""
-    return (after.append_blob and after.metadata.get(META_REWRITES)
-            == before.metadata.get(META_REWRITES) and after.size >= before.size)

@@ -21,19 +21,15 @@ of 5xx/429 answers); gcsfs's file API has no append and no conditional writes, s
 from __future__ import annotations
 
 import contextlib
-import errno
-import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
-from rlio.errors import UnsafeStorageError
 from rlio.layout import APPEND_ONLY, content_type
 from rlio.storage import fencing, remote
 from rlio.storage.base import Appender
 from rlio.storage.gcs.api import (
     LOCKS_DIR,
     META_EPOCH,
-    META_REWRITE_ID,
     META_REWRITES,
     PARTS_DIR,
     GcsApi,
@@ -42,7 +38,7 @@ from rlio.storage.gcs.api import (
 from rlio.storage.gcs.append import GcsAppender
 from rlio.storage.gcs.lease import GcsLease, live_holder
 from rlio.storage.lease import LEASE_NAME, Lease
-from rlio.storage.objects import ObjectStorage
+from rlio.storage.objects import Head, ObjectStorage
 
 #: Expiry of a ``lock`` object not renewed (its holder crashed), in seconds.
 LOCK_SECONDS = 15.0
@@ -59,9 +55,10 @@ class GcsStorage(ObjectStorage):
         for obj in self.api.list(prefix, max_results=limit):
             yield str(obj["name"]), int(obj.get("size", 0))
 
-    def _size(self, key: str) -> int | None:
+    def _head(self, key: str) -> Head | None:
         obj = self.api.get(key)
-        return None if obj is None else int(obj.get("size", 0))
+        return None if obj is None else Head(int(obj.get("size", 0)), generation(obj),
+                                             dict(obj.get("metadata") or {}))
 
     def _get(self, key: str, start: int, end: int | None, pin: Any = None
              ) -> tuple[bytes, int, Any]:
@@ -74,6 +71,11 @@ class GcsStorage(ObjectStorage):
     def _create_log(self, rel: str, data: bytes) -> None:
         self.api.upload(self.key(rel), data, if_generation_match=0,
                         metadata={META_REWRITES: "0"}, ctype=content_type(rel))
+
+    def _rewrite_log(self, rel: str, data: bytes, metadata: dict[str, str], version: Any
+                     ) -> None:
+        self.api.upload(self.key(rel), data, metadata=metadata, if_generation_match=version,
+                        ctype=content_type(rel))
 
     def _delete(self, key: str) -> None:
         self.api.delete(key)
@@ -136,63 +138,3 @@ class GcsStorage(ObjectStorage):
     def tail_moving(self, rel: str) -> bool:
         """True while the lock object of ``rel`` exists: tail moves run under ``lock(rel)``."""
         return self.api.get(f"{self.key(LOCKS_DIR)}/{rel}.lock") is not None
-
-    def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
-        key = self.key(rel)
-        while True:
-            first = self.api.get(key)
-            if first is None:
-                raise self._missing(rel)
-            size = int(first["size"])
-            if offset >= size:
-                return 0
-            try:
-                tail = self.api.read(key, offset, size, gen=generation(first))
-                break
-            except FileNotFoundError:
-                continue  # the log changed between the two requests: look again
-        side = self.appender(sidecar)
-        try:
-            side.append_durable(tail if tail.endswith(b"\n") else tail + b"\n")
-        finally:
-            side.close()
-        cur, token = first, secrets.token_hex(8)
-        while True:
-            try:
-                kept = self.api.read(key, 0, offset, gen=generation(cur))
-                kept += self.api.read(key, size, int(cur["size"]), gen=generation(cur))
-                self.api.upload(key, kept, metadata=_rewritten(cur, token),
-                                if_generation_match=generation(cur), ctype=content_type(rel))
-                return len(tail)
-            except (FileNotFoundError, FileExistsError):
-                new = self.api.get(key)
-            if new is not None and (new.get("metadata") or {}).get(META_REWRITE_ID) == token:
-                return len(tail)  # our rewrite landed; its answer was lost and the retry got 412
-            if new is None or not _appended_only(first, new):
-                raise UnsafeStorageError(
-                    errno.EAGAIN,
-                    f"{self.display(rel)} was changed by another writer (not an rlio append) "
-                    f"while bytes {offset}..{size} were moved to {self.display(sidecar)}; the "
-                    "log was left as it is, so those bytes are now in both places",
-                )
-            cur = new
-
-
-def _rewrites(resource: Mapping[str, Any]) -> str | None:
-    meta = resource.get("metadata") or {}
-    value = meta.get(META_REWRITES)
-    return value if isinstance(value, str) else None
-
-
-def _rewritten(resource: Mapping[str, Any], token: str) -> dict[str, str]:
-    """The custom metadata of a log rewritten by ``move_tail``: writers kept, rewrites + 1."""
-    meta = dict(resource.get("metadata") or {})
-    meta[META_REWRITES] = str(int(_rewrites(resource) or "0") + 1)
-    meta[META_REWRITE_ID] = token
-    return meta
-
-
-def _appended_only(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
-    """True when ``after`` can only have come from ``before`` by rlio composes (appends)."""
-    return (_rewrites(before) is not None and _rewrites(after) == _rewrites(before)
-            and int(after["size"]) >= int(before["size"]))

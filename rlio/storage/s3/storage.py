@@ -22,22 +22,18 @@ ETag), which S3 has enforced since late 2024.
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
-import secrets
 from collections.abc import Iterator
 from typing import Any
 
-from rlio.errors import UnsafeStorageError
 from rlio.layout import content_type
 from rlio.storage import fencing, remote
 from rlio.storage.base import Appender
 from rlio.storage.lease import LEASE_NAME, Lease
-from rlio.storage.objects import ObjectStorage
+from rlio.storage.objects import Head, ObjectStorage
 from rlio.storage.s3.api import (
     LOCKS_DIR,
     META_EPOCH,
-    META_REWRITE_ID,
     META_REWRITES,
     ObjectInfo,
     S3Api,
@@ -62,9 +58,9 @@ class S3Storage(ObjectStorage):
         for obj in self.api.list(prefix, max_keys=limit):
             yield str(obj["Key"]), int(obj.get("Size", 0))
 
-    def _size(self, key: str) -> int | None:
+    def _head(self, key: str) -> Head | None:
         obj = self.api.head(key)
-        return None if obj is None else obj.size
+        return None if obj is None else Head(obj.size, obj.etag, obj.metadata)
 
     def _get(self, key: str, start: int, end: int | None, pin: Any = None
              ) -> tuple[bytes, int, Any]:
@@ -76,6 +72,11 @@ class S3Storage(ObjectStorage):
 
     def _create_log(self, rel: str, data: bytes) -> None:
         self.api.put(self.key(rel), data, create_only=True, metadata={META_REWRITES: "0"},
+                     ctype=content_type(rel))
+
+    def _rewrite_log(self, rel: str, data: bytes, metadata: dict[str, str], version: Any
+                     ) -> None:
+        self.api.put(self.key(rel), data, metadata=metadata, if_match=version,
                      ctype=content_type(rel))
 
     def _delete(self, key: str) -> None:
@@ -138,65 +139,3 @@ class S3Storage(ObjectStorage):
         key = f"{self.key(LOCKS_DIR)}/{rel}.lock"
         return remote.held(lambda: S3Lease(self.api, key, self.display(rel),
                                            lease_seconds=LOCK_SECONDS))
-
-    def _read_tail(self, rel: str, offset: int) -> tuple[ObjectInfo, bytes] | None:
-        """The log as it is and its bytes ``[offset:]``, read from one version; None when it
-        ends at or before ``offset``."""
-        key = self.key(rel)
-        while True:
-            first = self.api.head(key)
-            if first is None:
-                raise self._missing(rel)
-            if offset >= first.size:
-                return None
-            try:
-                return first, self.api.read(key, offset, first.size, if_match=first.etag)
-            except (FileNotFoundError, FileExistsError):
-                continue  # the log changed between the two requests: look again
-
-    def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
-        got = self._read_tail(rel, offset)
-        if got is None:
-            return 0
-        first, tail = got
-        side = self.appender(sidecar)
-        try:
-            side.append_durable(tail if tail.endswith(b"\n") else tail + b"\n")
-        finally:
-            side.close()
-        key, cur, token = self.key(rel), first, secrets.token_hex(8)
-        while True:
-            try:
-                kept = self.api.read(key, 0, offset, if_match=cur.etag)
-                kept += self.api.read(key, first.size, cur.size, if_match=cur.etag)
-                self.api.put(key, kept, metadata=_rewritten(cur, token), if_match=cur.etag,
-                             ctype=content_type(rel))
-                return len(tail)
-            except (FileNotFoundError, FileExistsError):
-                new = self.api.head(key)
-            if new is not None and new.metadata.get(META_REWRITE_ID) == token:
-                return len(tail)  # our rewrite landed; its answer was lost and the retry got 412
-            if new is None or not _appended_only(first, new):
-                raise UnsafeStorageError(
-                    errno.EAGAIN,
-                    f"{self.display(rel)} was changed by another writer (not an rlio append) "
-                    f"while bytes {offset}..{first.size} were moved to {self.display(sidecar)}; "
-                    "the log was left as it is, so those bytes are now in both places",
-                )
-            cur = new
-
-
-def _rewritten(info: ObjectInfo, token: str) -> dict[str, str]:
-    """The metadata of a log rewritten by ``move_tail``: writers kept, rewrites + 1."""
-    meta = dict(info.metadata)
-    done = meta.get(META_REWRITES, "0")
-    meta[META_REWRITES] = str(int(done) + 1 if done.isascii() and done.isdigit() else 1)
-    meta[META_REWRITE_ID] = token
-    return meta
-
-
-def _appended_only(before: ObjectInfo, after: ObjectInfo) -> bool:
-    """True when ``after`` can only have come from ``before`` by rlio appends."""
-    rewrites = before.metadata.get(META_REWRITES)
-    return (rewrites is not None and after.metadata.get(META_REWRITES) == rewrites
-            and after.size >= before.size)
