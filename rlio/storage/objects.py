@@ -14,6 +14,7 @@ optionally pinned to a version), ``_put`` (a whole upload, optionally create-onl
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import secrets
@@ -23,15 +24,19 @@ from typing import Any, BinaryIO, NamedTuple
 
 from rlio.errors import RunNotFoundError, UnsafeStorageError
 from rlio.layout import content_type
-from rlio.storage import fencing
+from rlio.storage import fencing, remote
 from rlio.storage.base import HIDDEN_PREFIXES, Entry, Storage, is_log, rewrite_refused
-from rlio.storage.lease import LEASE_SECONDS, Lease
+from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease
 from rlio.storage.ranged import RangeReader
 
 #: Run-relative name of the empty object that makes a new run exist before its first file.
 RUN_MARKER = ".rlio-run"
 #: Bytes fetched per GET when streaming a file.
 READ_CHUNK = 4 << 20
+#: Where ``lock`` objects live (run-relative, hidden from ``walk``), and the expiry of one whose
+#: holder crashed (stopped renewing it), in seconds.
+LOCKS_DIR = ".rlio-locks"
+LOCK_SECONDS = 15.0
 
 
 class Head(NamedTuple):
@@ -42,6 +47,8 @@ class Head(NamedTuple):
     version: Any
     metadata: Mapping[str, str]
     appendable: bool = True
+    #: gs:// only: the metageneration (moved by a metadata change, unlike the generation).
+    meta_version: Any = None
 
 
 class ObjectStorage(Storage):
@@ -51,6 +58,8 @@ class ObjectStorage(Storage):
     noun, bucket_noun = "object", "bucket"
     #: The metadata names of a log's rewrite count and last rewrite's id (``move_tail``).
     meta_rewrites, meta_rewrite_id = "rlio-rewrites", "rlio-rewrite-id"
+    #: The metadata name of the newest holder's epoch on a log (``rlio.storage.fencing``).
+    meta_epoch = "rlio-epoch"
 
     def __init__(self, scheme: str, bucket: str, prefix: str) -> None:
         self.bucket = bucket
@@ -99,12 +108,14 @@ class ObjectStorage(Storage):
         """Delete ``key``; nothing when absent."""
 
     @abstractmethod
-    def _new_lease(self, lease_seconds: float) -> Lease:
-        """Take the run's lease object (``RunInUseError`` while another holder has it)."""
+    def _set_metadata(self, rel: str, metadata: dict[str, str], head: Head) -> None:
+        """Replace the metadata of ``rel`` only while it is the version ``head`` read, so that
+        its version moves (``FileExistsError`` or ``FileNotFoundError`` otherwise)."""
 
     @abstractmethod
-    def _fence_log(self, rel: str, epoch: int) -> int:
-        """``fencing.record_epoch`` of the log ``rel`` in this store."""
+    def _new_lease(self, key: str, where: str, lease_seconds: float, *, run: bool) -> Lease:
+        """Take the lease object ``key`` (``RunInUseError`` while another holder has it); the
+        run's lease (``run``) or a ``lock``'s."""
 
     # -- one implementation above it ---------------------------------------------------------
 
@@ -199,8 +210,27 @@ class ObjectStorage(Storage):
     def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
         """The run lease (the cloud's lease object); then every live log is fenced with its
         epoch (``rlio.storage.fencing``)."""
-        self._fence = fencing.fence_logs(self._new_lease(lease_seconds), self._fence_log)
+        lease = self._new_lease(self.key(LEASE_NAME), self.root, lease_seconds, run=True)
+        self._fence = fencing.fence_logs(lease, self._fence_log)
         return self._fence
+
+    def _fence_log(self, rel: str, epoch: int) -> int:
+        """Record ``epoch`` in the metadata of the log ``rel`` (``fencing.record_epoch``)."""
+        key = self.key(rel)
+
+        def head() -> tuple[Mapping[str, str], Head] | None:
+            cur = self._head(key)
+            return None if cur is None else (cur.metadata, cur)
+
+        return fencing.record_epoch(epoch, self.meta_epoch, head,
+                                    lambda meta, cur: self._set_metadata(rel, meta, cur))
+
+    def lock(self, rel: str) -> contextlib.AbstractContextManager[None]:
+        """A lease object of ``rel`` under ``LOCKS_DIR`` (renewed while held, taken over once
+        its holder stopped renewing it); waits while another live holder has it."""
+        key = f"{self.key(LOCKS_DIR)}/{rel}.lock"
+        return remote.held(lambda: self._new_lease(key, self.display(rel), LOCK_SECONDS,
+                                                   run=False))
 
     def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
         """See ``Storage.move_tail``: the tail (read from one version) reaches the sidecar

@@ -19,20 +19,17 @@ Every request goes through ``AzureApi`` (one container client of ``azure-storage
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from typing import Any
 
 from rlio.layout import content_type
-from rlio.storage import fencing, remote
+from rlio.storage import fencing
 from rlio.storage.azure.api import (
-    LOCKS_DIR,
     META_EPOCH,
     META_REWRITE_ID,
     META_REWRITES,
     PARTS_DIR,
     AzureApi,
-    Props,
 )
 from rlio.storage.azure.append import AzureAppender
 from rlio.storage.azure.lease import AzureLease
@@ -40,15 +37,12 @@ from rlio.storage.base import Appender
 from rlio.storage.lease import LEASE_NAME, Lease, parse_holder
 from rlio.storage.objects import Head, ObjectStorage
 
-#: Duration of a ``lock`` blob lease, in seconds (Azure's shortest).
-LOCK_SECONDS = 15.0
-
 
 class AzureStorage(ObjectStorage):
     """A run under ``az://container/prefix`` (the adapter of ``ObjectStorage`` for Azure)."""
 
     noun, bucket_noun = "blob", "container"
-    meta_rewrites, meta_rewrite_id = META_REWRITES, META_REWRITE_ID
+    meta_rewrites, meta_rewrite_id, meta_epoch = META_REWRITES, META_REWRITE_ID, META_EPOCH
 
     def __init__(self, container: Any, name: str, prefix: str) -> None:
         self.api = AzureApi(container, f"az://{name}")
@@ -75,6 +69,14 @@ class AzureStorage(ObjectStorage):
     def _rewrite_log(self, rel: str, data: bytes, metadata: dict[str, str], version: Any
                      ) -> None:
         self._stage_over(rel, data, metadata, version)
+
+    def _set_metadata(self, rel: str, metadata: dict[str, str], head: Head) -> None:
+        self.api.set_metadata(self.key(rel), metadata, if_match=head.version)
+
+    def _new_lease(self, key: str, where: str, lease_seconds: float, *, run: bool) -> Lease:
+        """An Azure blob lease on the blob ``key`` (``azure.lease``); the run's blob is kept
+        on release, so that epochs grow."""
+        return AzureLease(self.api, key, where, lease_seconds=lease_seconds, keep=run)
 
     def _delete(self, key: str) -> None:
         self.api.delete(key)
@@ -121,32 +123,3 @@ class AzureStorage(ObjectStorage):
             return parse_holder(self.api.read_ranged(key, 0)[0])
         except Exception:  # released between the two reads: no name to give
             return {}
-
-    def _new_lease(self, lease_seconds: float) -> Lease:
-        """An Azure blob lease on ``.rlio-lease`` (``azure.lease``), the blob kept on release
-        so that epochs grow."""
-        return AzureLease(self.api, self.key(LEASE_NAME), self.root,
-                          lease_seconds=lease_seconds, keep=True)
-
-    def _fence_log(self, rel: str, epoch: int) -> int:
-        """Record ``epoch`` in the metadata of the log ``rel`` (if it exists and names an older
-        one), conditionally: its ETag moves on, so the older holder's next block (sent with
-        ``If-Match``) is refused."""
-        key = self.key(rel)
-
-        def head() -> tuple[dict[str, str], Props] | None:
-            cur = self.api.props(key)
-            return None if cur is None else (cur.metadata, cur)
-
-        def write(meta: dict[str, str], cur: Any) -> object:
-            return self.api.set_metadata(
-                key, meta, if_match=cur.etag)
-
-        return fencing.record_epoch(epoch, META_EPOCH, head, write)
-
-    def lock(self, rel: str) -> contextlib.AbstractContextManager[None]:
-        """An Azure lease on ``rel``'s lock blob, renewed while held; waits while another live
-        holder has it (a crashed holder's expires within ``LOCK_SECONDS``)."""
-        key = f"{self.key(LOCKS_DIR)}/{rel}.lock"
-        return remote.held(lambda: AzureLease(self.api, key, self.display(rel),
-                                              lease_seconds=LOCK_SECONDS))

@@ -20,16 +20,13 @@ of 5xx/429 answers); gcsfs's file API has no append and no conditional writes, s
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from typing import Any
 
 from rlio.layout import APPEND_ONLY, content_type
-from rlio.storage import fencing, remote
 from rlio.storage.base import Appender
 from rlio.storage.gcs.api import (
     LOCKS_DIR,
-    META_EPOCH,
     META_REWRITES,
     PARTS_DIR,
     GcsApi,
@@ -39,9 +36,6 @@ from rlio.storage.gcs.append import GcsAppender
 from rlio.storage.gcs.lease import GcsLease, live_holder
 from rlio.storage.lease import LEASE_NAME, Lease
 from rlio.storage.objects import Head, ObjectStorage
-
-#: Expiry of a ``lock`` object not renewed (its holder crashed), in seconds.
-LOCK_SECONDS = 15.0
 
 
 class GcsStorage(ObjectStorage):
@@ -57,8 +51,10 @@ class GcsStorage(ObjectStorage):
 
     def _head(self, key: str) -> Head | None:
         obj = self.api.get(key)
-        return None if obj is None else Head(int(obj.get("size", 0)), generation(obj),
-                                             dict(obj.get("metadata") or {}))
+        if obj is None:
+            return None
+        return Head(int(obj.get("size", 0)), generation(obj), dict(obj.get("metadata") or {}),
+                    meta_version=int(obj["metageneration"]))
 
     def _get(self, key: str, start: int, end: int | None, pin: Any = None
              ) -> tuple[bytes, int, Any]:
@@ -76,6 +72,14 @@ class GcsStorage(ObjectStorage):
                      ) -> None:
         self.api.upload(self.key(rel), data, metadata=metadata, if_generation_match=version,
                         ctype=content_type(rel))
+
+    def _set_metadata(self, rel: str, metadata: dict[str, str], head: Head) -> None:
+        self.api.patch_metadata(self.key(rel), metadata, if_generation_match=head.version,
+                                if_metageneration_match=head.meta_version)
+
+    def _new_lease(self, key: str, where: str, lease_seconds: float, *, run: bool) -> Lease:
+        """A renewed object taken with a generation precondition (``gcs.lease``)."""
+        return GcsLease(self.api, key, where, lease_seconds=lease_seconds)
 
     def _delete(self, key: str) -> None:
         self.api.delete(key)
@@ -106,34 +110,6 @@ class GcsStorage(ObjectStorage):
     def lease_holder(self) -> dict[str, Any] | None:
         """See ``Storage.lease_holder``: the lease object's holder until it expires."""
         return live_holder(self.api, self.key(LEASE_NAME))
-
-    def _new_lease(self, lease_seconds: float) -> Lease:
-        """A renewed object taken with a generation precondition (``gcs.lease``)."""
-        return GcsLease(self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds)
-
-    def _fence_log(self, rel: str, epoch: int) -> int:
-        """Record ``epoch`` in the metadata of the log ``rel`` (if it exists and names an older
-        one), conditionally: its metageneration moves on, so a compose of an older holder that
-        read the log before is refused (412), and its retry reads the newer epoch."""
-        key = self.key(rel)
-
-        def head() -> tuple[dict[str, Any], dict[str, Any]] | None:
-            cur = self.api.get(key)
-            return None if cur is None else (cur.get("metadata") or {}, cur)
-
-        def write(meta: dict[str, str], cur: Any) -> object:
-            return self.api.patch_metadata(
-                key, meta, if_generation_match=generation(cur),
-                if_metageneration_match=int(cur["metageneration"]))
-
-        return fencing.record_epoch(epoch, META_EPOCH, head, write)
-
-    def lock(self, rel: str) -> contextlib.AbstractContextManager[None]:
-        """A lease object of ``rel`` (``GcsLease``: renewed while held, taken over once its
-        holder stopped renewing it); waits while another live holder has it."""
-        key = f"{self.key(LOCKS_DIR)}/{rel}.lock"
-        return remote.held(lambda: GcsLease(self.api, key, self.display(rel),
-                                            lease_seconds=LOCK_SECONDS))
 
     def tail_moving(self, rel: str) -> bool:
         """True while the lock object of ``rel`` exists: tail moves run under ``lock(rel)``."""

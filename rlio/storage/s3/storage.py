@@ -21,21 +21,17 @@ ETag), which S3 has enforced since late 2024.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Iterator
 from typing import Any
 
 from rlio.layout import content_type
-from rlio.storage import fencing, remote
+from rlio.storage import fencing
 from rlio.storage.base import Appender
 from rlio.storage.lease import LEASE_NAME, Lease
 from rlio.storage.objects import Head, ObjectStorage
 from rlio.storage.s3.api import (
-    LOCKS_DIR,
-    META_EPOCH,
     META_REWRITES,
-    ObjectInfo,
     S3Api,
     client,
 )
@@ -43,8 +39,6 @@ from rlio.storage.s3.append import S3Appender
 from rlio.storage.s3.lease import S3Lease, live_holder
 
 _log = logging.getLogger("rlio")
-#: Expiry of a ``lock`` object not renewed (its holder crashed), in seconds.
-LOCK_SECONDS = 15.0
 
 
 class S3Storage(ObjectStorage):
@@ -79,6 +73,15 @@ class S3Storage(ObjectStorage):
         self.api.put(self.key(rel), data, metadata=metadata, if_match=version,
                      ctype=content_type(rel))
 
+    def _set_metadata(self, rel: str, metadata: dict[str, str], head: Head) -> None:
+        self.api.set_metadata(self.key(rel), metadata, size=head.size, if_match=head.version,
+                              ctype=content_type(rel))
+
+    def _new_lease(self, key: str, where: str, lease_seconds: float, *, run: bool) -> Lease:
+        """A renewed object taken with a conditional write (``s3.lease``); the run's is
+        expired in place on release, so that epochs grow."""
+        return S3Lease(self.api, key, where, lease_seconds=lease_seconds, keep=run)
+
     def _delete(self, key: str) -> None:
         self.api.delete(key)
 
@@ -111,31 +114,3 @@ class S3Storage(ObjectStorage):
     def lease_holder(self) -> dict[str, Any] | None:
         """See ``Storage.lease_holder``: the lease object's holder until it expires."""
         return live_holder(self.api, self.key(LEASE_NAME))
-
-    def _new_lease(self, lease_seconds: float) -> Lease:
-        """A renewed object taken with a conditional write (``s3.lease``), expired in place on
-        release so that epochs grow."""
-        return S3Lease(self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds,
-                       keep=True)
-
-    def _fence_log(self, rel: str, epoch: int) -> int:
-        """Record ``epoch`` in the metadata of the log ``rel`` (if it exists and names an older
-        one), conditionally: its ETag moves on, so the older holder's next write is refused."""
-        key = self.key(rel)
-
-        def head() -> tuple[dict[str, str], ObjectInfo] | None:
-            cur = self.api.head(key)
-            return None if cur is None else (cur.metadata, cur)
-
-        def write(meta: dict[str, str], cur: Any) -> object:
-            return self.api.set_metadata(
-                key, meta, size=cur.size, if_match=cur.etag, ctype=content_type(rel))
-
-        return fencing.record_epoch(epoch, META_EPOCH, head, write)
-
-    def lock(self, rel: str) -> contextlib.AbstractContextManager[None]:
-        """A lease object of ``rel`` (``S3Lease``: renewed while held, taken over once its
-        holder stopped renewing it); waits while another live holder has it."""
-        key = f"{self.key(LOCKS_DIR)}/{rel}.lock"
-        return remote.held(lambda: S3Lease(self.api, key, self.display(rel),
-                                           lease_seconds=LOCK_SECONDS))
