@@ -4,12 +4,16 @@ for gs://, s3:// and az://; each cloud's ``storage`` module implements the adapt
 Above the adapter, here: object names (``key``), whether the run exists and making it exist (an
 empty hidden marker object), listing (``walk``, ``stat``), ranged reads (a whole non-log file
 past the first chunk read from the version first seen: a replacement midway is ``ESTALE``, never
-a mix), whole-file replaces (an existing append-only log is never rewritten this way) and the
-run lease with its fencing of the live logs (``rlio.storage.fencing``).
+a mix), whole-file replaces (an existing append-only log is never rewritten this way), tail
+moves, ``lock`` objects, and the run lease with its fencing of the live logs
+(``rlio.storage.fencing``).
 
-The adapter (what differs per cloud): ``_names`` (list), ``_size`` (head), ``_get`` (a ranged GET,
-optionally pinned to a version), ``_put`` (a whole upload, optionally create-only),
-``_create_log``, ``_delete``, ``_new_lease`` and ``_fence_log``.
+The adapter (what differs per cloud): ``_names`` (list), ``_head`` (size, version, metadata),
+``_get`` (a ranged GET, optionally pinned to a version), ``_put`` (a whole upload, optionally
+create-only), ``_create_log``, ``_rewrite_log`` (conditional on a version), ``_set_metadata``
+(conditional, moving the version), ``_delete`` and ``_new_lease`` (the cloud's lease object).
+Appends are the cloud's own (``appender``: compose, UploadPartCopy, AppendBlock over
+``rlio.storage.batching``).
 """
 
 from __future__ import annotations
