@@ -15,6 +15,9 @@ Every request goes through ``AzureApi`` (one container client of ``azure-storage
   append blob under ``.rlio-parts/`` and copied server-side over the log with ``If-Match`` on
   its ETag, keeping blocks that landed in between and refusing any other change.
 - ``lock(rel)``: an Azure lease on ``.rlio-locks/<rel>.lock`` (15 s, renewed while held).
+
+What every object store shares (names, reads, replaces, tail moves, locks, the lease and its
+fencing) is ``rlio.storage.objects.ObjectStorage``; this module is its adapter.
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ of 5xx/429 answers); gcsfs's file API has no append and no conditional writes, s
   ``ifGenerationMatch``, keeping composes that landed in between and refusing any other change.
 - ``lock(rel)``: a lease object as the run's, under ``.rlio-locks/``, held for short repairs; a
   crashed holder's is taken over ``LOCK_SECONDS`` after its last renewal.
+
+What every object store shares (names, reads, replaces, tail moves, locks, the lease and its
+fencing) is ``rlio.storage.objects.ObjectStorage``; this module is its adapter.
 """
 
 from __future__ import annotations

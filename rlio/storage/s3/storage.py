@@ -16,6 +16,9 @@ ETag), which S3 has enforced since late 2024.
   ``If-Match``, keeping appends that landed in between and refusing any other change.
 - ``lock(rel)``: a lease object as the run's, under ``.rlio-locks/``, held for short repairs; a
   crashed holder's is taken over ``LOCK_SECONDS`` after its last renewal.
+
+What every object store shares (names, reads, replaces, tail moves, locks, the lease and its
+fencing) is ``rlio.storage.objects.ObjectStorage``; this module is its adapter.
 - ``sweep_orphans``: aborts the multipart uploads a crashed writer left under the run.
 """
 
