@@ -18,10 +18,8 @@ from typing import Any, NamedTuple, TypeVar
 from rlio.layout import TEXT_TYPE
 from rlio.storage import remote
 
-#: Where staged copies wait, where lock blobs live, and the marker of a new run (run-relative,
-#: hidden from ``walk``).
+#: Where staged copies wait (run-relative, hidden from ``walk``).
 PARTS_DIR = ".rlio-parts"
-LOCKS_DIR = ".rlio-locks"
 #: Metadata on a log: how many times rlio rewrote it (``move_tail``), and the random id of the
 #: last rewrite (so that a rewrite whose answer was lost can recognise itself). Azure metadata
 #: names are C# identifiers, hence the underscores.

@@ -12,10 +12,8 @@ from rlio.errors import StorageUnavailableError
 from rlio.layout import TEXT_TYPE
 from rlio.storage import remote
 
-#: Where batch parts wait to be composed, where lease objects live, and the marker object of a
-#: run created before its first file (all run-relative, all hidden from ``walk``).
+#: Where batch parts wait to be composed (run-relative, hidden from ``walk``).
 PARTS_DIR = ".rlio-parts"
-LOCKS_DIR = ".rlio-locks"
 #: Custom metadata on a log: how many times rlio rewrote the log (the batches each writer
 #: composed are ``rlio.storage.batching.META_APPENDS``).
 META_REWRITES = "rlio-rewrites"

@@ -29,7 +29,6 @@ from typing import Any
 from rlio.layout import APPEND_ONLY, content_type
 from rlio.storage.base import Appender
 from rlio.storage.gcs.api import (
-    LOCKS_DIR,
     META_REWRITES,
     PARTS_DIR,
     GcsApi,
@@ -38,7 +37,7 @@ from rlio.storage.gcs.api import (
 from rlio.storage.gcs.append import GcsAppender
 from rlio.storage.gcs.lease import GcsLease, live_holder
 from rlio.storage.lease import LEASE_NAME, Lease
-from rlio.storage.objects import Head, ObjectStorage
+from rlio.storage.objects import LOCKS_DIR, Head, ObjectStorage
 
 
 class GcsStorage(ObjectStorage):

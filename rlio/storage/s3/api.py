@@ -25,9 +25,6 @@ from rlio.errors import RunNotFoundError, StorageUnavailableError
 from rlio.layout import TEXT_TYPE
 from rlio.storage import remote
 
-#: Where lock objects live and the marker object of a run created before its first file
-#: (run-relative, hidden from ``walk``).
-LOCKS_DIR = ".rlio-locks"
 #: User metadata on a log: how many times rlio rewrote the log and the id of the last rewrite
 #: (the batches each writer landed are ``rlio.storage.batching.META_APPENDS``).
 META_REWRITES = "rlio-rewrites"
