@@ -16,7 +16,8 @@ non-empty directory do nothing. What rlio adds:
   returns; on object stores composed durably before it returns (no local staging folder, so a
   crash loses nothing acknowledged) and exactly once; ``checkpoints.jsonl`` always durably, after
   everything appended before it;
-- ``write`` is an atomic replace; over an append-only log (``truncate_metrics`` rewinding
+- ``write`` is an atomic replace (attached: of per-iteration files only, never a rewind nor a
+  replace of the owner's files); over an append-only log (``truncate_metrics`` rewinding
   ``metrics.jsonl``) the lines it drops are moved to the log's ``.superseded`` sidecar under the
   file's lock and the rest is appended, so nothing is ever deleted and no appender is cut off;
 - torn tails of the run's JSONL logs are moved aside (``.torn``) when the lease holder opens it.
@@ -182,9 +183,15 @@ class RlioStorage:
         """Replace the whole file atomically (readers see the old bytes or the new ones).
 
         Over an existing append-only log the lines that change are moved to its
-        ``.superseded`` sidecar and the new ones appended (see the module docstring).
+        ``.superseded`` sidecar and the new ones appended (see the module docstring). An
+        attached storage only writes per-iteration files: it never rewinds a log nor replaces
+        the owner's files (``RlioError``).
         """
         rel = self._writable(path)
+        if self._attach and L.parse_path(rel).iteration is None:
+            from rlio.writer import ownership
+
+            ownership.refuse_attached(True, f"write {rel!r} (a rewind or replace)", self.root)
         data = bytes(data)
         with self._path_lock(rel):
             self._drop_appender(rel)

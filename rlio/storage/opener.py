@@ -102,9 +102,12 @@ def _open_s3(location: str) -> Storage:
     bucket, prefix = bucket_and_prefix(location)
     _import_extra("boto3", location, "s3")
 
+    from rlio.storage.s3.api import client
     from rlio.storage.s3.storage import S3Storage
 
-    return S3Storage(bucket, prefix)
+    s3 = client(location)
+    _reachable(location, str(s3.meta.endpoint_url))
+    return S3Storage(bucket, prefix, s3=s3)
 
 
 def _azure_client(location: str, container: str) -> object:

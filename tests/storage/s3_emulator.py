@@ -1,11 +1,11 @@
 """An S3 emulator for rlio's s3:// tests: moto in server mode behind a precondition-enforcing layer.
 
 moto 5.x enforces ``If-Match`` / ``If-None-Match`` on PutObject (and ``If-None-Match`` on
-CompleteMultipartUpload) but not ``If-Match`` on CompleteMultipartUpload nor
-``x-amz-copy-source-if-match`` on UploadPartCopy, which rlio's multipart appends rely on. This
-module serves moto's WSGI app behind a layer that answers those as S3 does (412
-PreconditionFailed), and makes every check and the write it guards one atomic step (requests are
-served one at a time).
+CompleteMultipartUpload) but not ``If-Match`` on CompleteMultipartUpload and CopyObject nor
+``x-amz-copy-source-if-match`` on UploadPartCopy and CopyObject, which rlio's multipart appends
+and fencing rely on. This module serves moto's WSGI app behind a layer that answers those as S3
+does (412 PreconditionFailed), and makes every check and the write it guards one atomic step
+(requests are served one at a time).
 
 Control endpoints (not S3): ``POST /_rlio/faults`` with a JSON list of rules, each
 ``{"op": <op>, "name": <regex on the object key>, "mode": "503"|"commit_then_503"|
@@ -13,7 +13,8 @@ Control endpoints (not S3): ``POST /_rlio/faults`` with a JSON list of rules, ea
 requests, the next ``times`` ones fail that way (``commit_then_*`` perform the request, then
 answer 503 or close the connection without an answer: the ambiguous failure; ``slow`` waits
 ``seconds`` before serving). Ops: ``put``, ``get``, ``head``, ``list``, ``delete``,
-``create_mpu``, ``upload_part``, ``copy_part``, ``complete``, ``abort``, ``list_mpu``.
+``copy`` (CopyObject), ``create_mpu``, ``upload_part``, ``copy_part``, ``complete``, ``abort``,
+``list_mpu``.
 ``GET /_rlio/faults`` reports how many were injected; ``GET /_rlio/stats`` returns, per op, the
 request count, the bytes received (``bytes``: request line, headers and body) and the body bytes
 answered (``bytes_out``); ``POST /_rlio/stats`` resets them.
@@ -57,7 +58,7 @@ def _op_of(method: str, key: str, query: dict[str, list[str]], environ: dict[str
     if method == "PUT":
         if "uploadId" in query:
             return "copy_part" if environ.get("HTTP_X_AMZ_COPY_SOURCE") else "upload_part"
-        return "put"
+        return "copy" if environ.get("HTTP_X_AMZ_COPY_SOURCE") else "put"
     if method == "POST":
         if "uploads" in query:
             return "create_mpu"
@@ -120,7 +121,12 @@ def _refusal(op: str, bucket: str, key: str, environ: dict[str, Any]) -> bytes |
             return b"If-Match"
         if environ.get("HTTP_IF_NONE_MATCH") == "*" and live is not None:
             return b"If-None-Match"
-    if op == "copy_part":
+    if op == "copy":
+        live = _etag_of(bucket, key)
+        want = environ.get("HTTP_IF_MATCH")
+        if want is not None and (live is None or want.strip('"') != live):
+            return b"If-Match"
+    if op in ("copy_part", "copy"):
         want = environ.get("HTTP_X_AMZ_COPY_SOURCE_IF_MATCH")
         if want is not None:
             src = unquote(environ["HTTP_X_AMZ_COPY_SOURCE"].split("?")[0]).lstrip("/")

@@ -40,7 +40,8 @@ def test_durations_are_what_azure_grants() -> None:
 
 def test_a_second_az_writer_is_refused_and_the_lease_goes_with_close(
         az_uri: str, az: FaultProxy) -> None:
-    """A live az:// lease refuses a second RunWriter naming the holder; close deletes it."""
+    """A live az:// lease refuses a second RunWriter naming the holder; close releases it (the
+    blob and its record stay, so the next holder's epoch is one more)."""
     with RunWriter(az_uri) as run:
         run.log_metrics({"x": 0}, step=0)
         with pytest.raises(RunInUseError) as err:
@@ -49,8 +50,11 @@ def test_a_second_az_writer_is_refused_and_the_lease_goes_with_close(
         state = _lease_state(az_uri)
         assert state is not None and state[0] == "leased"
         assert json.loads(state[1])["pid"] == os.getpid()
-    assert _lease_state(az_uri) is None
-    RunWriter(az_uri, resume=True).close()
+    state = _lease_state(az_uri)
+    assert state is not None and state[0] == "available"
+    assert open_storage(az_uri).lease_holder() is None
+    with RunWriter(az_uri, resume=True) as again:
+        assert again._lease is not None and again._lease.epoch == json.loads(state[1])["epoch"] + 1
 
 
 def test_a_holder_whose_lease_another_writer_took_is_fenced(az_uri: str, az: FaultProxy) -> None:

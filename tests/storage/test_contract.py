@@ -6,13 +6,14 @@ have no directories (``walk`` yields files only) and refuse what they cannot do 
 
 from __future__ import annotations
 
+import errno
 import threading
 from collections.abc import Callable
 
 import pytest
 
 from rlio.errors import UnsafeStorageError
-from rlio.storage import Storage
+from rlio.storage import Storage, objects
 
 
 def _lines(n: int, tag: str = "r") -> list[bytes]:
@@ -256,3 +257,24 @@ def test_an_append_after_a_fragment_starts_a_new_line(store: Storage) -> None:
         app.close()
     assert store.read_bytes("metrics.jsonl") == (
         b'{"step": 0}\n{"step": 1, "x\n{"step": 2}\n{"step": 3}\n')
+
+
+def test_a_file_replaced_while_being_read_is_read_whole_or_refused(
+        store: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream opened before a replace() yields the old bytes whole (local, memory://) or
+    raises OSError ESTALE on its next ranged read (object stores): never a mix of versions."""
+    remote = isinstance(store, objects.ObjectStorage)
+    if remote:  # read past the first chunk at once
+        monkeypatch.setattr(objects, "READ_CHUNK", 64)
+    old, new = b"".join(_lines(40, "old")), b"".join(_lines(40, "new"))
+    store.replace("iteration_000001/train_logtree.json", old)
+    with store.open_read("iteration_000001/train_logtree.json") as f:
+        head = f.read(64)
+        store.replace("iteration_000001/train_logtree.json", new)
+        if remote:
+            with pytest.raises(OSError) as err:
+                f.read()
+            assert err.value.errno == errno.ESTALE
+        else:
+            assert head + f.read() == old
+    assert store.read_bytes("iteration_000001/train_logtree.json") == new

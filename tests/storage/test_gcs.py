@@ -21,8 +21,9 @@ from gcs_emulator import Emulator
 
 from rlio.errors import UnsafeStorageError
 from rlio.storage import open_storage
-from rlio.storage.gcs.api import LOCKS_DIR, PARTS_DIR, GcsApi, generation
+from rlio.storage.gcs.api import PARTS_DIR, GcsApi, generation
 from rlio.storage.gcs.storage import GcsStorage
+from rlio.storage.objects import LOCKS_DIR
 
 
 def _gs(uri: str, *, create: bool = True) -> GcsStorage:

@@ -19,7 +19,8 @@ from s3_emulator import Emulator
 
 from rlio.errors import StorageUnavailableError, UnsafeStorageError
 from rlio.storage import open_storage
-from rlio.storage.s3.api import LOCKS_DIR, MIN_PART, S3Api
+from rlio.storage.objects import LOCKS_DIR
+from rlio.storage.s3.api import MIN_PART, S3Api
 from rlio.storage.s3.storage import S3Storage
 
 BIG = b"x" * (MIN_PART + 1024) + b"\n"  # one line that takes a log past the multipart threshold

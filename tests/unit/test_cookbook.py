@@ -15,7 +15,7 @@ import pytest
 
 from rlio import validate_run
 from rlio.cookbook import RlioStorage
-from rlio.errors import RunInUseError, RunNotFoundError
+from rlio.errors import RlioError, RunInUseError, RunNotFoundError
 
 
 @pytest.fixture
@@ -146,6 +146,23 @@ def test_pickled_copy_joins_attached(tmp_path: Path) -> None:
         copy.append("metrics.jsonl", b'{"step": 0, "w": 1}\n')
         copy.close()
         assert owner.read("metrics.jsonl") == b'{"step": 0, "w": 1}\n'
+
+
+def test_attached_never_rewinds_nor_replaces(tmp_path: Path) -> None:
+    """An attached RlioStorage's write of a log or of the owner's config is refused and changes
+    nothing (no .superseded sidecar); its own per-iteration files it may write."""
+    with RlioStorage(tmp_path / "run") as owner:
+        owner.append("metrics.jsonl", b'{"step": 0}\n{"step": 1}\n')
+        owner.write("config.json", b'{"lr": 1}')
+        with RlioStorage(tmp_path / "run", attach=True) as helper:
+            for rel, data in [("metrics.jsonl", b'{"step": 0}\n'), ("config.json", b"{}"),
+                              ("metrics.jsonl.superseded", b"{}\n")]:
+                with pytest.raises(RlioError, match="attached writer"):
+                    helper.write(rel, data)
+            helper.write("iteration_000001/train_logtree.json", b"{}")
+        assert owner.read("metrics.jsonl") == b'{"step": 0}\n{"step": 1}\n'
+        assert owner.read("config.json") == b'{"lr": 1}'
+        assert not owner.exists("metrics.jsonl.superseded")
 
 
 def test_attached_needs_an_existing_run(tmp_path: Path) -> None:

@@ -15,19 +15,19 @@ import errno
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple, TypeVar
 
-from rlio.errors import StorageUnavailableError
 from rlio.layout import TEXT_TYPE
+from rlio.storage import remote
 
-#: Where staged copies wait, where lock blobs live, and the marker of a new run (run-relative,
-#: hidden from ``walk``).
+#: Where staged copies wait (run-relative, hidden from ``walk``).
 PARTS_DIR = ".rlio-parts"
-LOCKS_DIR = ".rlio-locks"
-RUN_MARKER = ".rlio-run"
 #: Metadata on a log: how many times rlio rewrote it (``move_tail``), and the random id of the
 #: last rewrite (so that a rewrite whose answer was lost can recognise itself). Azure metadata
 #: names are C# identifiers, hence the underscores.
 META_REWRITES = "rlio_rewrites"
 META_REWRITE_ID = "rlio_rewrite_id"
+#: Metadata on a log: the epoch of the newest lease holder that fenced it
+#: (``rlio.storage.fencing``).
+META_EPOCH = "rlio_epoch"
 #: Bytes per AppendBlock request: lines are grouped into blocks of at most this much (a longer
 #: line goes alone, up to the service's limit of 100 MiB per block).
 BLOCK_BYTES = 4 << 20
@@ -90,18 +90,16 @@ def _translate(exc: Exception, where: str) -> Exception:
             isinstance(exc, ae.HttpResponseError) and exc.status_code == 412):
         return FileExistsError(errno.EEXIST, f"condition not met ({code})", where)
     if isinstance(exc, ae.ClientAuthenticationError):
-        return StorageUnavailableError(
-            f"{where}: Azure refused the credentials ({code or exc.__class__.__name__}); set "
-            "AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT_NAME and "
+        return remote.refused(
+            where, f"the store refused the credentials ({code or exc.__class__.__name__})",
+            "set AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT_NAME and "
             "AZURE_STORAGE_ACCOUNT_KEY")
     status = getattr(exc, "status_code", None)
     if isinstance(exc, ae.HttpResponseError) and status is not None and (
             status >= 500 or status == 429):  # still failing after the SDK's retries
-        return StorageUnavailableError(f"{where}: Azure Blob Storage answered {status} "
-                                       f"({code or 'server busy'})")
+        return remote.answered(where, status, code)
     if isinstance(exc, (ae.ServiceRequestError, ae.ServiceResponseError)):
-        reason = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
-        return StorageUnavailableError(f"{where}: Azure Blob Storage is unreachable ({reason})")
+        return remote.unreachable(where, exc)
     return exc
 
 
@@ -215,12 +213,26 @@ class AzureApi:
             **cond), key)
         return str(out["etag"])
 
-    def append_block(self, key: str, data: bytes, *, at: int) -> tuple[int, str, int]:
-        """AppendBlock ``data`` only if the blob is ``at`` bytes long; (new size, ETag, the
-        blob's committed block count)."""
-        out = self.call(lambda: self.blob(key).append_block(data, appendpos_condition=at), key)
+    def append_block(self, key: str, data: bytes, *, at: int,
+                     if_match: str | None = None) -> tuple[int, str, int]:
+        """AppendBlock ``data`` only if the blob is ``at`` bytes long (and, with ``if_match``,
+        still that version); (new size, ETag, the blob's committed block count)."""
+        from azure.core import MatchConditions
+
+        cond: dict[str, Any] = ({"etag": if_match, "match_condition": MatchConditions.IfNotModified}
+                                if if_match else {})
+        out = self.call(lambda: self.blob(key).append_block(data, appendpos_condition=at, **cond),
+                        key)
         return (int(out["blob_append_offset"]) + len(data), str(out["etag"]),
                 int(out.get("blob_committed_block_count") or 0))
+
+    def set_metadata(self, key: str, metadata: Mapping[str, str], *, if_match: str) -> str:
+        """Replace the metadata of ``key`` only while it is version ``if_match``; its new ETag."""
+        from azure.core import MatchConditions
+
+        out = self.call(lambda: self.blob(key).set_blob_metadata(
+            dict(metadata), etag=if_match, match_condition=MatchConditions.IfNotModified), key)
+        return str(out["etag"])
 
     def copy(self, key: str, source: str, *, if_match: str | None = None,
              if_none_match: bool = False) -> None:

@@ -19,6 +19,11 @@ batch costs its own bytes whatever the log's size. rlio sends every block with t
    wrote as a block blob is first made an append blob with the same bytes (staged, then copied
    over it with ``If-Match``).
 
+Fenced (``rlio.storage.fencing``): a lease holder's appender also sends every block with
+``If-Match`` on the ETag its last write (or read) saw, and checks its lease and the log's
+``rlio_epoch`` after every read of the blob: a new holder's epoch written into the log moves its
+ETag, so the old holder's block is refused and its retry raises ``LeaseLostError``.
+
 Azure keeps at most 50,000 blocks per blob: past ``compact_at`` committed blocks the log is
 rewritten as the same bytes in 4 MiB blocks (staged, then copied over it with ``If-Match``).
 
@@ -30,13 +35,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import random
 import time
 from collections.abc import Iterator
 
-from rlio.errors import StorageUnavailableError
-from rlio.storage.azure.api import BLOCK_BYTES, META_REWRITES, AzureApi, Props, blocks
+from rlio.storage import fencing, remote
+from rlio.storage.azure.api import BLOCK_BYTES, META_EPOCH, META_REWRITES, AzureApi, Props, blocks
 from rlio.storage.batching import BatchingAppender
+from rlio.storage.lease import Lease
+from rlio.storage.remote import StoreUnreachable
 
 _log = logging.getLogger("rlio")
 
@@ -50,8 +56,10 @@ class AzureAppender(BatchingAppender):
     compact_at = 45_000
 
     def __init__(self, api: AzureApi, key: str, staged_prefix: str, *, ctype: str,
-                 display: str) -> None:
+                 display: str, fence: Lease | None = None) -> None:
         self.api, self.key, self._ctype, self._staged = api, key, ctype, staged_prefix
+        self._fence = fence  # a lease holder's lease: its blocks are fenced
+        self._etag: str | None = None  # the blob's ETag after our last write (fenced only)
         self._size: int | None = None  # the blob's size after our last write (None: read it)
         self._progress: tuple[int, int] = (0, 0)  # (seq, blocks of it landed)
         self._sent_at: int | None = None  # the offset a block whose outcome is unknown went to
@@ -73,21 +81,27 @@ class AzureAppender(BatchingAppender):
         conflicts, down = 0, 0.0
         while True:
             try:
-                if (self._size is None or self._sent_at is not None) and self._landed():
+                if (self._size is None or self._sent_at is not None or (
+                        self._fence is not None and self._etag is None)) and self._landed():
                     return
                 assert self._size is not None
+                if self._fence is not None:
+                    self._fence.check()  # and the log's epoch, each time _landed reads it
                 self._sending = block if self._ours else self._after_fragment(block)
                 self._sent_at = self._size
-                self._size, _, count = self.api.append_block(self.key, self._sending,
-                                                             at=self._size)
+                self._size, etag, count = self.api.append_block(
+                    self.key, self._sending, at=self._size,
+                    if_match=self._etag if self._fence is not None else None)
+                self._etag = etag
                 self._sent_at, self._ours = None, True
                 if count >= self.compact_at:
+                    self._etag = None  # rewritten: read it again before the next block
                     self._compact()
                 return
             except FileExistsError:  # 412: another writer appended first (or a retry of ours)
                 conflicts += 1
-                time.sleep(random.uniform(0, min(0.005 * 2 ** min(conflicts, 8), 0.5)))
-            except StorageUnavailableError:
+                remote.backoff(min(conflicts, 8))
+            except StoreUnreachable:
                 down = down or time.monotonic()
                 if time.monotonic() > min(deadline, down + self.unavailable_for):
                     raise  # to the caller; the batch is kept and tried again later
@@ -137,8 +151,8 @@ class AzureAppender(BatchingAppender):
         props = self.api.props(self.key)
         if props is None:
             with contextlib.suppress(FileExistsError):  # another writer created it first
-                self.api.create_append(self.key, ctype=self._ctype,
-                                       metadata={META_REWRITES: "0"})
+                self.api.create_append(self.key, ctype=self._ctype, metadata=fencing.stamped(
+                    {META_REWRITES: "0"}, META_EPOCH, self._fence))
             props = self.api.props(self.key)
             if props is None:
                 raise FileNotFoundError(self.display)
@@ -150,7 +164,8 @@ class AzureAppender(BatchingAppender):
                                       if_match=etag)
             self._sending = block
             return self._landed()
-        at, self._size = self._sent_at, props.size
+        fencing.check(self._fence, props.metadata, META_EPOCH, self.display)
+        at, self._size, self._etag = self._sent_at, props.size, props.etag
         self._sent_at = None
         if at is None or props.size < at + len(block):
             return False

@@ -1,6 +1,6 @@
 """The run lease on az://: an Azure blob lease on the blob ``<run>/.rlio-lease``.
 
-The blob holds the holder's JSON (host, pid, since). A writer creates it when absent
+The blob holds the holder's JSON (host, pid, since, epoch). A writer creates it when absent
 (``If-None-Match: *``), then asks the service for a lease on it with a random proposed lease
 id, for ``duration(lease_seconds)`` seconds (Azure grants 15 to 60); a blob whose lease is live
 answers 409 (``LeaseAlreadyPresent``): ``RunInUseError`` naming the holder the blob records. The
@@ -14,7 +14,10 @@ the old id is rejected on renew, release and any write to the lease blob (409/41
 ``LeaseIdMismatch``); the renewal thread then marks the lease ``lost`` and the writer
 acknowledges nothing more. Expiry is the service's clock, not the hosts'; ``valid_until`` (this
 host's monotonic clock) is when the last acquire or renewal was sent plus the duration, less
-``MARGIN_SECONDS``: until then the lease is surely held.
+``MARGIN_SECONDS``: until then the lease is surely held. The epoch is one more than the one
+the blob's record named when the lease was acquired (the run's lease blob is kept on release,
+``keep``, so epochs grow across holders); the holder's epoch in every live log's metadata lets
+the store refuse the old holder's appends too (``rlio.storage.fencing``).
 """
 
 from __future__ import annotations
@@ -44,12 +47,14 @@ def duration(lease_seconds: float) -> int:
 class AzureLease(Lease):
     """A held az:// lease (see the module docstring)."""
 
-    def __init__(self, api: AzureApi, key: str, where: str, *, lease_seconds: float) -> None:
+    def __init__(self, api: AzureApi, key: str, where: str, *, lease_seconds: float,
+                 keep: bool = False) -> None:
         if not lease_seconds > 0:
             raise ValueError(f"lease_seconds must be > 0, got {lease_seconds!r}")
         self._api, self._key, self._where = api, key, where
         self.seconds = duration(lease_seconds)
         self.lease_id = str(uuid.uuid4())
+        self._keep = keep  # released without deleting the blob: the next epoch grows from it
         super().__init__(where)
         self._take()
         self._stop = threading.Event()
@@ -58,7 +63,6 @@ class AzureLease(Lease):
         self._thread.start()
 
     def _take(self) -> None:
-        body = json.dumps(self.holder).encode()
         blob = self._api.blob(self._key)
         with contextlib.suppress(FileExistsError, LeaseTakenError):  # it exists already
             self._api.upload(self._key, b"{}", ctype=_JSON, if_none_match=True)
@@ -76,7 +80,11 @@ class AzureLease(Lease):
                     self._api.upload(self._key, b"{}", ctype=_JSON, if_none_match=True)
         else:
             raise in_use(self._where, {})
-        self._api.upload(self._key, body, ctype=_JSON, lease=self.lease_id)
+        # the blob is ours alone now: the previous holder's record names its epoch
+        before = self._holder().get("epoch")
+        self.epoch = self.holder["epoch"] = (before if type(before) is int else 0) + 1
+        self._api.upload(self._key, json.dumps(self.holder).encode(), ctype=_JSON,
+                         lease=self.lease_id)
 
     def _holder(self) -> dict[str, Any]:
         try:
@@ -118,6 +126,14 @@ class AzureLease(Lease):
             return
         self._stop.set()
         self._thread.join(timeout=self.seconds)
-        if not self.lost:
-            with contextlib.suppress(OSError, LeaseTakenError):
+        if self.lost:
+            return
+        with contextlib.suppress(OSError, LeaseTakenError):
+            if self._keep:  # the blob and its record (the epoch) stay for the next holder
+                from azure.storage.blob import BlobLeaseClient
+
+                held = BlobLeaseClient(self._api.blob(self._key), lease_id=self.lease_id)
+                self._api.call(held.release, self._key)
+            else:
                 self._api.delete(self._key, lease=self.lease_id)
+        self.lose("it was released")

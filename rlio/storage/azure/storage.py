@@ -15,125 +15,74 @@ Every request goes through ``AzureApi`` (one container client of ``azure-storage
   append blob under ``.rlio-parts/`` and copied server-side over the log with ``If-Match`` on
   its ETag, keeping blocks that landed in between and refusing any other change.
 - ``lock(rel)``: an Azure lease on ``.rlio-locks/<rel>.lock`` (15 s, renewed while held).
+
+What every object store shares (names, reads, replaces, tail moves, locks, the lease and its
+fencing) is ``rlio.storage.objects.ObjectStorage``; this module is its adapter.
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import io
-import random
-import secrets
-import time
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any
 
-from rlio.errors import RunInUseError, RunNotFoundError, UnsafeStorageError
 from rlio.layout import content_type
+from rlio.storage import fencing
 from rlio.storage.azure.api import (
-    LOCKS_DIR,
+    META_EPOCH,
     META_REWRITE_ID,
     META_REWRITES,
     PARTS_DIR,
-    RUN_MARKER,
     AzureApi,
-    Props,
 )
 from rlio.storage.azure.append import AzureAppender
 from rlio.storage.azure.lease import AzureLease
-from rlio.storage.base import HIDDEN_PREFIXES, Appender, Entry, Storage, is_log, rewrite_refused
-from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease, parse_holder
-from rlio.storage.ranged import RangeReader
-
-#: Duration of a ``lock`` blob lease, in seconds (Azure's shortest).
-LOCK_SECONDS = 15.0
-#: Bytes fetched per GET when streaming a file.
-READ_CHUNK = 4 << 20
+from rlio.storage.base import Appender
+from rlio.storage.lease import LEASE_NAME, Lease, parse_holder
+from rlio.storage.objects import Head, ObjectStorage
 
 
-def _missing(storage: AzureStorage, rel: str) -> FileNotFoundError:
-    return FileNotFoundError(errno.ENOENT, "no such blob", storage.display(rel))
+class AzureStorage(ObjectStorage):
+    """A run under ``az://container/prefix`` (the adapter of ``ObjectStorage`` for Azure)."""
 
-
-class AzureStorage(Storage):
-    """A run under ``az://container/prefix``."""
+    noun, bucket_noun = "blob", "container"
+    meta_rewrites, meta_rewrite_id, meta_epoch = META_REWRITES, META_REWRITE_ID, META_EPOCH
 
     def __init__(self, container: Any, name: str, prefix: str) -> None:
         self.api = AzureApi(container, f"az://{name}")
         self.container = name
-        self.prefix = prefix.strip("/")
-        self.root = f"az://{name}/{self.prefix}" if self.prefix else f"az://{name}"
+        super().__init__("az", name, prefix)
 
-    def key(self, rel: str) -> str:
-        """The blob name of run-relative ``rel``."""
-        return f"{self.prefix}/{rel}" if self.prefix else rel
+    def _names(self, prefix: str, limit: int | None = None) -> Iterator[tuple[str, int]]:
+        return self.api.list(prefix, max_results=limit)
 
-    def _any(self, prefix: str) -> bool:
-        return any(True for _ in self.api.list(prefix, max_results=1))
+    def _head(self, key: str) -> Head | None:
+        p = self.api.props(key)
+        return None if p is None else Head(p.size, p.etag, p.metadata, p.append_blob)
 
-    def exists(self) -> bool:
-        try:
-            return self._any(self.key(""))
-        except FileNotFoundError:  # no such container
-            return False
+    def _get(self, key: str, start: int, end: int | None, pin: Any = None
+             ) -> tuple[bytes, int, Any]:
+        return self.api.read_ranged(key, start, end, etag=pin)
 
-    def create(self) -> None:
-        try:
-            if self._any(self.key("")) or not self.prefix:
-                return
-            self.api.upload(self.key(RUN_MARKER), b"", if_none_match=True)
-        except FileExistsError:
-            pass  # another writer created the run at the same time
-        except FileNotFoundError:
-            raise RunNotFoundError(errno.ENOENT, "no such container",
-                                   f"az://{self.container}") from None
+    def _put(self, key: str, data: bytes, *, ctype: str, create_only: bool = False) -> None:
+        self.api.upload(key, data, ctype=ctype, if_none_match=create_only)
 
-    def walk(self) -> Iterator[Entry]:
-        cut = len(self.key(""))
-        for name, size in self.api.list(self.key("")):
-            rel = name[cut:]
-            if rel and not rel.endswith("/") and not rel.startswith(HIDDEN_PREFIXES):
-                yield Entry(rel, "file", size)
+    def _create_log(self, rel: str, data: bytes) -> None:
+        self._stage_over(rel, data, {META_REWRITES: "0"}, None)
 
-    def stat(self, rel: str) -> Entry | None:
-        p = self.api.props(self.key(rel))
-        if p is not None:
-            return Entry(rel, "file", p.size)
-        return Entry(rel, "dir") if self._any(self.key(rel) + "/") else None
+    def _rewrite_log(self, rel: str, data: bytes, metadata: dict[str, str], version: Any
+                     ) -> None:
+        self._stage_over(rel, data, metadata, version)
 
-    def open_read(self, rel: str) -> BinaryIO:
-        """Streams the bytes the blob had when opened; the first ``READ_CHUNK`` bytes come with
-        the size in one GET. A non-log is read from the ETag first seen; a log unpinned (appends
-        only add bytes after the ones being read)."""
-        try:
-            first, size, etag = self.api.read_ranged(self.key(rel), 0, READ_CHUNK)
-        except FileNotFoundError:
-            raise _missing(self, rel) from None
-        key, pin = self.key(rel), None if is_log(rel) else etag
-        raw = RangeReader(lambda start, end: self.api.read_ranged(key, start, end, etag=pin)[0],
-                          first, size, self.display(rel), noun="blob")
-        return io.BufferedReader(raw, buffer_size=READ_CHUNK)
+    def _set_metadata(self, rel: str, metadata: dict[str, str], head: Head) -> None:
+        self.api.set_metadata(self.key(rel), metadata, if_match=head.version)
 
-    def read_range(self, rel: str, start: int, end: int) -> bytes:
-        try:
-            return self.api.read_ranged(self.key(rel), start, end)[0]
-        except FileNotFoundError:
-            raise _missing(self, rel) from None
+    def _new_lease(self, key: str, where: str, lease_seconds: float, *, run: bool) -> Lease:
+        """An Azure blob lease on the blob ``key`` (``azure.lease``); the run's blob is kept
+        on release, so that epochs grow."""
+        return AzureLease(self.api, key, where, lease_seconds=lease_seconds, keep=run)
 
-    def read_bytes(self, rel: str) -> bytes:
-        try:
-            return self.api.read_ranged(self.key(rel), 0)[0]  # one GET: never a mix of versions
-        except FileNotFoundError:
-            raise _missing(self, rel) from None
-
-    def replace(self, rel: str, data: bytes) -> None:
-        if not is_log(rel):
-            self.api.upload(self.key(rel), bytes(data), ctype=content_type(rel))
-            return
-        try:
-            self._stage_over(rel, bytes(data), {META_REWRITES: "0"}, None)
-        except FileExistsError:
-            raise rewrite_refused(self.display(rel)) from None
+    def _delete(self, key: str) -> None:
+        self.api.delete(key)
 
     def _stage_over(self, rel: str, data: bytes, metadata: dict[str, str],
                     if_match: str | None) -> None:
@@ -142,7 +91,8 @@ class AzureStorage(Storage):
 
     def appender(self, rel: str) -> Appender:
         return AzureAppender(self.api, self.key(rel), f"{self.key(PARTS_DIR)}/{rel}",
-                             ctype=content_type(rel), display=self.display(rel))
+                             ctype=content_type(rel), display=self.display(rel),
+                             fence=self._fence if rel in fencing.FENCED else None)
 
     def sweep_orphans(self, *, older_than: float | None = None) -> int:
         n = 0
@@ -152,9 +102,6 @@ class AzureStorage(Storage):
         except FileNotFoundError:  # no such container: nothing to sweep
             return 0
         return n
-
-    def remove(self, rel: str) -> None:
-        self.api.delete(self.key(rel))
 
     def mtime(self, rel: str) -> float | None:
         key = self.key(rel)
@@ -179,82 +126,3 @@ class AzureStorage(Storage):
             return parse_holder(self.api.read_ranged(key, 0)[0])
         except Exception:  # released between the two reads: no name to give
             return {}
-
-    def acquire_lease(self, *, lease_seconds: float = LEASE_SECONDS) -> Lease:
-        """The run lease: an Azure blob lease on ``.rlio-lease`` (``azure.lease``)."""
-        return AzureLease(self.api, self.key(LEASE_NAME), self.root, lease_seconds=lease_seconds)
-
-    @contextlib.contextmanager
-    def lock(self, rel: str) -> Iterator[None]:
-        """An Azure lease on ``rel``'s lock blob, renewed while held; waits while another live
-        holder has it (a crashed holder's expires within ``LOCK_SECONDS``)."""
-        delay = 0.05
-        while True:
-            try:
-                held = AzureLease(self.api, f"{self.key(LOCKS_DIR)}/{rel}.lock",
-                                  self.display(rel), lease_seconds=LOCK_SECONDS)
-                break
-            except RunInUseError:
-                time.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, 1.0)
-        try:
-            yield
-        finally:
-            held.release()
-
-    def move_tail(self, rel: str, offset: int, sidecar: str) -> int:
-        key = self.key(rel)
-        while True:
-            first = self.api.props(key)
-            if first is None:
-                raise _missing(self, rel)
-            if offset >= first.size:
-                return 0
-            try:
-                tail = self.api.read_ranged(key, offset, first.size, etag=first.etag)[0]
-                break
-            except FileExistsError:
-                continue  # the log changed between the two requests: look again
-        side = self.appender(sidecar)
-        try:
-            side.append_durable(tail if tail.endswith(b"\n") else tail + b"\n")
-        finally:
-            side.close()
-        cur, token = first, secrets.token_hex(8)
-        while True:
-            try:
-                kept = self.api.read_ranged(key, 0, offset, etag=cur.etag)[0]
-                if cur.size > first.size:
-                    later = self.api.read_ranged(key, first.size, cur.size, etag=cur.etag)[0]
-                    if not tail.endswith(b"\n") and later.startswith(b"\n"):
-                        later = later[1:]  # the newline that parted them from the moved fragment
-                    kept += later
-                self._stage_over(rel, kept, _rewritten(cur, token), cur.etag)
-                return len(tail)
-            except (FileNotFoundError, FileExistsError):
-                new = self.api.props(key)
-            if new is not None and new.metadata.get(META_REWRITE_ID) == token:
-                return len(tail)  # our rewrite landed; its answer was lost and the retry got 412
-            if new is None or not _appended_only(first, new):
-                raise UnsafeStorageError(
-                    errno.EAGAIN,
-                    f"{self.display(rel)} was changed by another writer (not an rlio append) "
-                    f"while bytes {offset}..{first.size} were moved to {self.display(sidecar)}; "
-                    "the log was left as it is, so those bytes are now in both places",
-                )
-            cur = new
-
-
-def _rewritten(props: Props, token: str) -> dict[str, str]:
-    """The metadata of a log rewritten by ``move_tail``: rewrites + 1, this rewrite's id."""
-    meta = dict(props.metadata)
-    count = meta.get(META_REWRITES, "0")
-    meta[META_REWRITES] = str(int(count) + 1 if count.isdigit() else 1)
-    meta[META_REWRITE_ID] = token
-    return meta
-
-
-def _appended_only(before: Props, after: Props) -> bool:
-    """True when ``after`` can only have come from ``before`` by appends."""
-    return (after.append_blob and after.metadata.get(META_REWRITES)
-            == before.metadata.get(META_REWRITES) and after.size >= before.size)

@@ -10,12 +10,10 @@ from urllib.parse import quote
 
 from rlio.errors import StorageUnavailableError
 from rlio.layout import TEXT_TYPE
+from rlio.storage import remote
 
-#: Where batch parts wait to be composed, where lease objects live, and the marker object of a
-#: run created before its first file (all run-relative, all hidden from ``walk``).
+#: Where batch parts wait to be composed (run-relative, hidden from ``walk``).
 PARTS_DIR = ".rlio-parts"
-LOCKS_DIR = ".rlio-locks"
-RUN_MARKER = ".rlio-run"
 #: Custom metadata on a log: how many times rlio rewrote the log (the batches each writer
 #: composed are ``rlio.storage.batching.META_APPENDS``).
 META_REWRITES = "rlio-rewrites"
@@ -60,10 +58,7 @@ class GcsApi:
         except Exception as exc:
             if not _unreachable(exc):
                 raise
-            raise StorageUnavailableError(
-                f"gs://{self.bucket}: Google Cloud Storage is unreachable "
-                f"({str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__})"
-            ) from None
+            raise remote.unreachable(f"gs://{self.bucket}", exc) from None
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The object resource of ``key`` (size, generation, metadata), or None when absent."""

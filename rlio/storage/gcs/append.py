@@ -31,11 +31,11 @@ is swept when a writer reopens the run (a writer whose part was swept uploads it
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Mapping
 from typing import Any
 
+from rlio.storage import fencing, remote
 from rlio.storage.batching import BatchingAppender, landed, metadata_after
 from rlio.storage.gcs.api import META_EPOCH, META_REWRITES, GcsApi, generation
 from rlio.storage.lease import Lease
@@ -44,12 +44,6 @@ from rlio.storage.lease import Lease
 #: custom metadata; 64 entries take about 1.7 KB).
 KEEP_WRITERS = 64
 _log = logging.getLogger("rlio")
-
-
-def epoch_of(resource: Mapping[str, Any] | None) -> int:
-    """The ``rlio-epoch`` a log's metadata records (0 when none)."""
-    value = str(((resource or {}).get("metadata") or {}).get(META_EPOCH, "0"))
-    return int(value) if value.isascii() and value.isdigit() else 0
 
 
 def _metageneration(resource: Mapping[str, Any]) -> int | None:
@@ -61,9 +55,7 @@ def _metadata_after(resource: Mapping[str, Any] | None, writer: str, seq: int,
                     fence: Lease | None) -> dict[str, str]:
     meta = metadata_after((resource or {}).get("metadata"), writer, seq, KEEP_WRITERS)
     meta.setdefault(META_REWRITES, "0")
-    if fence is not None:
-        meta[META_EPOCH] = str(max(fence.epoch, epoch_of(resource)))
-    return meta
+    return fencing.stamped(meta, META_EPOCH, fence)
 
 
 class GcsAppender(BatchingAppender):
@@ -107,9 +99,7 @@ class GcsAppender(BatchingAppender):
                         f"{self.give_up_after:.0f} s ({conflicts} conflicts with other writers)")
                 try:
                     if known is None:  # a new log: create it empty, then compose as usual
-                        meta = {META_REWRITES: "0"}
-                        if self._fence is not None:
-                            meta[META_EPOCH] = str(self._fence.epoch)
+                        meta = fencing.stamped({META_REWRITES: "0"}, META_EPOCH, self._fence)
                         self.api.upload(self.key, b"", metadata=meta, if_generation_match=0,
                                         ctype=self._ctype)
                         continue
@@ -131,7 +121,7 @@ class GcsAppender(BatchingAppender):
                     break
                 except FileExistsError:  # 412: another writer's commit came first (or ours)
                     conflicts += 1
-                    time.sleep(random.uniform(0, min(0.005 * 2 ** min(conflicts, 8), 0.5)))
+                    remote.backoff(min(conflicts, 8))
                 except FileNotFoundError:  # the generation we read the last byte of is gone
                     continue
         except BaseException:
@@ -142,16 +132,8 @@ class GcsAppender(BatchingAppender):
 
     def _check_fence(self, known: Mapping[str, Any] | None) -> None:
         """A lease holder's appender: raise ``LeaseLostError`` once its lease is lost (or may
-        be), or the log names a newer holder's epoch."""
-        fence = self._fence
-        if fence is None:
-            return
-        fence.check()
-        theirs = epoch_of(known)
-        if theirs > fence.epoch:
-            fence.lose(f"a newer holder (epoch {theirs}) took the run over and fenced "
-                       f"{self.display}")
-            raise fence.error()
+        be), or the log names a newer holder's epoch (``rlio.storage.fencing``)."""
+        fencing.check(self._fence, (known or {}).get("metadata"), META_EPOCH, self.display)
 
     def _ends_torn(self, known: Mapping[str, Any]) -> bool:
         """True when the log ends in a fragment (not a newline): a crash's cut-off line."""

@@ -8,7 +8,8 @@ cannot be reached fails in seconds: rlio's appenders retry transient failures th
 Errors: 404 is ``FileNotFoundError`` (``RunNotFoundError`` for a missing bucket); 412 (a
 precondition did not hold) and 409 (a conflicting conditional write in flight) are
 ``FileExistsError``; no network, timeouts and 5xx/throttling that outlived the client's retries
-are ``S3Unavailable``; missing or refused credentials ``StorageUnavailableError``.
+are ``StoreUnreachable``; missing or refused credentials ``StorageUnavailableError`` (worded
+by ``rlio.storage.remote``, as for every cloud).
 """
 
 from __future__ import annotations
@@ -22,27 +23,23 @@ from typing import Any, NamedTuple
 
 from rlio.errors import RunNotFoundError, StorageUnavailableError
 from rlio.layout import TEXT_TYPE
+from rlio.storage import remote
 
-#: Where lock objects live and the marker object of a run created before its first file
-#: (run-relative, hidden from ``walk``).
-LOCKS_DIR = ".rlio-locks"
-RUN_MARKER = ".rlio-run"
 #: User metadata on a log: how many times rlio rewrote the log and the id of the last rewrite
 #: (the batches each writer landed are ``rlio.storage.batching.META_APPENDS``).
 META_REWRITES = "rlio-rewrites"
 META_REWRITE_ID = "rlio-rewrite-id"
+#: User metadata on a log: the epoch of the newest lease holder that wrote it
+#: (``rlio.storage.fencing``).
+META_EPOCH = "rlio-epoch"
 #: S3's smallest part but the last (so the smallest object a multipart append can copy), and the
 #: largest part an UploadPartCopy may copy.
 MIN_PART = 5 << 20
 MAX_COPY_PART = 5 << 30
 
+_AWS_HINT = "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
 _CREDENTIALS = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
                 "InvalidToken", "TokenRefreshRequired", "AllAccessDisabled"}
-
-
-class S3Unavailable(StorageUnavailableError):
-    """The store did not answer usably (no network, timeout, 5xx or throttling after retries):
-    worth trying again later, unlike refused credentials."""
 
 
 class ObjectInfo(NamedTuple):
@@ -53,11 +50,12 @@ class ObjectInfo(NamedTuple):
     metadata: dict[str, str]
 
 
-_CLIENT_LOCK = threading.Lock()  # boto3's default session is not safe to share across threads
+_CLIENT_LOCK = threading.Lock()  # making boto3 sessions is not safe across threads
 
 
-def client() -> Any:
-    """A boto3 S3 client configured from the standard AWS environment (see module)."""
+def client(where: str = "s3://") -> Any:
+    """A boto3 S3 client configured from the standard AWS environment (see module);
+    ``StorageUnavailableError`` at once when that environment has no credentials at all."""
     import boto3
     from botocore.config import Config
 
@@ -65,9 +63,14 @@ def client() -> Any:
                     retries={"mode": "standard", "total_max_attempts": 3})
     try:
         with _CLIENT_LOCK:
-            return boto3.client("s3", config=config)
+            session = boto3.session.Session()
+            credentials = session.get_credentials()
+            s3 = session.client("s3", config=config)
     except Exception as exc:  # a missing profile, a malformed config file or endpoint
-        raise StorageUnavailableError(errno.EINVAL, f"cannot configure S3: {exc}") from None
+        raise StorageUnavailableError(f"{where}: cannot configure S3 ({exc})") from None
+    if credentials is None:
+        raise remote.refused(where, "no AWS credentials", _AWS_HINT)
+    return s3
 
 
 @contextlib.contextmanager
@@ -86,7 +89,6 @@ def translated(where: str) -> Iterator[None]:
         err = exc.response.get("Error") or {}
         code = str(err.get("Code", ""))
         status = int((exc.response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)
-        message = f"{where}: S3 answered {status or ''} {code} {err.get('Message', '')}".strip()
         if code == "NoSuchBucket":
             raise RunNotFoundError(errno.ENOENT, "no such bucket", where) from None
         if status == 404 or code in ("NoSuchKey", "NoSuchUpload", "NotFound"):
@@ -96,15 +98,13 @@ def translated(where: str) -> Iterator[None]:
         if status == 416 or code == "InvalidRange":
             raise EOFError(where) from None
         if status == 403 or code in _CREDENTIALS:
-            raise StorageUnavailableError(errno.EACCES, message + " (check the AWS credentials)"
-                                          ) from None
-        raise S3Unavailable(errno.EIO, message) from None
-    except (NoCredentialsError, PartialCredentialsError) as exc:
-        raise StorageUnavailableError(
-            errno.EACCES, f"{where}: no AWS credentials ({exc}); set AWS_ACCESS_KEY_ID and "
-            "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE") from None
+            raise remote.refused(where, f"the store refused the credentials ({code or status})",
+                                 _AWS_HINT) from None
+        raise remote.answered(where, status or "an error", code) from None
+    except (NoCredentialsError, PartialCredentialsError):
+        raise remote.refused(where, "no AWS credentials", _AWS_HINT) from None
     except BotoCoreError as exc:  # no network, timeouts, a closed connection, bad endpoint
-        raise S3Unavailable(errno.EHOSTUNREACH, f"{where}: cannot reach S3 ({exc})") from None
+        raise remote.unreachable(where, exc) from None
 
 
 def _info(out: Mapping[str, Any], size: int) -> ObjectInfo:
@@ -207,6 +207,45 @@ class S3Api:
             kw["IfNoneMatch"] = "*"
         with translated(self.where(key)):
             return str(self.s3.put_object(**kw)["ETag"])
+
+    def set_metadata(self, key: str, metadata: Mapping[str, str], *, size: int, if_match: str,
+                     ctype: str = TEXT_TYPE) -> str:
+        """Replace the user metadata of ``key`` (copied inside S3) only while it is version
+        ``if_match``, so that its ETag changes; its new ETag.
+
+        An S3 ETag names the bytes and how they were uploaded, not the metadata: a plain copy of
+        a plainly uploaded object keeps its ETag. So the object is copied in the other form: as
+        a one-part multipart upload (ETag ``"<md5>-1"``) when its ETag is a plain one, else
+        plainly.
+        """
+        where = self.where(key)
+        if "-" in if_match:
+            with translated(where):
+                out = self.s3.copy_object(
+                    Bucket=self.bucket, Key=key, CopySource={"Bucket": self.bucket, "Key": key},
+                    CopySourceIfMatch=if_match, IfMatch=if_match, MetadataDirective="REPLACE",
+                    Metadata=dict(metadata), ContentType=ctype)
+            return str(out["CopyObjectResult"]["ETag"])
+        with translated(where):
+            upload = self.s3.create_multipart_upload(
+                Bucket=self.bucket, Key=key, ContentType=ctype, Metadata=dict(metadata))["UploadId"]
+        try:
+            with translated(where):
+                if size:
+                    etag = self.s3.upload_part_copy(
+                        Bucket=self.bucket, Key=key, UploadId=upload, PartNumber=1,
+                        CopySource={"Bucket": self.bucket, "Key": key},
+                        CopySourceIfMatch=if_match)["CopyPartResult"]["ETag"]
+                else:
+                    etag = self.s3.upload_part(Bucket=self.bucket, Key=key, UploadId=upload,
+                                               PartNumber=1, Body=b"")["ETag"]
+                done = self.s3.complete_multipart_upload(
+                    Bucket=self.bucket, Key=key, UploadId=upload, IfMatch=if_match,
+                    MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+            return str(done["ETag"])
+        except BaseException:
+            self.abort(key, upload)
+            raise
 
     def append_multipart(self, key: str, size: int, data: bytes, *, if_match: str,
                          metadata: Mapping[str, str], ctype: str = TEXT_TYPE) -> str:

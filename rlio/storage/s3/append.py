@@ -18,6 +18,11 @@ reads the log's metadata (HEAD), where every landed batch is recorded as ``write
 the new ETag. Failed uploads are aborted; one a crash left is aborted when a writer reopens the
 run (``S3Storage.sweep_orphans``). The log stays one plain object of JSONL.
 
+Fenced (``rlio.storage.fencing``): a lease holder's appender checks its lease and the log's
+``rlio-epoch`` before every attempt; a new holder's epoch written into the log moves its ETag, so
+the old holder's conditional write is refused and its retry finds the newer epoch
+(``LeaseLostError``, the batch never sent again).
+
 Transient failures (no network, 5xx after the client's retries) are retried with backoff for
 ``give_up_after`` seconds; then, or at once for refused credentials, the commit raises.
 """
@@ -25,30 +30,41 @@ Transient failures (no network, 5xx after the client's retries) are retried with
 from __future__ import annotations
 
 import errno
-import random
 import time
 
 from rlio.errors import StorageUnavailableError
+from rlio.storage import fencing, remote
 from rlio.storage.batching import BatchingAppender, landed, metadata_after
-from rlio.storage.s3.api import META_REWRITES, MIN_PART, ObjectInfo, S3Api, S3Unavailable
+from rlio.storage.lease import Lease
+from rlio.storage.remote import StoreUnreachable
+from rlio.storage.s3.api import (
+    META_EPOCH,
+    META_REWRITES,
+    MIN_PART,
+    ObjectInfo,
+    S3Api,
+)
 
 #: How many recent writers' ``writer:seq`` entries a log's metadata keeps (S3 allows 2 KB of
 #: user metadata; 48 entries take about 1.1 KB).
 KEEP_WRITERS = 48
 
 
-def _metadata(known: ObjectInfo | None, writer: str, seq: int) -> dict[str, str]:
+def _metadata(known: ObjectInfo | None, writer: str, seq: int,
+              fence: Lease | None) -> dict[str, str]:
     meta = metadata_after(known.metadata if known else None, writer, seq, KEEP_WRITERS)
     meta.setdefault(META_REWRITES, "0")
-    return meta
+    return fencing.stamped(meta, META_EPOCH, fence)
 
 
 class S3Appender(BatchingAppender):
     """An open s3:// log: batched appends written conditionally into the one live object."""
 
-    def __init__(self, api: S3Api, key: str, *, ctype: str, display: str) -> None:
+    def __init__(self, api: S3Api, key: str, *, ctype: str, display: str,
+                 fence: Lease | None = None) -> None:
         self.api, self.key = api, key
         self._ctype = ctype
+        self._fence = fence  # a lease holder's lease: its batches are fenced
         super().__init__(display)
         self._known: ObjectInfo | None = None  # the log after our last write
         self._body: bytes | None = None  # its bytes, when below MIN_PART
@@ -56,7 +72,7 @@ class S3Appender(BatchingAppender):
 
     def _land(self, known: ObjectInfo | None, seq: int, data: bytes) -> ObjectInfo:
         """One conditional write of batch ``seq`` onto the log as ``known`` (None: absent)."""
-        meta = _metadata(known, self.writer, seq)
+        meta = _metadata(known, self.writer, seq, self._fence)
         if known is None:
             etag = self.api.put(self.key, data, metadata=meta, create_only=True,
                                 ctype=self._ctype)
@@ -101,13 +117,17 @@ class S3Appender(BatchingAppender):
                         known = self.api.head(self.key)
                         if landed(known.metadata if known else None, self.writer, seq):
                             break
+                    # fenced: never sent again onto a version another holder made (nor at all
+                    # once the lease is lost, or may be)
+                    fencing.check(self._fence, known.metadata if known else None, META_EPOCH,
+                                  self.display)
                     verify = True  # from here on, any failure is checked against the log first
                     known = self._land(known, seq, data)
                     self._clean_etag = known.etag
                     break
-                except (FileExistsError, FileNotFoundError, S3Unavailable) as exc:
+                except (FileExistsError, FileNotFoundError, StoreUnreachable) as exc:
                     # 412: another writer came first (or we did); 404: the log was rewritten
-                    # or our upload swept; S3Unavailable: try again until the deadline
+                    # or our upload swept; StoreUnreachable: try again until the deadline
                     verify = True
                     failures += 1
                     if time.monotonic() > deadline:
@@ -115,8 +135,7 @@ class S3Appender(BatchingAppender):
                             errno.ETIMEDOUT, f"could not append {len(data)} bytes to "
                             f"{self.display} within {self.give_up_after:.0f} s "
                             f"({failures} failed attempts; last: {exc})") from exc
-                    cap = 2.0 if isinstance(exc, S3Unavailable) else 0.5
-                    time.sleep(random.uniform(0, min(0.005 * 2 ** min(failures, 10), cap)))
+                    remote.backoff(failures, 2.0 if isinstance(exc, StoreUnreachable) else 0.5)
         except BaseException:
             self._known, self._body = None, None
             raise

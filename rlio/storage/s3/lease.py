@@ -11,7 +11,9 @@ monotonic clock, the lease is surely still held). A writer that finds a lease pa
 takes it over with ``If-Match`` on the ETag it read (so of two takers one wins); one that finds
 it live gets ``RunInUseError``. A holder whose renewal gets 412 and finds another token has
 lost the lease (``lost``: the writer acknowledges nothing more); a request whose answer was lost
-and whose retry got 412 is recognised by the token. Release deletes it with ``If-Match``.
+and whose retry got 412 is recognised by the token. Release deletes it with ``If-Match``, but
+the run's lease (``keep``) is expired in place instead, so that its epoch survives: the next
+holder's is one more (``rlio.storage.fencing``).
 
 Clocks: expiry is judged by the taker's clock against the holder's; hosts are assumed to agree
 within a small fraction of ``lease_seconds``.
@@ -57,26 +59,29 @@ def live_holder(api: S3Api, key: str) -> dict[str, Any] | None:
 class S3Lease(Lease):
     """A held s3:// run lease (see the module docstring)."""
 
-    def __init__(self, api: S3Api, key: str, where: str, *, lease_seconds: float) -> None:
+    def __init__(self, api: S3Api, key: str, where: str, *, lease_seconds: float,
+                 keep: bool = False) -> None:
         if not lease_seconds > 0:
             raise ValueError(f"lease_seconds must be > 0, got {lease_seconds!r}")
         self._api, self._key, self._where = api, key, where
         self._seconds = float(lease_seconds)
         self._token = secrets.token_hex(8)
+        self._keep = keep  # released by expiring it in place: the next epoch grows from it
         super().__init__(where)
         self.epoch = 1
         #: ``time.monotonic()`` until which the lease is surely still ours: the start of the last
         #: write of it that landed, plus ``lease_seconds``.
         self.valid_until = 0.0
         self._etag = self._take()
+        self.holder["epoch"] = self.epoch
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew_loop, name="rlio-lease-renew",
                                         daemon=True)
         self._thread.start()
 
-    def _put(self, *, if_match: str | None) -> str:
+    def _put(self, *, if_match: str | None, released: bool = False) -> str:
         start = time.monotonic()
-        expires = f"{time.time() + self._seconds:.3f}"
+        expires = "0" if released else f"{time.time() + self._seconds:.3f}"
         body = json.dumps({**self.holder, "epoch": self.epoch, "expires": expires,
                            "token": self._token}).encode()
         etag = self._api.put(self._key, body, metadata={
@@ -147,6 +152,11 @@ class S3Lease(Lease):
         self._stop.set()
         self._thread.join(timeout=max(5.0, self._seconds))
         if self.lost:
+            return
+        if self._keep:  # expired in place, its epoch kept for the next holder
+            with contextlib.suppress(OSError):  # taken over or gone: not ours any more
+                self._put(if_match=self._etag, released=True)
+            self.lose("it was released")
             return
         try:
             self._api.delete(self._key, if_match=self._etag)
