@@ -243,7 +243,7 @@ def test_rlios_rewind_relogged_identically_is_followed(tmp_path: Path) -> None:
     root = tmp_path / "run"
 
     def rewind() -> None:
-        with RlioStorage(str(root), attach=True) as st:
+        with RlioStorage(str(root)) as st:  # the holder: an attached writer never rewinds
             st.write(layout.METRICS, jsonl([metrics_line(0)]).encode())
 
     got = _identical_relog(root, rewind)

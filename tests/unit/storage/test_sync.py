@@ -85,7 +85,7 @@ def test_a_follower_of_the_mirror_sees_a_local_rewind_once(tmp_path: Path) -> No
     sync(run, uri)
 
     def rewind_relog_and_sync() -> None:
-        with RlioStorage(str(run), attach=True) as st:
+        with RlioStorage(str(run)) as st:  # the holder: an attached writer never rewinds
             st.write(layout.METRICS, jsonl(metrics_line(s) for s in range(5)).encode())
         with (run / layout.METRICS).open("a") as f:
             f.write(jsonl(metrics_line(s) for s in range(5, 10)))
