@@ -105,8 +105,9 @@ def test_one_run_opens_on_its_run_view_and_drills_down_to_a_transcript_and_back(
     app = _app(demo)
 
     async def script(pilot: Any) -> None:
-        await until(pilot, lambda: "mean reward" in screen_text(app)
-                    and "iteration 3 · checkpoint" in screen_text(app), "the first screen")
+        await until(pilot, lambda: all(part in screen_text(app) for part in (
+            "mean reward", "iteration 3 · checkpoint", "equal-reward groups", "entropy")),
+            "the first screen (each panel fills on its own tick)")
         text = screen_text(app)
         assert "demo · finished (final checkpoint) · iteration 3 · checkpoint final" in text
         assert "iteration 3 · 16 trajectories · 4 groups" in text
