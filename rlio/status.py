@@ -28,7 +28,7 @@ State = Literal["running", "finished", "stopped"]
 #: How many lines from the end of ``metrics.jsonl`` are read to find the last training line
 #: (after it come eval and summary lines only).
 _TAIL_LINES = 256
-#: ``changed`` of ``_records_from_end`` when the caller did not ask ``mtime`` (never a real one).
+#: ``changed`` of ``records_from_end`` when the caller did not ask ``mtime`` (never a real one).
 _UNKNOWN = -1.0
 
 
@@ -86,8 +86,9 @@ class RunStatus:
                 "last_write": self.last_write, "finished_by": self.finished_by}
 
 
-def _records_from_end(storage: Storage, rel: str, limit: int,
-                      changed: float | None = _UNKNOWN) -> list[dict[str, Any]]:
+def records_from_end(storage: Storage, rel: str, limit: int,
+                     changed: float | None = _UNKNOWN, *,
+                     chunk: int | None = None) -> list[dict[str, Any]]:
     """Up to ``limit`` whole JSON-object lines of ``rel``, last first (a torn tail skipped).
 
     ``changed``: ``storage.mtime(rel)`` when the caller has it. On an object store a missing file
@@ -102,7 +103,8 @@ def _records_from_end(storage: Storage, rel: str, limit: int,
     if entry is None or entry.kind != "file" or entry.size == 0:
         return []
     out: list[dict[str, Any]] = []
-    for n, line in enumerate(backward_lines(storage, rel, entry.size, max_line=MAX_TAIL_LINE)):
+    for n, line in enumerate(backward_lines(storage, rel, entry.size, max_line=MAX_TAIL_LINE,
+                                            chunk=chunk)):
         if n >= limit:
             break
         if line.data is None or not line.terminated or not line.data.strip():
@@ -121,9 +123,9 @@ def run_status(storage: Storage) -> RunStatus:
     the files hold; an unreadable file raises OSError."""
     holder = storage.lease_holder()
     last_write = storage.mtime(L.METRICS)
-    train = next((r for r in _records_from_end(storage, L.METRICS, _TAIL_LINES, last_write)
+    train = next((r for r in records_from_end(storage, L.METRICS, _TAIL_LINES, last_write)
                   if not r.keys().isdisjoint(TRAINING_KEYS)), None)
-    ckpts = _records_from_end(storage, L.CHECKPOINTS, 1)
+    ckpts = records_from_end(storage, L.CHECKPOINTS, 1)
     last_ckpt = ckpts[0] if ckpts else None
     step = train.get("step") if train is not None else None
     frac = train.get("progress/done_frac") if train is not None else None

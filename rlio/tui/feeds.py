@@ -30,13 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlio import layout
-from rlio._codec.jsonl import DecodeError, decode
-from rlio._codec.lines import MAX_TAIL_LINE, backward_lines
 from rlio.findings import Finding
 from rlio.reader.follow import follow_jsonl
 from rlio.reader.run import IterationInfo, Run
 from rlio.reader.source import iter_records
-from rlio.status import RunStatus, run_status
+from rlio.status import RunStatus, records_from_end, run_status
 from rlio.storage.base import Storage
 from rlio.storage.run_root import open_run_storage
 from rlio.tui.group_stats import IterationRows, iteration_rows
@@ -171,25 +169,8 @@ class MetricsFeed:
 
 def tail_records(storage: Storage, rel: str, limit: int) -> list[dict[str, Any]]:
     """Up to ``limit`` whole records from the end of ``rel``, in file order (a torn tail and
-    bad lines skipped)."""
-    entry = storage.stat(rel)
-    if entry is None or entry.kind != "file" or entry.size == 0:
-        return []
-    out: list[dict[str, Any]] = []
-    for n, line in enumerate(backward_lines(storage, rel, entry.size, max_line=MAX_TAIL_LINE,
-                                            chunk=256 << 10)):
-        if n >= limit:
-            break
-        if line.data is None or not line.terminated or not line.data.strip():
-            continue
-        try:
-            value = decode(line.data)[0]
-        except DecodeError:
-            continue
-        if isinstance(value, dict):
-            out.append(value)
-    out.reverse()
-    return out
+    bad lines skipped; read as ``rlio show``'s status reads them)."""
+    return records_from_end(storage, rel, limit, chunk=256 << 10)[::-1]
 
 
 class Stopped(Exception):
