@@ -59,8 +59,9 @@ def file_splits(label: str | None) -> frozenset[str]:
 
 
 def split_mismatch(value: Any, splits: frozenset[str]) -> bool:
-    """Whether a record's ``split`` is not one its file's name allows (RL402, ``file_splits``)."""
-    return value not in splits
+    """Whether a record's ``split`` is not one its file's name allows (RL402, ``file_splits``);
+    a value that is not a string (a list, say) never is."""
+    return not isinstance(value, str) or value not in splits
 
 
 def reward_mismatch(total: Any, final: Any, rewards: Sequence[Any]) -> float | None:
