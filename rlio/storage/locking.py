@@ -41,12 +41,13 @@ def portable_lock(lock_path: str, *, timeout: float = -1) -> Any:
     return filelock.FileLock(lock_path, timeout=timeout)
 
 
-class exclusive:  # noqa: N801 (used as a context manager, like a function)
+class exclusive:
     """Hold the inter-process lock of the file open on ``fd``: its ``flock``, else the
     ``filelock`` fallback on ``lock_path``. A plain class, not a generator: every append
-    enters it, and this is a third of the cost of ``contextlib.contextmanager``."""
+    enters it, and its cost beyond the two ``flock`` calls is a third of a
+    ``contextlib.contextmanager``'s (0.3 against 0.9 us)."""
 
-    __slots__ = ("_fd", "_fallback")
+    __slots__ = ("_fallback", "_fd")
 
     def __init__(self, fd: int, lock_path: str) -> None:
         self._fd = fd
