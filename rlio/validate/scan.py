@@ -134,10 +134,9 @@ def judge(sink: Sink, schema: str, instance: Any, line: int | None) -> bool:
     error-level rule, else one RL205 when it breaks a warning-level one (an expectation: the
     writer accepted it). Returns whether it passes the error-level rules."""
     rs = record_schema(schema)
-    try:  # every rule first: a valid instance (the usual one) is judged once, not twice
-        clean = verdict(rs.clean, instance)
-        ok = clean or (rs.has_warnings and verdict(rs.passes, instance))
-        warn = ok and not clean
+    try:
+        ok = verdict(rs.passes, instance)
+        warn = ok and rs.has_warnings and not verdict(rs.clean, instance)
     except RecursionError:
         sink.add("RL106", "nested too deeply to validate", line=line)
         return False
