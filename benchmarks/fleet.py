@@ -206,9 +206,11 @@ def rows(quick: bool) -> list[Row]:
                        "open + orjson.loads"))
 
         rollout = Path(tmp) / "rollout"
-        rollout_file = rollout / layout.iteration_path("flat", 0, "rollout_summaries")
+        # iteration 7: the records' own (``rollout_records`` makes iteration 7's batch); under
+        # another name every record is an RL401 and the row timed 4,096 findings being built
+        rollout_file = rollout / layout.iteration_path("flat", 7, "rollout_summaries")
         rollout.mkdir()
-        (rollout / "metrics.jsonl").write_bytes(b'{"step":0,"progress/batch":0}\n')
+        (rollout / "metrics.jsonl").write_bytes(b'{"step":7,"progress/batch":7}\n')
         (rollout / "config.json").write_bytes(b"{}\n")
         rollout_file.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rollout_records(
             4096, 4, random.Random(1))))

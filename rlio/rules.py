@@ -76,6 +76,8 @@ def reward_mismatch(total: Any, final: Any, rewards: Sequence[Any]) -> float | N
         if not math.isfinite(total):
             return None
         expected = math.fsum(parts)
+        if abs(total - expected) <= REWARD_TOLERANCE:  # within the least tolerance (scale 0)
+            return None
         scale = math.fsum(map(abs, parts))
     except (TypeError, OverflowError, ValueError):
         return None

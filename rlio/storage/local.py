@@ -69,11 +69,13 @@ class _LocalAppender(Appender):
         if fd is None:
             raise ValueError(f"append to closed file {self._path}")
         with locking.exclusive(fd, self._lock_path):
-            size = os.fstat(fd).st_size
+            size = os.lseek(fd, 0, os.SEEK_END)  # the size (O_APPEND writes ignore the offset)
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 data = b"\n" + data  # after a fragment: it stays a line of its own (torn)
             try:
-                _write_all(fd, data)
+                done = os.write(fd, data)
+                if done != len(data):  # a short write (a full disk, a signal): the rest
+                    _write_all(fd, data, done)
                 if durable:
                     os.fsync(fd)
             except OSError as exc:  # nobody appended since (we hold the lock): cut ours off

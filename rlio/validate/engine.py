@@ -329,12 +329,15 @@ class Validator:
         parts = self.jobs if size >= PARALLEL_MIN_BYTES and self.storage.is_local else 1
         tasks = [RangeTask(self.location, rel, sink.file, rp.iteration, rp.label, a, b,
                            b >= size, self.cap) for a, b in self._split(rel, size, parts)]
-        offset = 0
-        order = PairOrder()
-        for res in self._run_ranges(tasks):
-            sink.merge(res.sink, offset)
-            offset += res.lines
-            order = order.then(res.order)
+        if len(tasks) == 1:  # the whole file here, into this sink: no helpers, nothing to merge
+            order = scan_range(tasks[0], self.storage, sink).order
+        else:
+            offset = 0
+            order = PairOrder()
+            for res in self._run_ranges(tasks):
+                sink.merge(res.sink, offset)
+                offset += res.lines
+                order = order.then(res.order)
         if not order.ordered:
             duplicate_pairs(self._records(rel), sink)
 

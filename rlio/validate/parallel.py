@@ -43,12 +43,15 @@ class RangeResult(NamedTuple):
     order: PairOrder
 
 
-def scan_range(task: RangeTask, storage: Storage | None = None) -> RangeResult:
+def scan_range(task: RangeTask, storage: Storage | None = None,
+               sink: Sink | None = None) -> RangeResult:
     """Scan one range of a rollout-summary file with every per-record check (``storage``: the
-    run already opened in this process; a helper process opens it by its location)."""
+    run already opened in this process; a helper process opens it by its location; ``sink``:
+    where the findings go, a new one by default)."""
     if storage is None:
         storage = open_storage(task.location)
-    sink = Sink(task.file, task.cap)
+    if sink is None:
+        sink = Sink(task.file, task.cap)
     hook = RolloutChecks(sink, iteration=task.iteration, label=task.label)
     with storage.open_read(task.rel) as stream:
         if task.start:

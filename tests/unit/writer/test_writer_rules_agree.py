@@ -10,7 +10,9 @@ writers wrote the same bytes.
 
 from __future__ import annotations
 
+import collections
 import copy
+import enum
 import math
 import tempfile
 from collections.abc import Callable
@@ -210,3 +212,23 @@ def test_schemas_accept_null_wherever_they_accept_a_number(name: str) -> None:
         if any(k in sub for k in ("minimum", "maximum", "exclusiveMinimum",
                                   "exclusiveMaximum")):
             assert "number" not in names and "integer" in names, sub
+
+
+class _Tag(str):
+    """A str subclass: orjson writes it as it is, the engine does not know the type."""
+
+
+class _Group(enum.IntEnum):
+    FIRST = 0
+
+
+@pytest.mark.parametrize("over", [
+    {"tags": [_Tag("a")]}, {"tags": ("a",)}, {"group_idx": _Group.FIRST},
+    {"trajectory_metrics": collections.OrderedDict(turns=3)}, {"final_reward": NAN},
+    {"group_idx": True}, {"tags": [_Tag("a")], "sampling_client_step": -1},
+])
+def test_records_judged_as_given_agree(over: dict[str, Any]) -> None:
+    """A record orjson writes as it is, judged without re-decoding its line, gets the verdict
+    of the line the validator reads (types the engine does not know fall back to the line)."""
+    rec = ordered_record(0, 0, **over)
+    agree(lambda run: run.write_rollout_summaries(4, [copy.deepcopy(rec)]), (ROLLOUT_FILE,))
