@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
@@ -78,10 +78,17 @@ class Base(Screen[None]):
         """Show what changed in the feeds (called five times a second; cheap when nothing did)."""
 
 
-def _table(*columns: str) -> DataTable[Any]:
+def _table(*columns: str, widths: Mapping[str, int] | None = None) -> DataTable[Any]:
+    """A row-cursor table; ``widths`` fixes a column's width where its values have a known
+    longest form (auto-sized columns can be laid out before their widest value arrives)."""
     table: DataTable[Any] = DataTable(cursor_type="row", zebra_stripes=True)
-    table.add_columns(*columns)
+    for name in columns:
+        table.add_column(name, width=(widths or {}).get(name))
     return table
+
+
+#: The runs table's status column fits its longest word ("finished", "stopped", "running").
+STATUS_WIDTH = 8
 
 
 def _sort_value(v: float | str | None) -> tuple[int, Any]:
@@ -116,7 +123,7 @@ class RunsScreen(Base):
 
     def compose(self) -> ComposeResult:
         yield Static(id="title")
-        yield _table(*self.columns)
+        yield _table(*self.columns, widths={"status": STATUS_WIDTH})
         yield Footer()
 
     def on_mount(self) -> None:
