@@ -32,9 +32,8 @@ from rlio.storage.gcs.api import (
     META_REWRITES,
     PARTS_DIR,
     GcsApi,
-    generation,
 )
-from rlio.storage.gcs.append import GcsAppender
+from rlio.storage.gcs.append import GcsAppender, head_of
 from rlio.storage.gcs.lease import GcsLease, live_holder
 from rlio.storage.lease import LEASE_NAME, Lease
 from rlio.storage.objects import LOCKS_DIR, Head, ObjectStorage
@@ -52,11 +51,7 @@ class GcsStorage(ObjectStorage):
             yield str(obj["name"]), int(obj.get("size", 0))
 
     def _head(self, key: str) -> Head | None:
-        obj = self.api.get(key)
-        if obj is None:
-            return None
-        return Head(int(obj.get("size", 0)), generation(obj), dict(obj.get("metadata") or {}),
-                    meta_version=int(obj["metageneration"]))
+        return head_of(self.api.get(key))
 
     def _get(self, key: str, start: int, end: int | None, pin: Any = None
              ) -> tuple[bytes, int, Any]:
