@@ -31,10 +31,10 @@ from __future__ import annotations
 import time
 from abc import abstractmethod
 from collections.abc import Mapping
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from rlio.storage import fencing, remote
-from rlio.storage.batching import BatchingAppender, metadata_after
+from rlio.storage.batching import BatchingAppender, landed, metadata_after
 from rlio.storage.lease import Lease
 from rlio.storage.remote import StoreUnreachable
 
@@ -53,15 +53,17 @@ K = TypeVar("K", bound=Known)
 
 
 class ObjectAppender(BatchingAppender, Generic[K]):
-    """An open object-store log; a cloud implements ``_look``, ``_landed`` and ``_extend``."""
+    """An open object-store log; a cloud implements ``_look`` and ``_extend`` (and ``_landed``
+    where its batches are recognised otherwise than by their marker)."""
 
     #: Seconds the store may stay unreachable before a commit gives up (the batch is kept).
     unavailable_for = 30.0
     #: How many recent writers' ``writer:seq`` entries the log's metadata keeps.
     keep_writers = 48
 
-    def __init__(self, display: str, *, fence: Lease | None, meta_epoch: str,
-                 meta_rewrites: str) -> None:
+    def __init__(self, api: Any, key: str, *, ctype: str, display: str, fence: Lease | None,
+                 meta_epoch: str, meta_rewrites: str) -> None:
+        self.api, self.key, self._ctype = api, key, ctype  # the cloud's requests, the log
         self._fence = fence  # a lease holder's lease: its pieces are fenced; None: attached
         self._meta_epoch, self._meta_rewrites = meta_epoch, meta_rewrites
         self._known: K | None = None  # the log as our last write left it (None: look first)
@@ -74,9 +76,10 @@ class ObjectAppender(BatchingAppender, Generic[K]):
     def _look(self) -> K | None:
         """Read the log (None: absent)."""
 
-    @abstractmethod
     def _landed(self, known: K | None, seq: int, piece: bytes) -> bool:
-        """True when ``known`` shows piece ``piece`` of batch ``seq`` already in the log."""
+        """True when ``known`` shows piece ``piece`` of batch ``seq`` already in the log; by
+        default its ``writer:seq`` marker in the log's metadata (``stamped``)."""
+        return landed(None if known is None else known.metadata, self.writer, seq)
 
     @abstractmethod
     def _extend(self, known: K | None, seq: int, piece: bytes) -> K | None:

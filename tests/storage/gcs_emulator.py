@@ -87,6 +87,10 @@ def _status_json(code: HTTPStatus, reason: str, message: str) -> dict[str, Any]:
 class _Handler(http_server.BaseHTTPRequestHandler):
     """Routes to the stock emulator's handlers after checking preconditions and faults."""
 
+    #: Seconds a request may stall (a client SIGSTOPped mid-request): the server serves one
+    #: request at a time, so without it every other client would wait for the paused one.
+    timeout = 10.0
+
     def __init__(self, storage: Any, state: Faults, *args: Any, **kwargs: Any) -> None:
         self.storage = storage
         self.state = state

@@ -48,15 +48,16 @@ class AzureAppender(ObjectAppender[Props]):
 
     #: Committed blocks past which the log is compacted (Azure's limit is 50,000 per blob).
     compact_at = 45_000
+    api: AzureApi
 
     def __init__(self, api: AzureApi, key: str, staged_prefix: str, *, ctype: str,
                  display: str, fence: Lease | None = None) -> None:
-        self.api, self.key, self._ctype, self._staged = api, key, ctype, staged_prefix
+        self._staged = staged_prefix
         self._sent_at: int | None = None  # the offset a block whose outcome is unknown went to
         self._sending = b""  # the bytes of that block (a newline first after a fragment)
         self._ours = False  # True while the log's end is our own last block (a line end)
-        super().__init__(display, fence=fence, meta_epoch=META_EPOCH,
-                         meta_rewrites=META_REWRITES)
+        super().__init__(api, key, ctype=ctype, display=display, fence=fence,
+                         meta_epoch=META_EPOCH, meta_rewrites=META_REWRITES)
 
     def _pieces(self, data: bytes) -> list[bytes]:
         return blocks(data)

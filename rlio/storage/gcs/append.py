@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlio.storage import fencing
-from rlio.storage.batching import landed
 from rlio.storage.committing import ObjectAppender
 from rlio.storage.gcs.api import META_EPOCH, META_REWRITES, GcsApi, generation
 from rlio.storage.lease import Lease
@@ -48,13 +47,13 @@ class GcsAppender(ObjectAppender[Head]):
     """An open gs:// log: batched appends composed into the one live object."""
 
     keep_writers = KEEP_WRITERS
+    api: GcsApi
 
     def __init__(self, api: GcsApi, key: str, part_prefix: str, *, ctype: str,
                  display: str, fence: Lease | None = None) -> None:
-        self.api, self.key, self._ctype = api, key, ctype
         self._clean_gen: int | None = None  # a generation our compose made: it ends with "\n"
-        super().__init__(display, fence=fence, meta_epoch=META_EPOCH,
-                         meta_rewrites=META_REWRITES)
+        super().__init__(api, key, ctype=ctype, display=display, fence=fence,
+                         meta_epoch=META_EPOCH, meta_rewrites=META_REWRITES)
         self._part = f"{part_prefix}.{self.writer}"
         self._part_used = False
         self._staged: tuple[int, int, bytes] | None = None  # (seq, generation, bytes) of our part
@@ -68,9 +67,6 @@ class GcsAppender(ObjectAppender[Head]):
 
     def _look(self) -> Head | None:
         return head_of(self.api.get(self.key))
-
-    def _landed(self, known: Head | None, seq: int, piece: bytes) -> bool:
-        return landed(None if known is None else known.metadata, self.writer, seq)
 
     def _extend(self, known: Head | None, seq: int, piece: bytes) -> Head | None:
         if known is None:  # a new log: create it empty, then compose as usual

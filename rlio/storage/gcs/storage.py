@@ -1,24 +1,13 @@
-"""gs:// run directories: the ``Storage`` backend for Google Cloud Storage.
+"""gs:// run directories: ``ObjectStorage``'s adapter for Google Cloud Storage.
 
+``rlio.storage.objects.ObjectStorage`` is the run storage of every object store (names, reads,
+replaces, tail moves, locks, the lease and its fencing); this module gives it GCS's requests.
 Every request is a JSON API call of the gcsfs filesystem ``open_storage`` hands in (so this
 module imports neither fsspec nor gcsfs, and inherits gcsfs's credentials, session and retries
-of 5xx/429 answers); gcsfs's file API has no append and no conditional writes, so writes skip it.
-
-- ``replace``: one multipart upload (readers see the old object or the new one); an existing
-  append-only log is never rewritten this way (create-only, else refused).
-- Reads: ranged GETs with explicit offsets (never suffix ranges): a file's tail costs its tail.
-- ``appender``: batches composed into the one live object, conditional on its generation and
-  metageneration (``rlio.storage.gcs.append``); ``acquire_lease``: a renewed lease object
-  (``rlio.storage.lease_object``), after which the new holder fences every live log (its epoch
-  into the log's metadata, which bumps the metageneration: the old holder's next compose is
-  refused by the store) and its own appenders check the lease before each compose.
-- ``move_tail``: the tail reaches the sidecar durably first; the log is then rewritten with
-  ``ifGenerationMatch``, keeping composes that landed in between and refusing any other change.
-- ``lock(rel)``: a lease object as the run's, under ``.rlio-locks/``, held for short repairs; a
-  crashed holder's is taken over ``LOCK_SECONDS`` after its last renewal.
-
-What every object store shares (names, reads, replaces, tail moves, locks, the lease and its
-fencing) is ``rlio.storage.objects.ObjectStorage``; this module is its adapter.
+of 5xx/429 answers); gcsfs's file API has no append and no conditional writes, so writes skip
+it. Conditions are on the generation (``ifGenerationMatch``) and, for a fenced log's metadata
+change, the metageneration; a log is extended by ``gcs.append`` (compose); ``sweep_orphans``
+deletes the batch parts a crashed writer left.
 """
 
 from __future__ import annotations

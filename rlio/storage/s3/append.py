@@ -21,7 +21,6 @@ conditional write is refused by the store.
 
 from __future__ import annotations
 
-from rlio.storage.batching import landed
 from rlio.storage.committing import ObjectAppender
 from rlio.storage.lease import Lease
 from rlio.storage.s3.api import (
@@ -41,21 +40,18 @@ class S3Appender(ObjectAppender[ObjectInfo]):
     """An open s3:// log: batched appends written conditionally into the one live object."""
 
     keep_writers = KEEP_WRITERS
+    api: S3Api
 
     def __init__(self, api: S3Api, key: str, *, ctype: str, display: str,
                  fence: Lease | None = None) -> None:
-        self.api, self.key, self._ctype = api, key, ctype
         self._body: bytes | None = None  # the log's bytes after our last write, below MIN_PART
         self._clean_etag: str | None = None  # a version our write made: it ends with "\n"
-        super().__init__(display, fence=fence, meta_epoch=META_EPOCH,
-                         meta_rewrites=META_REWRITES)
+        super().__init__(api, key, ctype=ctype, display=display, fence=fence,
+                         meta_epoch=META_EPOCH, meta_rewrites=META_REWRITES)
 
     def _look(self) -> ObjectInfo | None:
         self._body = None
         return self.api.head(self.key)
-
-    def _landed(self, known: ObjectInfo | None, seq: int, piece: bytes) -> bool:
-        return landed(None if known is None else known.metadata, self.writer, seq)
 
     def _extend(self, known: ObjectInfo | None, seq: int, piece: bytes) -> ObjectInfo:
         after = self._land(known, seq, piece)
