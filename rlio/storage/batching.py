@@ -1,8 +1,8 @@
 """Batched appends for object stores: lines buffered in memory, committed off the caller's thread.
 
 An object store has no cheap append, and a request per record would cost the training loop a
-round trip each. ``BatchingAppender`` keeps what every object-store appender shares, so that a
-backend writes only how one batch lands exactly once (``_commit``):
+round trip each. ``BatchingAppender`` keeps the buffering every object-store appender shares;
+how one batch lands exactly once (``_commit``) is ``rlio.storage.committing``'s one loop:
 
 - ``append`` buffers lines; a daemon thread commits them once the oldest is ``interval`` old or
   past ``max_records``/``max_bytes``, so ``append`` never waits on the network (past

@@ -15,9 +15,9 @@ its writes. Every object store does it the same way:
 3. Writes of a holder carry ``stamped`` metadata (the larger of its epoch and the log's), and
    attached writers keep whatever metadata the log has, so the newest epoch is never lost.
 
-Epochs grow across holders on every store (gs://: the lease object's generation; s3://: one more
-than the lease object's previous holder, the object being kept on release; az://: the same,
-kept in the lease blob's record). The metadata entry is ``rlio-epoch`` (``rlio_epoch`` on az://,
+Epochs grow across holders on every store (gs:// and s3://: one more than the lease object's
+previous holder, the object being kept on release; az://: the same, kept in the lease blob's
+record). The metadata entry is ``rlio-epoch`` (``rlio_epoch`` on az://,
 whose metadata names are identifiers).
 
 Limits: only the logs are fenced by the store (a whole-file replace is refused by the holder's

@@ -19,8 +19,8 @@ durable verbs. A forked child never holds its parent's lease (``os.register_at_f
   writer could then take a new one): the file's identity (device, inode, bytes) is rechecked
   by ``verify()`` and at least every ``RECHECK_SECONDS`` by ``check()``.
 - memory:// (``InProcessLease``): a table in this process, where memory:// runs live.
-- gs:// and s3:// have their own, renewed lease objects (``rlio.storage.gcs.lease``,
-  ``rlio.storage.s3.lease``); az:// an Azure blob lease (``rlio.storage.azure.lease``).
+- gs:// and s3:// share one renewed lease object (``rlio.storage.lease_object``); az:// an
+  Azure blob lease (``rlio.storage.azure.lease``).
 """
 
 from __future__ import annotations

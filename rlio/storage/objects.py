@@ -11,7 +11,9 @@ moves, ``lock`` objects, and the run lease with its fencing of the live logs
 The adapter (what differs per cloud): ``_names`` (list), ``_head`` (size, version, metadata),
 ``_get`` (a ranged GET, optionally pinned to a version), ``_put`` (a whole upload, optionally
 create-only), ``_create_log``, ``_rewrite_log`` (conditional on a version), ``_set_metadata``
-(conditional, moving the version), ``_delete`` and ``_new_lease`` (the cloud's lease object).
+(conditional, moving the version), ``_delete``, and for the lease object
+(``rlio.storage.lease_object``) ``_put_if`` and ``_delete_if`` (or a ``_new_lease`` of its own:
+az://'s blob lease).
 Appends are the cloud's own (``appender``: compose, UploadPartCopy, AppendBlock over
 ``rlio.storage.batching``).
 """
@@ -31,6 +33,7 @@ from rlio.layout import content_type
 from rlio.storage import fencing, remote
 from rlio.storage.base import HIDDEN_PREFIXES, Entry, Storage, is_log, rewrite_refused
 from rlio.storage.lease import LEASE_NAME, LEASE_SECONDS, Lease
+from rlio.storage.lease_object import ObjectLease, live_holder
 from rlio.storage.ranged import RangeReader
 
 #: Run-relative name of the empty object that makes a new run exist before its first file.
@@ -116,10 +119,26 @@ class ObjectStorage(Storage):
         """Replace the metadata of ``rel`` only while it is the version ``head`` read, so that
         its version moves (``FileExistsError`` or ``FileNotFoundError`` otherwise)."""
 
-    @abstractmethod
     def _new_lease(self, key: str, where: str, lease_seconds: float, *, run: bool) -> Lease:
         """Take the lease object ``key`` (``RunInUseError`` while another holder has it); the
-        run's lease (``run``) or a ``lock``'s."""
+        run's lease (``run``: expired in place on release, so that epochs grow) or a
+        ``lock``'s. By default ``rlio.storage.lease_object`` over ``_put_if``/``_delete_if``."""
+        return ObjectLease(self, key, where, lease_seconds=lease_seconds, keep=run)
+
+    def _put_if(self, key: str, data: bytes, metadata: dict[str, str], match: Any) -> Any:
+        """Write ``key`` whole with ``metadata`` only while it is version ``match`` (None: only
+        where absent); its new version (``FileExistsError`` otherwise). Only the default
+        ``_new_lease`` needs it."""
+        raise NotImplementedError
+
+    def _delete_if(self, key: str, version: Any) -> None:
+        """Delete ``key`` only while it is ``version`` (``FileExistsError`` or
+        ``FileNotFoundError`` otherwise). Only the default ``_new_lease`` needs it."""
+        raise NotImplementedError
+
+    def lease_holder(self) -> dict[str, Any] | None:
+        """See ``Storage.lease_holder``: the lease object's holder until it expires."""
+        return live_holder(self, self.key(LEASE_NAME))
 
     # -- one implementation above it ---------------------------------------------------------
 

@@ -22,10 +22,10 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
-import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -34,6 +34,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # faults.py, however loaded
+from faults import Faults
 
 ACCOUNT = "devstoreaccount1"
 #: Azurite's well-known development account key (public, in Azurite's documentation).
@@ -128,10 +131,7 @@ class FaultProxy:
 
     def __init__(self, upstream: int) -> None:
         self.upstream = upstream
-        self.rules: list[dict[str, Any]] = []
-        self.injected = 0
-        self._stats: dict[str, dict[str, int]] = {}
-        self._lock = threading.Lock()
+        self.faults = Faults()
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -157,48 +157,26 @@ class FaultProxy:
         return connection_string(self.port)
 
     def set_faults(self, rules: list[dict[str, Any]]) -> None:
-        with self._lock:
-            self.rules = [dict(r) for r in rules]
-            self.injected = 0
+        self.faults.set_faults(rules)
+
+    @property
+    def injected(self) -> int:
+        return self.faults.injected
 
     def stats(self, *, reset: bool = False) -> dict[str, dict[str, int]]:
         """Requests, bytes received (line, headers, body) and body bytes answered, per op."""
-        with self._lock:
-            out = {k: dict(v) for k, v in self._stats.items()}
-            if reset:
-                self._stats = {}
-        return out
-
-    def _fault(self, op: str, path: str) -> dict[str, Any] | None:
-        with self._lock:
-            for rule in self.rules:
-                if rule.get("op") != op or not re.search(rule.get("name", ""), path):
-                    continue
-                if rule.get("skip", 0) > 0:
-                    rule["skip"] -= 1
-                elif rule.get("times", 1) > 0:
-                    rule["times"] = rule.get("times", 1) - 1
-                    self.injected += 1
-                    return rule
-        return None
-
-    def _count(self, op: str, received: int, answered: int) -> None:
-        with self._lock:
-            s = self._stats.setdefault(op, {"requests": 0, "bytes": 0, "bytes_out": 0})
-            s["requests"] += 1
-            s["bytes"] += received
-            s["bytes_out"] += answered
+        return self.faults.take_stats(reset=reset)
 
     def _serve(self, h: BaseHTTPRequestHandler) -> None:
         length = int(h.headers.get("Content-Length") or 0)
         body = h.rfile.read(length) if length else b""
         split = urlsplit(h.path)
         op = op_of(h.command, split.path, parse_qs(split.query), h.headers)
-        rule = self._fault(op, split.path)
+        rule = self.faults.fault_for(op, split.path)
         mode = rule["mode"] if rule else None
         received = len(h.requestline) + len(str(h.headers)) + len(body)
         if mode == "503":
-            self._count(op, received, 0)
+            self.faults.count(op, received, 0)
             self._answer(h, 503, [("x-ms-error-code", "ServerBusy")], b"")
             return
         if mode == "slow":
@@ -218,7 +196,7 @@ class FaultProxy:
             status = resp.status
         finally:
             conn.close()
-        self._count(op, received, len(data))
+        self.faults.count(op, received, len(data))
         if mode == "commit_then_drop":
             h.close_connection = True
             with contextlib.suppress(OSError):

@@ -18,6 +18,23 @@ from rlio.storage import Storage, open_storage
 
 BUCKET = "rlio-test"
 CONTAINER = "rlio-test"
+#: One marker scheme: a test that starts (or shares) a cloud's emulator carries its marker,
+#: found from the session fixture it uses or the backend it is parametrized with.
+_FIXTURE_MARKS = {"gcs_emulator": "gcs", "s3_session_emulator": "s3", "azurite_proxy": "azure"}
+_PARAM_MARKS = {"gs": "gcs", "s3": "s3", "az": "azure"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tag every emulator-backed test with its cloud's marker (``-m gcs``, ``s3``, ``azure``)."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        marks = {mark for fixture, mark in _FIXTURE_MARKS.items() if fixture in names}
+        marks |= {_PARAM_MARKS[v] for v in params.values() if isinstance(v, str)
+                  and v in _PARAM_MARKS}
+        for mark in sorted(marks):
+            if item.get_closest_marker(mark) is None:
+                item.add_marker(mark)
 
 
 @pytest.fixture(scope="session")

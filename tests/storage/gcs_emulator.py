@@ -46,6 +46,9 @@ from http import HTTPStatus
 from http import server as http_server
 from typing import Any
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # faults.py, however loaded
+from faults import Faults
+
 _UPLOAD_RE = re.compile(r"^/upload/storage/v1/b/(?P<bucket>[-.\w]+)/o$")
 _COMPOSE_RE = re.compile(r"^(?:/storage/v1)?/b/(?P<bucket>[-.\w]+)/o/(?P<obj>.+)/compose$")
 _OBJECT_RE = re.compile(r"^(?:/storage/v1)?/b/(?P<bucket>[-.\w]+)/o/(?P<obj>.+)$")
@@ -76,36 +79,6 @@ def _op_of(method: str, path: str, query: dict[str, list[str]]) -> tuple[str, st
     return "other", None, ""
 
 
-class _State:
-    """Fault rules and counters shared by every request (the server is single-threaded)."""
-
-    def __init__(self) -> None:
-        self.rules: list[dict[str, Any]] = []
-        self.injected = 0
-        self.stats: dict[str, dict[str, int]] = {}
-
-    def count(self, op: str, nbytes: int) -> None:
-        s = self.stats.setdefault(op, {"requests": 0, "bytes": 0, "bytes_out": 0})
-        s["requests"] += 1
-        s["bytes"] += nbytes
-
-    def count_out(self, op: str, nbytes: int) -> None:
-        self.stats[op]["bytes_out"] += nbytes
-
-    def fault_for(self, op: str, name: str) -> str | None:
-        """The fault to inject into this request; every matching rule counts it."""
-        for rule in self.rules:
-            if rule.get("op") != op or not re.search(rule.get("name", ""), name):
-                continue
-            if rule.get("skip", 0) > 0:
-                rule["skip"] -= 1
-            elif rule.get("times", 1) > 0:
-                rule["times"] = rule.get("times", 1) - 1
-                self.injected += 1
-                return str(rule["mode"])
-        return None
-
-
 def _status_json(code: HTTPStatus, reason: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code.value, "message": message,
                       "errors": [{"domain": "global", "reason": reason, "message": message}]}}
@@ -114,7 +87,11 @@ def _status_json(code: HTTPStatus, reason: str, message: str) -> dict[str, Any]:
 class _Handler(http_server.BaseHTTPRequestHandler):
     """Routes to the stock emulator's handlers after checking preconditions and faults."""
 
-    def __init__(self, storage: Any, state: _State, *args: Any, **kwargs: Any) -> None:
+    #: Seconds a request may stall (a client SIGSTOPped mid-request): the server serves one
+    #: request at a time, so without it every other client would wait for the paused one.
+    timeout = 10.0
+
+    def __init__(self, storage: Any, state: Faults, *args: Any, **kwargs: Any) -> None:
         self.storage = storage
         self.state = state
         super().__init__(*args, **kwargs)
@@ -149,15 +126,12 @@ class _Handler(http_server.BaseHTTPRequestHandler):
         if path == "/_rlio/faults":
             if method == "POST":
                 n = int(self.headers.get("Content-Length") or 0)
-                self.state.rules = json.loads(self.rfile.read(n) or b"[]")
-                self.state.injected = 0
+                self.state.set_faults(json.loads(self.rfile.read(n) or b"[]"))
             self._send_json(HTTPStatus.OK, {"rules": self.state.rules,
                                             "injected": self.state.injected})
             return True
         if path == "/_rlio/stats":
-            if method == "POST":
-                self.state.stats = {}
-            self._send_json(HTTPStatus.OK, self.state.stats)
+            self._send_json(HTTPStatus.OK, self.state.take_stats(reset=method == "POST"))
             return True
         return False
 
@@ -181,7 +155,8 @@ class _Handler(http_server.BaseHTTPRequestHandler):
                 self.state.count(f"{op}:{refusal[0].value}", 0)
                 self._send_json(refusal[0], refusal[1])
                 return
-        fault = self.state.fault_for(op, name) if name else None
+        rule = self.state.fault_for(op, name) if name else None
+        fault = None if rule is None else str(rule["mode"])
         if fault == "503":
             self._send_json(HTTPStatus.SERVICE_UNAVAILABLE, _status_json(
                 HTTPStatus.SERVICE_UNAVAILABLE, "backendError", "injected fault"))
@@ -290,7 +265,7 @@ def make_server(host: str, port: int, buckets: list[str]) -> _Server:
     for name in buckets:
         emu_buckets.create_bucket(name, storage)
         storage.buckets[name]["softDeletePolicy"] = {"retentionDurationSeconds": "0"}
-    return _Server((host, port), partial(_Handler, storage, _State()))
+    return _Server((host, port), partial(_Handler, storage, Faults()))
 
 
 class Emulator:

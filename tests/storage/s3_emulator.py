@@ -30,7 +30,6 @@ import io
 import json
 import logging
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -41,6 +40,9 @@ import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import parse_qs, unquote
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # faults.py, however loaded
+from faults import Faults
 
 _PRECONDITION = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>PreconditionFailed'
                  b"</Code><Message>At least one of the pre-conditions you specified did not hold"
@@ -66,37 +68,6 @@ def _op_of(method: str, key: str, query: dict[str, list[str]], environ: dict[str
     if method == "DELETE":
         return "abort" if "uploadId" in query else "delete"
     return {"GET": "get", "HEAD": "head"}.get(method, "other")
-
-
-class _State:
-    """Fault rules and counters shared by every request."""
-
-    def __init__(self) -> None:
-        self.rules: list[dict[str, Any]] = []
-        self.injected = 0
-        self.stats: dict[str, dict[str, int]] = {}
-
-    def count(self, op: str, nbytes: int) -> None:
-        s = self.stats.setdefault(op, {"requests": 0, "bytes": 0, "bytes_out": 0})
-        s["requests"] += 1
-        s["bytes"] += nbytes
-
-    def count_out(self, op: str, nbytes: int) -> None:
-        self.stats.setdefault(op, {"requests": 0, "bytes": 0, "bytes_out": 0})
-        self.stats[op]["bytes_out"] += nbytes
-
-    def fault_for(self, op: str, name: str) -> dict[str, Any] | None:
-        """The fault rule to apply to this request; every matching rule counts it."""
-        for rule in self.rules:
-            if rule.get("op") != op or not re.search(rule.get("name", ""), name):
-                continue
-            if rule.get("skip", 0) > 0:
-                rule["skip"] -= 1
-            elif rule.get("times", 1) > 0:
-                rule["times"] = rule.get("times", 1) - 1
-                self.injected += 1
-                return rule
-        return None
 
 
 def _etag_of(bucket: str, key: str) -> str | None:
@@ -141,7 +112,7 @@ class Enforcer:
 
     def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
         self.app = app
-        self.state = _State()
+        self.state = Faults()
         self.lock = threading.Lock()  # one request at a time: a check and its write are atomic
 
     def _control(self, environ: dict[str, Any], start: Callable[..., Any]) -> list[bytes]:
@@ -149,13 +120,10 @@ class Enforcer:
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         if path == "/_rlio/faults":
             if method == "POST":
-                self.state.rules = json.loads(body or b"[]")
-                self.state.injected = 0
+                self.state.set_faults(json.loads(body or b"[]"))
             out: Any = {"rules": self.state.rules, "injected": self.state.injected}
         else:
-            if method == "POST":
-                self.state.stats = {}
-            out = self.state.stats
+            out = self.state.take_stats(reset=method == "POST")
         data = json.dumps(out).encode()
         start("200 OK", [("Content-Type", "application/json"),
                          ("Content-Length", str(len(data)))])

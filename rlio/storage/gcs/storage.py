@@ -1,24 +1,13 @@
-"""gs:// run directories: the ``Storage`` backend for Google Cloud Storage.
+"""gs:// run directories: ``ObjectStorage``'s adapter for Google Cloud Storage.
 
+``rlio.storage.objects.ObjectStorage`` is the run storage of every object store (names, reads,
+replaces, tail moves, locks, the lease and its fencing); this module gives it GCS's requests.
 Every request is a JSON API call of the gcsfs filesystem ``open_storage`` hands in (so this
 module imports neither fsspec nor gcsfs, and inherits gcsfs's credentials, session and retries
-of 5xx/429 answers); gcsfs's file API has no append and no conditional writes, so writes skip it.
-
-- ``replace``: one multipart upload (readers see the old object or the new one); an existing
-  append-only log is never rewritten this way (create-only, else refused).
-- Reads: ranged GETs with explicit offsets (never suffix ranges): a file's tail costs its tail.
-- ``appender``: batches composed into the one live object, conditional on its generation and
-  metageneration (``rlio.storage.gcs.append``); ``acquire_lease``: a renewed lease object
-  (``gcs.lease``), after which the new holder fences every live log (its epoch into the log's
-  metadata, which bumps the metageneration: the old holder's next compose is refused by the
-  store) and its own appenders check the lease before each compose.
-- ``move_tail``: the tail reaches the sidecar durably first; the log is then rewritten with
-  ``ifGenerationMatch``, keeping composes that landed in between and refusing any other change.
-- ``lock(rel)``: a lease object as the run's, under ``.rlio-locks/``, held for short repairs; a
-  crashed holder's is taken over ``LOCK_SECONDS`` after its last renewal.
-
-What every object store shares (names, reads, replaces, tail moves, locks, the lease and its
-fencing) is ``rlio.storage.objects.ObjectStorage``; this module is its adapter.
+of 5xx/429 answers); gcsfs's file API has no append and no conditional writes, so writes skip
+it. Conditions are on the generation (``ifGenerationMatch``) and, for a fenced log's metadata
+change, the metageneration; a log is extended by ``gcs.append`` (compose); ``sweep_orphans``
+deletes the batch parts a crashed writer left.
 """
 
 from __future__ import annotations
@@ -26,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from rlio.layout import APPEND_ONLY, content_type
+from rlio.layout import APPEND_ONLY, JSON_TYPE, content_type
 from rlio.storage.base import Appender
 from rlio.storage.gcs.api import (
     META_REWRITES,
@@ -34,9 +23,7 @@ from rlio.storage.gcs.api import (
     GcsApi,
     generation,
 )
-from rlio.storage.gcs.append import GcsAppender
-from rlio.storage.gcs.lease import GcsLease, live_holder
-from rlio.storage.lease import LEASE_NAME, Lease
+from rlio.storage.gcs.append import GcsAppender, head_of
 from rlio.storage.objects import LOCKS_DIR, Head, ObjectStorage
 
 
@@ -52,11 +39,7 @@ class GcsStorage(ObjectStorage):
             yield str(obj["name"]), int(obj.get("size", 0))
 
     def _head(self, key: str) -> Head | None:
-        obj = self.api.get(key)
-        if obj is None:
-            return None
-        return Head(int(obj.get("size", 0)), generation(obj), dict(obj.get("metadata") or {}),
-                    meta_version=int(obj["metageneration"]))
+        return head_of(self.api.get(key))
 
     def _get(self, key: str, start: int, end: int | None, pin: Any = None
              ) -> tuple[bytes, int, Any]:
@@ -79,9 +62,12 @@ class GcsStorage(ObjectStorage):
         self.api.patch_metadata(self.key(rel), metadata, if_generation_match=head.version,
                                 if_metageneration_match=head.meta_version)
 
-    def _new_lease(self, key: str, where: str, lease_seconds: float, *, run: bool) -> Lease:
-        """A renewed object taken with a generation precondition (``gcs.lease``)."""
-        return GcsLease(self.api, key, where, lease_seconds=lease_seconds)
+    def _put_if(self, key: str, data: bytes, metadata: dict[str, str], match: Any) -> Any:
+        return generation(self.api.upload(key, data, metadata=metadata, ctype=JSON_TYPE,
+                                          if_generation_match=0 if match is None else match))
+
+    def _delete_if(self, key: str, version: Any) -> None:
+        self.api.delete(key, if_generation_match=version)
 
     def _delete(self, key: str) -> None:
         self.api.delete(key)
@@ -108,10 +94,6 @@ class GcsStorage(ObjectStorage):
         except FileNotFoundError:  # no such bucket yet: nothing to sweep
             return 0
         return n
-
-    def lease_holder(self) -> dict[str, Any] | None:
-        """See ``Storage.lease_holder``: the lease object's holder until it expires."""
-        return live_holder(self.api, self.key(LEASE_NAME))
 
     def tail_moving(self, rel: str) -> bool:
         """True while the lock object of ``rel`` exists: tail moves run under ``lock(rel)``."""

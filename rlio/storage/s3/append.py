@@ -1,7 +1,7 @@
-"""Appends to one live S3 object: batched, written conditionally on its ETag, exactly once.
+"""How an s3:// log is extended: one conditional write on its ETag.
 
-S3 has no append. Lines are buffered and committed in numbered batches off the caller's thread
-(``rlio.storage.batching``). A batch lands by one conditional write of the whole log:
+S3 has no append. ``rlio.storage.committing`` runs the one commit loop (exactly once, fenced,
+retried); here, a batch lands by one conditional write of the whole log:
 
 1. A new log is created with the batch, ``If-None-Match: *`` (of two creators one wins).
 2. Below ``MIN_PART`` (5 MiB) the log is rewritten whole: one PutObject of the old bytes plus the
@@ -12,31 +12,17 @@ S3 has no append. Lines are buffered and committed in numbered batches off the c
    with ``If-Match: <ETag>``. Four requests per batch; the bytes sent are the batch's, however
    large the log.
 
-A 412 means another writer landed first (or ours did and its answer was lost): the appender
-reads the log's metadata (HEAD), where every landed batch is recorded as ``writer:seq``
-(``batching.landed``); a batch already there is not written again, any other is retried on
-the new ETag. Failed uploads are aborted; one a crash left is aborted when a writer reopens the
-run (``S3Storage.sweep_orphans``). The log stays one plain object of JSONL.
-
-Fenced (``rlio.storage.fencing``): a lease holder's appender checks its lease and the log's
-``rlio-epoch`` before every attempt; a new holder's epoch written into the log moves its ETag, so
-the old holder's conditional write is refused and its retry finds the newer epoch
-(``LeaseLostError``, the batch never sent again).
-
-Transient failures (no network, 5xx after the client's retries) are retried with backoff for
-``give_up_after`` seconds; then, or at once for refused credentials, the commit raises.
+Every write records ``writer:seq`` in the log's user metadata (``batching.landed``): how a batch
+whose answer was lost is recognised. Failed uploads are aborted; one a crash left is aborted
+when a writer reopens the run (``S3Storage.sweep_orphans``). The log stays one plain object of
+JSONL. A new holder's epoch written into the log moves its ETag, so the old holder's
+conditional write is refused by the store.
 """
 
 from __future__ import annotations
 
-import errno
-import time
-
-from rlio.errors import StorageUnavailableError
-from rlio.storage import fencing, remote
-from rlio.storage.batching import BatchingAppender, landed, metadata_after
+from rlio.storage.committing import ObjectAppender
 from rlio.storage.lease import Lease
-from rlio.storage.remote import StoreUnreachable
 from rlio.storage.s3.api import (
     META_EPOCH,
     META_REWRITES,
@@ -50,29 +36,31 @@ from rlio.storage.s3.api import (
 KEEP_WRITERS = 48
 
 
-def _metadata(known: ObjectInfo | None, writer: str, seq: int,
-              fence: Lease | None) -> dict[str, str]:
-    meta = metadata_after(known.metadata if known else None, writer, seq, KEEP_WRITERS)
-    meta.setdefault(META_REWRITES, "0")
-    return fencing.stamped(meta, META_EPOCH, fence)
-
-
-class S3Appender(BatchingAppender):
+class S3Appender(ObjectAppender[ObjectInfo]):
     """An open s3:// log: batched appends written conditionally into the one live object."""
+
+    keep_writers = KEEP_WRITERS
+    api: S3Api
 
     def __init__(self, api: S3Api, key: str, *, ctype: str, display: str,
                  fence: Lease | None = None) -> None:
-        self.api, self.key = api, key
-        self._ctype = ctype
-        self._fence = fence  # a lease holder's lease: its batches are fenced
-        super().__init__(display)
-        self._known: ObjectInfo | None = None  # the log after our last write
-        self._body: bytes | None = None  # its bytes, when below MIN_PART
+        self._body: bytes | None = None  # the log's bytes after our last write, below MIN_PART
         self._clean_etag: str | None = None  # a version our write made: it ends with "\n"
+        super().__init__(api, key, ctype=ctype, display=display, fence=fence,
+                         meta_epoch=META_EPOCH, meta_rewrites=META_REWRITES)
+
+    def _look(self) -> ObjectInfo | None:
+        self._body = None
+        return self.api.head(self.key)
+
+    def _extend(self, known: ObjectInfo | None, seq: int, piece: bytes) -> ObjectInfo:
+        after = self._land(known, seq, piece)
+        self._clean_etag = after.etag
+        return after
 
     def _land(self, known: ObjectInfo | None, seq: int, data: bytes) -> ObjectInfo:
         """One conditional write of batch ``seq`` onto the log as ``known`` (None: absent)."""
-        meta = _metadata(known, self.writer, seq, self._fence)
+        meta = self.stamped(None if known is None else known.metadata, seq)
         if known is None:
             etag = self.api.put(self.key, data, metadata=meta, create_only=True,
                                 ctype=self._ctype)
@@ -103,40 +91,3 @@ class S3Appender(BatchingAppender):
             return False
         last = self.api.read_ranged(self.key, known.size - 1, known.size, if_match=known.etag)[0]
         return last != b"\n"
-
-    def _commit(self, seq: int, data: bytes) -> None:
-        """Put batch ``seq`` into the log exactly once (see the module docstring)."""
-        known, verify = self._known, False
-        deadline = time.monotonic() + self.give_up_after
-        failures = 0
-        try:
-            while True:
-                try:
-                    if verify or known is None:
-                        self._body = None
-                        known = self.api.head(self.key)
-                        if landed(known.metadata if known else None, self.writer, seq):
-                            break
-                    # fenced: never sent again onto a version another holder made (nor at all
-                    # once the lease is lost, or may be)
-                    fencing.check(self._fence, known.metadata if known else None, META_EPOCH,
-                                  self.display)
-                    verify = True  # from here on, any failure is checked against the log first
-                    known = self._land(known, seq, data)
-                    self._clean_etag = known.etag
-                    break
-                except (FileExistsError, FileNotFoundError, StoreUnreachable) as exc:
-                    # 412: another writer came first (or we did); 404: the log was rewritten
-                    # or our upload swept; StoreUnreachable: try again until the deadline
-                    verify = True
-                    failures += 1
-                    if time.monotonic() > deadline:
-                        raise StorageUnavailableError(
-                            errno.ETIMEDOUT, f"could not append {len(data)} bytes to "
-                            f"{self.display} within {self.give_up_after:.0f} s "
-                            f"({failures} failed attempts; last: {exc})") from exc
-                    remote.backoff(failures, 2.0 if isinstance(exc, StoreUnreachable) else 0.5)
-        except BaseException:
-            self._known, self._body = None, None
-            raise
-        self._known = known

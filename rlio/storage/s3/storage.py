@@ -1,25 +1,13 @@
-"""s3:// run directories: the ``Storage`` backend for Amazon S3 (and S3-compatible stores).
+"""s3:// run directories: ``ObjectStorage``'s adapter for Amazon S3 (and S3-compatible stores).
 
+``rlio.storage.objects.ObjectStorage`` is the run storage of every object store (names, reads,
+replaces, tail moves, locks, the lease and its fencing); this module gives it S3's requests.
 Every request is a call of one boto3 client (``rlio.storage.s3.api``), which brings the standard
 AWS configuration; writes use S3's conditional requests (``If-None-Match``, ``If-Match`` on the
-ETag), which S3 has enforced since late 2024.
-
-- ``replace``: one PutObject (readers see the old object or the new one); an existing
-  append-only log is never rewritten this way (create-only, else refused).
-- Reads: ranged GETs with explicit offsets; a whole non-log file past the first chunk is read
-  from the version first seen (``If-Match``), so a replacement midway is an error, never a mix.
-- ``appender``: batches written conditionally into the one live object (``s3.append``);
-  ``acquire_lease``: a renewed lease object (``s3.lease``), after which the new holder fences
-  every live log (its epoch into the log's metadata, which moves its ETag: the old holder's
-  next conditional write is refused by the store; ``rlio.storage.fencing``).
-- ``move_tail``: the tail reaches the sidecar durably first; the log is then rewritten with
-  ``If-Match``, keeping appends that landed in between and refusing any other change.
-- ``lock(rel)``: a lease object as the run's, under ``.rlio-locks/``, held for short repairs; a
-  crashed holder's is taken over ``LOCK_SECONDS`` after its last renewal.
-
-What every object store shares (names, reads, replaces, tail moves, locks, the lease and its
-fencing) is ``rlio.storage.objects.ObjectStorage``; this module is its adapter.
-- ``sweep_orphans``: aborts the multipart uploads a crashed writer left under the run.
+ETag), which S3 has enforced since late 2024: a replace is one PutObject, a whole non-log file
+past the first chunk is read from the version first seen (``If-Match``), a log is extended by
+``s3.append``, a fenced log's metadata change moves its ETag. ``sweep_orphans`` aborts the
+multipart uploads a crashed writer left under the run.
 """
 
 from __future__ import annotations
@@ -28,10 +16,9 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from rlio.layout import content_type
+from rlio.layout import JSON_TYPE, content_type
 from rlio.storage import fencing
 from rlio.storage.base import Appender
-from rlio.storage.lease import LEASE_NAME, Lease
 from rlio.storage.objects import Head, ObjectStorage
 from rlio.storage.s3.api import (
     META_REWRITES,
@@ -39,7 +26,6 @@ from rlio.storage.s3.api import (
     client,
 )
 from rlio.storage.s3.append import S3Appender
-from rlio.storage.s3.lease import S3Lease, live_holder
 
 _log = logging.getLogger("rlio")
 
@@ -80,10 +66,12 @@ class S3Storage(ObjectStorage):
         self.api.set_metadata(self.key(rel), metadata, size=head.size, if_match=head.version,
                               ctype=content_type(rel))
 
-    def _new_lease(self, key: str, where: str, lease_seconds: float, *, run: bool) -> Lease:
-        """A renewed object taken with a conditional write (``s3.lease``); the run's is
-        expired in place on release, so that epochs grow."""
-        return S3Lease(self.api, key, where, lease_seconds=lease_seconds, keep=run)
+    def _put_if(self, key: str, data: bytes, metadata: dict[str, str], match: Any) -> Any:
+        return self.api.put(key, data, metadata=metadata, if_match=match,
+                            create_only=match is None, ctype=JSON_TYPE)
+
+    def _delete_if(self, key: str, version: Any) -> None:
+        self.api.delete(key, if_match=version)
 
     def _delete(self, key: str) -> None:
         self.api.delete(key)
@@ -113,7 +101,3 @@ class S3Storage(ObjectStorage):
 
     def mtime(self, rel: str) -> float | None:
         return self.api.modified(self.key(rel))
-
-    def lease_holder(self) -> dict[str, Any] | None:
-        """See ``Storage.lease_holder``: the lease object's holder until it expires."""
-        return live_holder(self.api, self.key(LEASE_NAME))
