@@ -94,7 +94,8 @@ def _check_tables(page: Page, run: Path) -> int:
     return checked
 
 
-@pytest.mark.parametrize("run_layout", ["flat", "nested"])
+# The flat layout's links are also walked on the cookbook's flat run below; its own round is slow.
+@pytest.mark.parametrize("run_layout", [pytest.param("flat", marks=pytest.mark.slow), "nested"])
 def test_rlio_run_pages_link_and_tables_match(tmp_path: Path, page: Page,
                                               run_layout: layout.Layout) -> None:
     """An rlio-written run: report, iteration and prompt pages all load clean, every link
@@ -164,7 +165,9 @@ def test_hostile_html_never_reaches_the_page(tmp_path: Path, page: Page) -> None
             assert banned not in body, (when, banned)
 
 
-@pytest.mark.parametrize("width", [1280, 390])
+# test_browser_widths.py checks every page kind for overflow at 390, 1280 and 1920 px; the
+# desktop round of this one (blank-page check too) is slow.
+@pytest.mark.parametrize("width", [pytest.param(1280, marks=pytest.mark.slow), 390])
 def test_pages_fit_desktop_and_phone_widths(tmp_path: Path, page: Page, width: int) -> None:
     """The report, an iteration page and a prompt page are not blank and never scroll sideways."""
     run = tmp_path / "run"

@@ -45,7 +45,7 @@ if not hasattr(conjecture_utils.many, "more"):
 from hypothesis_jsonschema import from_schema
 
 #: More examples for a long fuzzing session: RLIO_FASTCHECK_EXAMPLES=2000 pytest this file.
-EXAMPLES = int(os.environ.get("RLIO_FASTCHECK_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("RLIO_FASTCHECK_EXAMPLES", "30"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None,
                     suppress_health_check=list(HealthCheck))
 NON_RECURSIVE = [n for n in SCHEMA_NAMES if n != "logtree"]
