@@ -158,7 +158,7 @@ def assert_lines_valid(name: str, records: list[Any]) -> None:
         assert not errors, errors[0].message
 
 
-SETTINGS = settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow,
+SETTINGS = settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow,
                                                             HealthCheck.filter_too_much])
 
 
