@@ -28,7 +28,8 @@ def cloud_uri(request: pytest.FixtureRequest) -> str:
     return uri
 
 
-@pytest.fixture(params=["gs", "s3"])
+# gs:// and s3:// run one lease object (lease_object): s3://'s rounds are under slow.
+@pytest.fixture(params=["gs", pytest.param("s3", marks=pytest.mark.slow)])
 def object_lease_uri(request: pytest.FixtureRequest) -> str:
     """A fresh run location on each store whose lease is an object (``lease_object``)."""
     uri: str = request.getfixturevalue(f"{request.param}_contract_uri")

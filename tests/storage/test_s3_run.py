@@ -183,6 +183,7 @@ def _copy_to(local: Path, uri: str) -> None:
             st.replace(path.relative_to(local).as_posix(), path.read_bytes())
 
 
+@pytest.mark.slow  # the fleet reads every cloud through Storage: gs:// and az:// cover it
 def test_a_fleet_under_a_prefix_validates_and_reads_as_on_local_disk(
         s3_uri: str, tmp_path: Path) -> None:
     """Runs copied to s3:// byte for byte get the verdicts and records they get on local disk,
