@@ -21,6 +21,7 @@ import pathlib
 import subprocess
 import sys
 import textwrap
+import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -717,3 +718,16 @@ def group_run(root: Path, rewards: list[list[list[float]]], *, evaluator: str | 
             run.write_rollout_summaries(i, records, evaluator=evaluator)
             run.log_metrics({"progress/batch": i}, step=i)
     return root
+
+
+def upload_folder(local: Path, bucket_uri: str) -> str:
+    """Copy a local folder to a fresh prefix under ``bucket_uri`` (``gs://bucket``), file by
+    file; returns the prefix's URI."""
+    from rlio.storage import open_storage
+
+    uri = f"{bucket_uri}/s-{uuid.uuid4().hex[:12]}"
+    store = open_storage(uri, create=True)
+    for path in sorted(local.rglob("*")):
+        if path.is_file():
+            store.replace(path.relative_to(local).as_posix(), path.read_bytes())
+    return uri

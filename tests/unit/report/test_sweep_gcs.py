@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +13,6 @@ import pytest
 
 import rlio
 from rlio.report.sweep import render_comparison
-from rlio.storage import open_storage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "storage"))
 from gcs_emulator import Emulator, serving
@@ -30,16 +28,6 @@ def gs_env() -> Iterator[Emulator]:
         yield emu
 
 
-def _upload(local: Path) -> str:
-    """Copy a local folder to a fresh gs:// prefix, file by file; returns its URI."""
-    uri = f"gs://{BUCKET}/s-{uuid.uuid4().hex[:12]}"
-    store = open_storage(uri, create=True)
-    for path in sorted(local.rglob("*")):
-        if path.is_file():
-            store.replace(path.relative_to(local).as_posix(), path.read_bytes())
-    return uri
-
-
 def _no_links(html: str) -> str:
     """The page without links into runs (a remote run is not linked)."""
     html = re.sub(r'<td(?: class="note")?>(<a href="[^"#]*#traj-[^"]*">transcript</a>|'
@@ -52,7 +40,7 @@ def test_a_gs_sweep_compares_and_queries_like_its_local_copy(gs_env: Emulator,
     """The same runs (same names), tables, charts and prompt counts, and the same SQL answers
     but for the location column; remote runs are not linked."""
     local = factories.seeded_sweep(tmp_path)
-    uri = _upload(local)
+    uri = factories.upload_folder(local, f"gs://{BUCKET}")
     out = str(tmp_path / "c.html")
     remote_page = render_comparison([uri], output=out, jobs=1, baseline="lr-1e-5/base")
     local_page = render_comparison([local], output=out, jobs=1, baseline="lr-1e-5/base")

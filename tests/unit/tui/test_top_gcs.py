@@ -4,7 +4,6 @@ discovery, read from their tails, and drilled down to a transcript as locally.""
 from __future__ import annotations
 
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 
 pytest.importorskip("textual")
 
+from factories import upload_folder
 from test_dashboard import drive, screen_text, table_rows, until
 
 from rlio.demo import run_demo
@@ -35,23 +35,13 @@ def gs_env() -> Iterator[Emulator]:
         yield emu
 
 
-def _upload(local: Path) -> str:
-    """Copy a local folder to a fresh gs:// prefix, file by file; returns its URI."""
-    uri = f"gs://{BUCKET}/s-{uuid.uuid4().hex[:12]}"
-    store = open_storage(uri, create=True)
-    for path in sorted(local.rglob("*")):
-        if path.is_file():
-            store.replace(path.relative_to(local).as_posix(), path.read_bytes())
-    return uri
-
-
 def test_a_gs_prefix_of_two_runs_shows_both_and_opens_a_transcript(gs_env: Emulator,
                                                                    tmp_path: Path) -> None:
     """Two demo runs under a gs:// prefix: one row each (finished, the last iteration), the
     run view from the tail only, a transcript through the drill-down, and nothing written."""
     run_demo(tmp_path / "sweep" / "a", iterations=2, seed=1)
     run_demo(tmp_path / "sweep" / "b", iterations=3, seed=2)
-    uri = _upload(tmp_path / "sweep")
+    uri = upload_folder(tmp_path / "sweep", f"gs://{BUCKET}")
     before = {e.path: e.size for e in open_storage(uri).walk()}
     app = TopApp(discover_named([uri]), poll=0.1, slow=0.2)
 
