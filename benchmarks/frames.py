@@ -15,7 +15,6 @@ Usage: ``python benchmarks/frames.py [--quick]``; ``benchmarks/run_all.py`` prin
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import subprocess
@@ -178,13 +177,9 @@ def _rollout_rows(run: Path, groups: int, rounds: int) -> list[Row]:
 
 def main(argv: list[str] | None = None) -> int:
     """Print this module's rows."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true")
-    args = p.parse_args(argv)
-    from run_all import print_table
+    from run_all import module_main
 
-    print_table(rows(args.quick))
-    return 0
+    return module_main(rows, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ Usage: ``python benchmarks/report_floor.py [--quick]``; ``benchmarks/run_all.py`
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import shutil
@@ -131,13 +130,9 @@ def rows(quick: bool) -> list[Row]:
 
 def main(argv: list[str] | None = None) -> int:
     """Print this module's rows."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true")
-    args = p.parse_args(argv)
-    from run_all import print_table
+    from run_all import module_main
 
-    print_table(rows(args.quick))
-    return 0
+    return module_main(rows, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -49,6 +49,16 @@ def _load() -> str:
 
 def _num(value: float) -> str:
     return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def module_main(rows: Callable[[bool], Sequence[Row]], doc: str | None,
+                argv: list[str] | None = None) -> int:
+    """One benchmark module as a script: ``--quick`` and its rows as one table."""
+    p = argparse.ArgumentParser(description=(doc or "").split("\n")[0])
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args(argv)
+    print_table(rows(args.quick))
+    return 0
 
 
 def print_table(rows: Sequence[tuple[str, Row] | Row], out: object = None) -> None:
