@@ -9,7 +9,7 @@ a ``Prompt`` from a ``Policy Response`` or pick ``Group Rollout`` > ``Trajectory
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -71,3 +71,14 @@ def _heading(children: list[Any]) -> str | None:
                 return html.unescape("".join(p for p in parts if isinstance(p, str)))
             return ""
     return None
+
+
+def content_text(content: Any) -> str:
+    """A message's text: a string as is, the ``text`` parts of a list of parts joined by
+    newlines, anything else empty."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content
+                         if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+    return ""

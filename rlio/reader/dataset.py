@@ -41,6 +41,7 @@ from rlio.errors import RlioError
 from rlio.outcome import GroupStats, group_stats
 from rlio.outcome import Trajectory as Outcome
 from rlio.outcome import trajectory as outcome
+from rlio.reader.conversations import content_text
 from rlio.reader.extras import require
 
 if TYPE_CHECKING:
@@ -154,19 +155,9 @@ class DatasetResult:
 # -- one run's rows ----------------------------------------------------------------------------
 
 
-def _text(content: Any) -> str:
-    """A message's text: a string as is, the ``text`` parts of a list of parts joined."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p["text"] for p in content
-                         if isinstance(p, Mapping) and isinstance(p.get("text"), str))
-    return ""
-
-
 def chat(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     """Messages as ``{"role", "content"}`` with text content (what chat templates take)."""
-    return [{"role": str(m.get("role", "")), "content": _text(m.get("content"))}
+    return [{"role": str(m.get("role", "")), "content": content_text(m.get("content"))}
             for m in messages]
 
 

@@ -20,6 +20,7 @@ import orjson
 from rlio.logtree.html import page_context
 from rlio.logtree.iteration_page import Trajectory
 from rlio.outcome import FAILING_RULE, finite, mean
+from rlio.reader.conversations import content_text
 from rlio.report.trajectories import split_order
 from rlio.templating import render
 
@@ -28,15 +29,6 @@ MAX_PROMPT_PAGES = 2000
 #: The report lists this many prompts whose mean reward changed most.
 TOP_MOVERS = 20
 _MAX_RESPONSE = 4000
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content
-                         if isinstance(p, Mapping) and isinstance(p.get("text"), str))
-    return ""
 
 
 def prompt_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
@@ -67,7 +59,7 @@ def prompt_key(messages: Sequence[Mapping[str, Any]]) -> str | None:
 
 def response_text(messages: Sequence[Mapping[str, Any]]) -> str:
     """What the policy answered: the assistant messages' text, joined (cut to a few KB)."""
-    text = "\n\n".join(_content_text(m.get("content")) for m in messages
+    text = "\n\n".join(content_text(m.get("content")) for m in messages
                        if m.get("role") == "assistant")
     return text if len(text) <= _MAX_RESPONSE else text[:_MAX_RESPONSE] + " …"
 
@@ -113,7 +105,7 @@ class Track:
     def label(self) -> str:
         """The first line of the user message, cut short (for links)."""
         user = next((m for m in reversed(self.prompt) if m.get("role") == "user"), None)
-        text = _content_text(user.get("content")) if user else ""
+        text = content_text(user.get("content")) if user else ""
         line = text.strip().splitlines()[0] if text.strip() else self.key
         return line if len(line) <= 90 else line[:90] + "…"
 
@@ -208,7 +200,7 @@ def prompt_page_view(track: Track, location: str, report_name: str) -> PromptPag
                    quote(posixpath.relpath(s.page, base)) + f"#traj-{s.group}-{s.traj}")
         for s in track.samples[(split, it)]]) for split, it in track.iterations()]
     return PromptPage(quote(posixpath.relpath(report_name, base)),
-                      [PromptText(str(m.get("role")), _content_text(m.get("content")))
+                      [PromptText(str(m.get("role")), content_text(m.get("content")))
                        for m in track.prompt], its)
 
 
