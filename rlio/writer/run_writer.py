@@ -388,28 +388,25 @@ class RunWriter:
                 self._line("metrics-line", metrics, "metrics record", index, line,
                            call=lambda: metrics_call(step))
                 self._append(L.METRICS, line, durable=False)
-                self._last_step = step
-                top = self._top_step
-                if top is None or step > top:
-                    self._top_step = step
-                elif step < top:
-                    self._step_went_back(step, top)
+                self._logged_step(step)
                 return
         call = metrics_call(step)
         record = metrics_record(metrics, step, index, call)
         _, line = self._line("metrics-line", record, "metrics record", index, call=lambda: call)
         self._append(L.METRICS, line, durable=False)
-        self._last_step = s = record.get("step", self._last_step)
-        top = self._top_step
-        if type(s) is int:
-            if top is None or s > top:
-                self._top_step = s
-            elif s < top:
-                self._step_went_back(s, top)
+        self._logged_step(record.get("step", self._last_step))
 
-    def _step_went_back(self, step: int, top: int) -> None:
-        """Warn (once per writer) that a metrics line went below the highest step logged."""
-        if self._warned_back:
+    def _logged_step(self, step: Any) -> None:
+        """Note the step of a metrics line just written (pending spans are filed under it);
+        warn (once per writer) when it went below the highest step logged."""
+        self._last_step = step
+        if type(step) is not int:
+            return
+        top = self._top_step
+        if top is None or step > top:
+            self._top_step = step
+            return
+        if step == top or self._warned_back:
             return
         self._warned_back = True
         warnings.warn(
