@@ -36,7 +36,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # faults.py, however loaded
-from faults import Faults
+from faults import Faults, environment, stop_child
 
 ACCOUNT = "devstoreaccount1"
 #: Azurite's well-known development account key (public, in Azurite's documentation).
@@ -93,13 +93,7 @@ class Azurite:
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_child(proc)
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
@@ -159,8 +153,8 @@ class FaultProxy:
     def set_faults(self, rules: list[dict[str, Any]]) -> None:
         self.faults.set_faults(rules)
 
-    @property
     def injected(self) -> int:
+        """How many faults were injected since the rules were installed."""
         return self.faults.injected
 
     def stats(self, *, reset: bool = False) -> dict[str, dict[str, int]]:
@@ -241,15 +235,10 @@ def serving(container: str) -> Iterator[FaultProxy]:
     so the writer processes a test starts use it too; restored after."""
     azurite = Azurite().start()
     proxy = FaultProxy(azurite.port)
-    saved = os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
-    os.environ["AZURE_STORAGE_CONNECTION_STRING"] = proxy.connection_string
     try:
-        create_container(proxy.connection_string, container)
-        yield proxy
+        with environment({"AZURE_STORAGE_CONNECTION_STRING": proxy.connection_string}):
+            create_container(proxy.connection_string, container)
+            yield proxy
     finally:
         proxy.close()
         azurite.stop()
-        if saved is None:
-            os.environ.pop("AZURE_STORAGE_CONNECTION_STRING", None)
-        else:
-            os.environ["AZURE_STORAGE_CONNECTION_STRING"] = saved

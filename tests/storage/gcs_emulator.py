@@ -35,19 +35,14 @@ import json
 import logging
 import os
 import re
-import signal
-import subprocess
 import sys
-import threading
-import urllib.request
-from collections.abc import Iterator
 from functools import partial
 from http import HTTPStatus
 from http import server as http_server
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # faults.py, however loaded
-from faults import Faults
+from faults import ChildEmulator, Faults, running, serve_until_stopped
 
 _UPLOAD_RE = re.compile(r"^/upload/storage/v1/b/(?P<bucket>[-.\w]+)/o$")
 _COMPOSE_RE = re.compile(r"^(?:/storage/v1)?/b/(?P<bucket>[-.\w]+)/o/(?P<obj>.+)/compose$")
@@ -268,83 +263,19 @@ def make_server(host: str, port: int, buckets: list[str]) -> _Server:
     return _Server((host, port), partial(_Handler, storage, Faults()))
 
 
-class Emulator:
+class Emulator(ChildEmulator):
     """The enforcing emulator in a child process, with its control endpoints.
 
     Usage: ``with Emulator(bucket="b") as emu: os.environ.update(emu.env)``.
     """
 
-    def __init__(self, *, bucket: str = "rlio-test", host: str = "127.0.0.1") -> None:
-        self.bucket = bucket
-        self.host = host
-        self.port = 0
-        self._proc: subprocess.Popen[str] | None = None
-
-    @property
-    def url(self) -> str:
-        """Base URL clients point STORAGE_EMULATOR_HOST at."""
-        return f"http://{self.host}:{self.port}"
+    script = os.path.abspath(__file__)
+    label = "GCS emulator"
 
     @property
     def env(self) -> dict[str, str]:
         """Environment variables that point gcsfs (and rlio) at this emulator."""
         return {"STORAGE_EMULATOR_HOST": self.url, "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
-
-    def start(self) -> Emulator:
-        """Start the child and wait until it listens."""
-        self._proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "--host", self.host, "--port", "0",
-             "--bucket", self.bucket],
-            stdout=subprocess.PIPE, text=True, start_new_session=True,
-        )
-        assert self._proc.stdout is not None
-        line = self._proc.stdout.readline()
-        if not line.startswith("READY "):
-            self.stop()
-            raise RuntimeError(f"GCS emulator did not start: {line!r}")
-        self.port = int(line.split()[1])
-        return self
-
-    def stop(self) -> None:
-        """Stop the child (it was started by us: kill it by its pid)."""
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        if proc is not None and proc.stdout is not None:
-            proc.stdout.close()
-
-    def __enter__(self) -> Emulator:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _call(self, method: str, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=30) as r:
-            raw = r.read()
-        return json.loads(raw) if raw and raw[:1] in b"[{" else raw
-
-    def set_faults(self, rules: list[dict[str, Any]]) -> None:
-        """Install fault rules (replacing any others); see the module docstring."""
-        self._call("POST", "/_rlio/faults", rules)
-
-    def injected(self) -> int:
-        """How many faults were injected since the rules were installed."""
-        return int(self._call("GET", "/_rlio/faults")["injected"])
-
-    def stats(self, *, reset: bool = False) -> dict[str, dict[str, int]]:
-        """Request counts and bytes received per op since the last reset."""
-        out: dict[str, dict[str, int]] = self._call("POST" if reset else "GET", "/_rlio/stats",
-                                                    {} if reset else None)
-        return out
 
     def wipe(self) -> None:
         """Delete every object, keeping the bucket; clear faults and stats."""
@@ -353,22 +284,10 @@ class Emulator:
         self.stats(reset=True)
 
 
-@contextlib.contextmanager
-def serving(bucket: str) -> Iterator[Emulator]:
+def serving(bucket: str) -> contextlib.AbstractContextManager[Emulator]:
     """A started emulator of ``bucket`` with ``STORAGE_EMULATOR_HOST`` (and gcsfs's flags) set in
     ``os.environ`` meanwhile, so the writer processes a test starts use it too; restored after."""
-    emu = Emulator(bucket=bucket).start()
-    saved = {k: os.environ.get(k) for k in emu.env}
-    os.environ.update(emu.env)
-    try:
-        yield emu
-    finally:
-        emu.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    return running(Emulator(bucket=bucket))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -378,18 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--bucket", action="append", default=[])
     args = p.parse_args(argv)
-    srv = make_server(args.host, args.port, args.bucket or ["rlio-test"])
-
-    def _stop(*_: object) -> None:
-        threading.Thread(target=srv.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    sys.stdout.write(f"READY {srv.server_address[1]}\n")
-    sys.stdout.flush()
-    with contextlib.suppress(KeyboardInterrupt):
-        srv.serve_forever(poll_interval=0.2)
-    srv.server_close()
+    serve_until_stopped(make_server(args.host, args.port, args.bucket or ["rlio-test"]))
     return 0
 
 

@@ -30,19 +30,16 @@ import io
 import json
 import logging
 import os
-import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # faults.py, however loaded
-from faults import Faults
+from faults import ChildEmulator, Faults, running, serve_until_stopped
 
 _PRECONDITION = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>PreconditionFailed'
                  b"</Code><Message>At least one of the pre-conditions you specified did not hold"
@@ -196,19 +193,11 @@ class Enforcer:
         return [_UNAVAILABLE]
 
 
-class Emulator:
+class Emulator(ChildEmulator):
     """The enforcing S3 emulator in a child process, with its control endpoints."""
 
-    def __init__(self, *, bucket: str = "rlio-test", host: str = "127.0.0.1") -> None:
-        self.bucket = bucket
-        self.host = host
-        self.port = 0
-        self._proc: subprocess.Popen[str] | None = None
-
-    @property
-    def url(self) -> str:
-        """The endpoint clients point AWS_ENDPOINT_URL at."""
-        return f"http://{self.host}:{self.port}"
+    script = os.path.abspath(__file__)
+    label = "S3 emulator"
 
     @property
     def env(self) -> dict[str, str]:
@@ -216,81 +205,11 @@ class Emulator:
         return {"AWS_ENDPOINT_URL": self.url, "AWS_ACCESS_KEY_ID": "testing",
                 "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 
-    def start(self) -> Emulator:
-        """Start the child and wait until it listens."""
-        self._proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "--host", self.host, "--port", "0",
-             "--bucket", self.bucket],
-            stdout=subprocess.PIPE, text=True, start_new_session=True,
-        )
-        assert self._proc.stdout is not None
-        line = self._proc.stdout.readline()
-        if not line.startswith("READY "):
-            self.stop()
-            raise RuntimeError(f"S3 emulator did not start: {line!r}")
-        self.port = int(line.split()[1])
-        return self
 
-    def stop(self) -> None:
-        """Stop the child (it was started by us: ended by its pid)."""
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        if proc is not None and proc.stdout is not None:
-            proc.stdout.close()
-
-    def __enter__(self) -> Emulator:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _call(self, method: str, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return json.loads(r.read())
-
-    def set_faults(self, rules: list[dict[str, Any]]) -> None:
-        """Install fault rules (replacing any others); see the module docstring."""
-        self._call("POST", "/_rlio/faults", rules)
-
-    def injected(self) -> int:
-        """How many faults were injected since the rules were installed."""
-        return int(self._call("GET", "/_rlio/faults")["injected"])
-
-    def stats(self, *, reset: bool = False) -> dict[str, dict[str, int]]:
-        """Request counts and bytes received per op since the last reset."""
-        out: dict[str, dict[str, int]] = self._call("POST" if reset else "GET", "/_rlio/stats",
-                                                    {} if reset else None)
-        return out
-
-
-@contextlib.contextmanager
-def serving(bucket: str) -> Iterator[Emulator]:
+def serving(bucket: str) -> contextlib.AbstractContextManager[Emulator]:
     """A started emulator holding ``bucket``, with the standard AWS variables pointing at it set in
     ``os.environ`` meanwhile (so writer processes a test starts use it too); restored after."""
-    emu = Emulator(bucket=bucket).start()
-    names = [*emu.env, "AWS_PROFILE", "AWS_SESSION_TOKEN"]
-    saved = {k: os.environ.get(k) for k in names}
-    os.environ.update(emu.env)
-    os.environ.pop("AWS_PROFILE", None)
-    os.environ.pop("AWS_SESSION_TOKEN", None)
-    try:
-        yield emu
-    finally:
-        emu.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    return running(Emulator(bucket=bucket), drop=("AWS_PROFILE", "AWS_SESSION_TOKEN"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -315,23 +234,13 @@ def main(argv: list[str] | None = None) -> int:
     srv = make_server(args.host, args.port, app, threaded=True,
                       request_handler=MotoRequestHandler)
     srv.socket.listen(256)
-    port = srv.server_address[1]
     from moto.core.models import DEFAULT_ACCOUNT_ID
     from moto.s3.models import s3_backends
 
     for name in args.bucket or ["rlio-test"]:
         s3_backends[DEFAULT_ACCOUNT_ID]["aws"].create_bucket(name, "us-east-1")
 
-    def _stop(*_: object) -> None:
-        threading.Thread(target=srv.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    sys.stdout.write(f"READY {port}\n")
-    sys.stdout.flush()
-    with contextlib.suppress(KeyboardInterrupt):
-        srv.serve_forever(poll_interval=0.2)
-    srv.server_close()
+    serve_until_stopped(srv)
     return 0
 
 

@@ -94,7 +94,7 @@ def test_commits_whose_answer_is_lost_are_neither_duplicated_nor_dropped(
         {"op": "append", "name": log, "mode": "503", "skip": 9, "times": 1},
     ])
     _feed(st, ("a", "b"), 12)
-    assert az.injected == 4
+    assert az.injected() == 4
     _assert_once_in_order(st, ("a", "b"), 12)
 
 
@@ -104,7 +104,7 @@ def test_slow_requests_delay_appends_but_lose_nothing(az_uri: str, az: FaultProx
     az.set_faults([{"op": "append", "name": r"/metrics\.jsonl$", "mode": "slow", "delay": 0.5,
                     "skip": 2, "times": 2}])
     _feed(st, ("a", "b"), 9)
-    assert az.injected == 2
+    assert az.injected() == 2
     _assert_once_in_order(st, ("a", "b"), 9)
 
 
@@ -179,7 +179,7 @@ def test_a_rewrite_whose_answer_is_lost_recognises_itself(az_uri: str, az: Fault
     az.set_faults([{"op": "copy", "name": r"/metrics\.jsonl$", "mode": "commit_then_503",
                     "times": 1}])
     assert st.move_tail("metrics.jsonl", 12, "metrics.jsonl.superseded") == 12
-    assert az.injected == 1
+    assert az.injected() == 1
     assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n'
     app = st.appender("metrics.jsonl")  # still an append blob: appends go on after the cut
     app.append_durable(b'{"step": 1}\n')
