@@ -6,12 +6,14 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import azurite
 import s3_emulator
+from clouds import CLOUDS
 from gcs_emulator import Emulator, serving
 
 from rlio.storage import Storage, open_storage
@@ -144,6 +146,32 @@ def s3_contract_uri(s3_emu: s3_emulator.Emulator) -> str:
 def az_contract_uri(az: azurite.FaultProxy) -> str:
     """A fresh az:// run on Azurite."""
     return f"az://{CONTAINER}/c-{uuid.uuid4().hex[:12]}"
+
+
+#: ``cloud_uri`` runs a test on each object store (``clouds.CLOUDS``; ``clouds.ONE_BY_DEFAULT``
+#: where one store covers the behaviour in the default suite).
+_EMULATORS = {"gs": "emulator", "s3": "s3_emu", "az": "az"}
+
+
+@pytest.fixture(params=CLOUDS)
+def cloud(request: pytest.FixtureRequest) -> str:
+    """Each object store's scheme."""
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
+def cloud_uri(cloud: str, request: pytest.FixtureRequest) -> str:
+    """A fresh run location on the ``cloud``'s emulator."""
+    uri: str = request.getfixturevalue(f"{cloud}_contract_uri")
+    return uri
+
+
+@pytest.fixture
+def cloud_emulator(cloud: str, request: pytest.FixtureRequest) -> Any:
+    """The ``cloud``'s emulator (or proxy), with no fault rules and zeroed counters: every one
+    answers ``set_faults``, ``injected()`` and ``stats()`` (``faults.py``)."""
+    return request.getfixturevalue(_EMULATORS[cloud])
 
 
 @pytest.fixture(params=CONTRACT_BACKENDS)

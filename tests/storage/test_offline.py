@@ -111,3 +111,46 @@ def test_az_without_credentials_names_the_variables(monkeypatch: pytest.MonkeyPa
     assert main(["validate", "az://c/run"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "AZURE_STORAGE_CONNECTION_STRING" in err, err
+
+
+def _s3_without_keys(tmp_path: Path) -> dict[str, str]:
+    """An environment with no AWS credentials anywhere and an endpoint nothing listens on."""
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": str(REPO),
+           "AWS_CONFIG_FILE": str(tmp_path / "none"),
+           "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"), "AWS_DEFAULT_REGION": "us-east-1"}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        env["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{s.getsockname()[1]}"
+    return env
+
+
+def _fails_fast_naming_keys(env: dict[str, str], args: list[str]) -> None:
+    start = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "rlio", *args], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert time.monotonic() - start < 10, args
+    assert out.returncode == 2, (args, out.stdout, out.stderr)
+    assert out.stderr.count("\n") == 1 and "no AWS credentials" in out.stderr, (args, out.stderr)
+
+
+def test_s3_without_credentials_the_api_and_validate_fail_fast(tmp_path: Path) -> None:
+    """With no AWS credentials anywhere, RunWriter raises StorageUnavailableError and
+    `rlio validate` exits 2 within 10 s with one line naming them."""
+    env = _s3_without_keys(tmp_path)
+    _fails_fast_naming_keys(env, ["validate", "s3://bucket/run"])
+    code = ("from rlio import RunWriter\nfrom rlio.errors import StorageUnavailableError\n"
+            "try:\n    RunWriter('s3://bucket/run')\n"
+            "except StorageUnavailableError as exc:\n    print('refused', exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.stdout.startswith("refused") and "no AWS credentials" in out.stdout, (
+        out.stdout + out.stderr)
+
+
+@pytest.mark.slow
+def test_s3_without_credentials_every_command_fails_fast_in_one_line(tmp_path: Path) -> None:
+    """Without AWS credentials, each command exits 2 within 10 s with one line naming them."""
+    uri, env = "s3://bucket/run", _s3_without_keys(tmp_path)
+    for args in (["resume", uri], ["show", uri], ["report", uri],
+                 ["export", uri, str(tmp_path / "x")], ["diff", uri, uri]):
+        _fails_fast_naming_keys(env, args)
