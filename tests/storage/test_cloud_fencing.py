@@ -1,65 +1,28 @@
-"""Fencing by the store on every object store (gs://, s3://, az://): a holder paused past its
-lease, or one whose clock lies, lands and acknowledges nothing once another writer took the run
-over; resume returns the live holder's last checkpoint; epochs grow across holders."""
+"""Fencing and ordered durability on every object store (gs://, s3://, az://): a holder paused
+past its lease, or one whose clock lies, lands and acknowledges nothing once another writer took
+the run over; failed renewals stop a holder before its lease expires; a vanished lease object is
+reported as such; resume returns the live holder's last checkpoint; epochs grow across holders;
+a checkpoint is never durable before the metrics logged ahead of it."""
 
 from __future__ import annotations
 
-import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from typing import Any
 
 import pytest
+from clouds import ONE_BY_DEFAULT, OPS, records, take_over
 
-from rlio import LeaseLostError, RunInUseError, RunWriter, read_resume_state
+from rlio import LeaseLostError, RunWriter, read_resume_state
 from rlio.storage import open_storage
 from rlio.storage.lease import LEASE_NAME
-
-CLOUDS = ["gs", "s3", "az"]
-
-
-@pytest.fixture(params=CLOUDS)
-def cloud_uri(request: pytest.FixtureRequest) -> str:
-    """A fresh run location on each object store's emulator."""
-    uri: str = request.getfixturevalue(f"{request.param}_contract_uri")
-    return uri
-
-
-def _records(uri: str, rel: str) -> list[dict[str, object]]:
-    st = open_storage(uri)
-    if st.stat(rel) is None:
-        return []
-    return [json.loads(x) for x in st.read_bytes(rel).splitlines() if x.strip()]
-
-
-def _expire(uri: str) -> None:
-    """Let the run's lease go now, as its expiry would: az:// breaks the service's blob lease
-    (its shortest lease is 15 s); gs:// and s3:// leases of 1.5 s expire by themselves."""
-    if not uri.startswith("az://"):
-        return
-    from azure.storage.blob import BlobLeaseClient
-
-    from rlio.storage.azure.storage import AzureStorage
-
-    st = open_storage(uri)
-    assert isinstance(st, AzureStorage)
-    BlobLeaseClient(st.api.blob(st.key(LEASE_NAME))).break_lease(lease_break_period=0)
-
-
-def _take_over(uri: str, *, timeout: float = 30.0) -> RunWriter:
-    """A new holder of ``uri`` with ``resume=True``, as soon as the old holder's lease is gone."""
-    _expire(uri)
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return RunWriter(uri, resume=True, lease_seconds=1.5)
-        except RunInUseError:
-            assert time.monotonic() < deadline, "the old lease never expired"
-            time.sleep(0.1)
+from rlio.storage.objects import ObjectStorage
 
 
 def test_the_store_refuses_a_holder_that_does_not_know_it_lost(cloud_uri: str) -> None:
@@ -72,7 +35,7 @@ def test_the_store_refuses_a_holder_that_does_not_know_it_lost(cloud_uri: str) -
     lease = a._lease
     assert lease is not None
     lease._stop.set()  # type: ignore[attr-defined]  # a holder paused in its renewals
-    b = _take_over(cloud_uri)
+    b = take_over(cloud_uri)
     assert b._lease is not None and b._lease.epoch > lease.epoch
     lease.valid_until = float("inf")  # a holder whose clock lies: only the store can stop it
     a.log_metrics({"x": 1}, step=1)  # buffered; its commit is refused
@@ -84,8 +47,8 @@ def test_the_store_refuses_a_holder_that_does_not_know_it_lost(cloud_uri: str) -
         a.close()
     b.record_checkpoint("000002", batch=2, state_path="tinker://b/2")
     b.close()
-    assert [r["step"] for r in _records(cloud_uri, "metrics.jsonl")] == [0]
-    assert [r["state_path"] for r in _records(cloud_uri, "checkpoints.jsonl")] == [
+    assert [r["step"] for r in records(cloud_uri, "metrics.jsonl")] == [0]
+    assert [r["state_path"] for r in records(cloud_uri, "checkpoints.jsonl")] == [
         "tinker://a/1", "tinker://b/2"]
     state = read_resume_state(cloud_uri)
     assert state is not None and state.checkpoint["state_path"] == "tinker://b/2"
@@ -139,7 +102,7 @@ _LOOP = textwrap.dedent("""
 """)
 
 
-def _pause_and_take_over(uri: str, rng: random.Random) -> None:
+def _pause_andtake_over(uri: str, rng: random.Random) -> None:
     """One trial: a holder acknowledging checkpoints is SIGSTOPped at a random point (after 1
     to 6 acknowledgements, a random instant later) past its lease, taken over with resume=True,
     then continued: it raises LeaseLostError, none of its checkpoints or lines follows the new
@@ -156,7 +119,7 @@ def _pause_and_take_over(uri: str, rng: random.Random) -> None:
     try:
         if not uri.startswith("az://"):
             time.sleep(1.6)  # past its lease
-        b = _take_over(uri)
+        b = take_over(uri)
         b.record_checkpoint("b", batch=100, state_path="tinker://B/100")
     finally:
         os.kill(p.pid, signal.SIGCONT)
@@ -168,10 +131,10 @@ def _pause_and_take_over(uri: str, rng: random.Random) -> None:
     time.sleep(0.5)  # a zombie's background commit would land about now
     b.log_metrics({"x": -1}, step=100)
     b.close()
-    ledger = [r["state_path"] for r in _records(uri, "checkpoints.jsonl")]
+    ledger = [r["state_path"] for r in records(uri, "checkpoints.jsonl")]
     assert ledger[-1] == "tinker://B/100"
     assert acked <= set(ledger)
-    steps = [r["step"] for r in _records(uri, "metrics.jsonl")]
+    steps = [r["step"] for r in records(uri, "metrics.jsonl")]
     assert steps[-1] == 100 and len(steps) == len(set(steps))
     state = read_resume_state(uri)
     assert state is not None and state.checkpoint["state_path"] == "tinker://B/100"
@@ -179,11 +142,98 @@ def _pause_and_take_over(uri: str, rng: random.Random) -> None:
 
 def test_a_sigstopped_holder_acknowledges_nothing_after_the_takeover(cloud_uri: str) -> None:
     """One seeded pause/takeover trial per object store (``_pause_and_take_over``)."""
-    _pause_and_take_over(cloud_uri, random.Random(0))
+    _pause_andtake_over(cloud_uri, random.Random(0))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(1, 9))
 def test_seeded_pauses_and_takeovers(cloud_uri: str, seed: int) -> None:
     """More seeded pause/takeover trials per object store, each on a fresh run."""
-    _pause_and_take_over(cloud_uri, random.Random(seed))
+    _pause_andtake_over(cloud_uri, random.Random(seed))
+
+
+# az:// (its own renewal thread, azure/lease.py) words a storm of failed renewals as a lost
+# lease, not a possibly expired one: left out until it renews through the shared machinery
+@pytest.mark.parametrize("cloud", ["gs", pytest.param("s3", marks=pytest.mark.slow)])
+def test_a_storm_of_failed_renewals_stops_the_holder_before_its_lease_expires(
+        cloud: str, cloud_uri: str, cloud_emulator: Any) -> None:
+    """Renewals answered 503: the holder stops acknowledging on its own (LeaseLostError) before
+    another writer could take the run, so no checkpoint of it follows the taker's."""
+    run = RunWriter(cloud_uri, lease_seconds=1.5)
+    run.record_checkpoint("000001", batch=1, state_path="tinker://A/1")
+    cloud_emulator.set_faults([{"op": OPS[cloud]["renew"], "name": re.escape(LEASE_NAME) + "$",
+                                "mode": "503", "times": 10_000}])
+    deadline = time.monotonic() + 60
+    with pytest.raises(LeaseLostError, match="may have expired"):
+        i = 1
+        while time.monotonic() < deadline:
+            i += 1
+            run.record_checkpoint(f"{i:06d}", batch=i, state_path=f"tinker://A/{i}")
+    last_acked = f"tinker://A/{i - 1}"
+    cloud_emulator.set_faults([])
+    with pytest.raises(LeaseLostError):
+        run.close()
+    with take_over(cloud_uri, timeout=60) as b:
+        assert b.resume_state is not None
+        assert b.resume_state.checkpoint["state_path"] == last_acked
+        b.record_checkpoint("b", batch=100, state_path="tinker://B/100")
+    assert records(cloud_uri, "checkpoints.jsonl")[-1]["state_path"] == "tinker://B/100"
+
+
+# az://'s lease is the service's lease on a blob the service will not delete while it is held
+@pytest.mark.parametrize("cloud", ["gs", pytest.param("s3", marks=pytest.mark.slow)])
+def test_a_vanished_lease_object_is_reported_as_such(cloud_uri: str) -> None:
+    """The lease object deleted under its holder (a store reset): the holder's verbs raise
+    LeaseLostError saying the object vanished, not that another writer took over."""
+    run = RunWriter(cloud_uri, lease_seconds=1.5)
+    open_storage(cloud_uri).remove(LEASE_NAME)
+    deadline = time.monotonic() + 30
+    with pytest.raises(LeaseLostError, match="vanished") as err:
+        while time.monotonic() < deadline:
+            run.record_checkpoint("000001", batch=1, state_path="tinker://A/1")
+            time.sleep(0.05)
+    assert "took" not in str(err.value)
+    with pytest.raises(LeaseLostError):
+        run.close()
+
+
+_PREEMPTED = textwrap.dedent("""
+    import sys
+    from rlio import RunWriter
+    run = RunWriter(sys.argv[1], lease_seconds=60)
+    for i in range(int(sys.argv[2])):
+        run.log_metrics({"progress/batch": i, "x": i}, step=i)
+    run.record_checkpoint("000001", batch=int(sys.argv[2]), state_path="tinker://r/1")
+    print("checkpointed", flush=True)
+    sys.stdin.readline()  # preempted here (SIGKILL)
+""")
+
+
+@pytest.mark.parametrize("cloud", ONE_BY_DEFAULT)
+def test_a_checkpoint_is_durable_only_after_the_metrics_logged_before_it(cloud_uri: str) -> None:
+    """SIGKILL right after record_checkpoint returned: every metrics line logged before it is
+    in metrics.jsonl (the batch was committed first), so resume starts past nothing lost."""
+    n = 40
+    p = subprocess.Popen([sys.executable, "-c", _PREEMPTED, cloud_uri, str(n)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert p.stdout is not None and p.stdout.readline() == b"checkpointed\n"
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(timeout=60)
+    p.stdout.close()
+    assert p.stdin is not None
+    p.stdin.close()
+    assert [r["step"] for r in records(cloud_uri, "metrics.jsonl")] == list(range(n))
+
+
+def test_an_attached_append_never_glues_onto_a_torn_tail(cloud_uri: str) -> None:
+    """A log ending in a crash's fragment: an attached writer's batch starts on a new line, so
+    the fragment stays crash damage and the new record reads whole."""
+    RunWriter(cloud_uri).close()
+    st = open_storage(cloud_uri)
+    assert isinstance(st, ObjectStorage)
+    st._delete(st.key("metrics.jsonl"))
+    st.replace("metrics.jsonl", b'{"step": 0, "x": 1}\n{"step": 1, "x')
+    with RunWriter(cloud_uri, attach=True) as run:
+        run.log_metrics({"eval/acc": 0.75}, step=0)
+    assert st.read_bytes("metrics.jsonl") == (
+        b'{"step": 0, "x": 1}\n{"step": 1, "x\n{"step":0,"eval/acc":0.75}\n')

@@ -13,19 +13,13 @@ import time
 from collections import Counter
 
 import pytest
+from clouds import ONE_BY_DEFAULT
 
 from rlio import RunInUseError, RunWriter
 from rlio.storage import open_storage
 from rlio.storage.lease import LEASE_NAME
 from rlio.storage.lease_object import META_EXPIRES, META_TOKEN
 from rlio.storage.objects import ObjectStorage
-
-
-@pytest.fixture(params=["gs", "s3", "az"])
-def cloud_uri(request: pytest.FixtureRequest) -> str:
-    """A fresh run location on each object store's emulator."""
-    uri: str = request.getfixturevalue(f"{request.param}_contract_uri")
-    return uri
 
 
 # gs:// and s3:// run one lease object (lease_object): s3://'s rounds are under slow.
@@ -105,12 +99,9 @@ _HOLDER = textwrap.dedent("""
 
 # gs:// and s3:// share one lease object (lease_object): s3:// repeats gs://'s round under slow;
 # az://: its shortest lease is 15 s.
-@pytest.mark.parametrize("cloud", [
-    "gs", pytest.param("s3", marks=pytest.mark.slow), pytest.param("az", marks=pytest.mark.slow)])
-def test_a_killed_holders_lease_is_taken_over_once_expired(
-        cloud: str, request: pytest.FixtureRequest) -> None:
+@pytest.mark.parametrize("cloud", ONE_BY_DEFAULT)
+def test_a_killed_holders_lease_is_taken_over_once_expired(cloud_uri: str) -> None:
     """SIGKILL a writer: refused while its lease lives, taken over after it expires."""
-    cloud_uri: str = request.getfixturevalue(f"{cloud}_contract_uri")
     p = subprocess.Popen([sys.executable, "-c", _HOLDER, cloud_uri], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE)
     assert p.stdout is not None and p.stdout.readline() == b"ready\n"
@@ -141,13 +132,11 @@ _ATTACHED = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("cloud", [
-    "gs",  # the default suite keeps one store: the appends are the one commit loop's
-    pytest.param("s3", marks=pytest.mark.slow), pytest.param("az", marks=pytest.mark.slow)])
-def test_attached_writers_append_exactly_once_beside_the_holder(
-        cloud: str, request: pytest.FixtureRequest) -> None:
+# the default suite keeps one store: the appends are the one commit loop's
+@pytest.mark.parametrize("cloud", ONE_BY_DEFAULT)
+def test_attached_writers_append_exactly_once_beside_the_holder(cloud_uri: str) -> None:
     """Two attached processes x 40 checkpoints beside the lease holder: each record once."""
-    uri: str = request.getfixturevalue(f"{cloud}_contract_uri")
+    uri = cloud_uri
     with RunWriter(uri) as run:
         procs = [subprocess.Popen([sys.executable, "-c", _ATTACHED, uri, f"a{k}", "40"])
                  for k in range(2)]
