@@ -23,11 +23,12 @@ CLOUDS = ["gs", "s3", "az"]
 ONE_BY_DEFAULT = ["gs", pytest.param("s3", marks=pytest.mark.slow),
                   pytest.param("az", marks=pytest.mark.slow)]
 
-#: Each emulator's op (``faults.py``) for: a whole-object write, the lease's renewal, a listing.
+#: Each emulator's op (``faults.py``) for: a whole-object write, the conditional rewrite of a
+#: log (``move_tail``), the lease's renewal, a listing.
 OPS = {
-    "gs": {"put": "upload", "renew": "upload", "list": "list"},
-    "s3": {"put": "put", "renew": "put", "list": "list"},
-    "az": {"put": "put", "renew": "lease", "list": "list"},
+    "gs": {"put": "upload", "rewrite": "upload", "renew": "upload", "list": "list"},
+    "s3": {"put": "put", "rewrite": "put", "renew": "put", "list": "list"},
+    "az": {"put": "put", "rewrite": "copy", "renew": "lease", "list": "list"},
 }
 
 #: A writer attached beside the run's holder: ``uri tag n``; prints each acknowledged seq.

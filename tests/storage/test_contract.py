@@ -260,9 +260,9 @@ def test_an_append_after_a_fragment_starts_a_new_line(store: Storage) -> None:
 
 
 def test_a_file_replaced_while_being_read_is_read_whole_or_refused(
-        store: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A stream opened before a replace() yields the old bytes whole (local, memory://) or
-    raises OSError ESTALE on its next ranged read (object stores): never a mix of versions."""
+        store: Storage, reopen: Callable[[], Storage], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream opened before another writer's replace() yields the old bytes whole (local,
+    memory://) or raises OSError ESTALE on its next ranged read (object stores): never a mix."""
     remote = isinstance(store, objects.ObjectStorage)
     if remote:  # read past the first chunk at once
         monkeypatch.setattr(objects, "READ_CHUNK", 64)
@@ -270,7 +270,7 @@ def test_a_file_replaced_while_being_read_is_read_whole_or_refused(
     store.replace("iteration_000001/train_logtree.json", old)
     with store.open_read("iteration_000001/train_logtree.json") as f:
         head = f.read(64)
-        store.replace("iteration_000001/train_logtree.json", new)
+        reopen().replace("iteration_000001/train_logtree.json", new)
         if remote:
             with pytest.raises(OSError) as err:
                 f.read()

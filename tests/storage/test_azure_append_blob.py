@@ -1,5 +1,6 @@
-"""The az:// backend against Azurite behind the fault proxy: conditions, lost answers, faults,
-block-blob logs of other tools, tail moves and the bytes each append costs."""
+"""az:// append blobs against Azurite behind the fault proxy: append positions, lost answers,
+slow requests, block-blob logs of other tools, compaction near the block limit, credentials and
+the bytes each append costs (what every store shares: test_cloud_writes)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from typing import Any
 import pytest
 from azurite import FaultProxy
 
-from rlio.errors import UnsafeStorageError
 from rlio.storage import open_storage
 from rlio.storage.azure.api import PARTS_DIR, AzureApi, blocks
 from rlio.storage.azure.append import AzureAppender
@@ -123,70 +123,6 @@ def test_a_block_blob_log_written_by_another_tool_becomes_an_append_blob(az_uri:
     assert _parts(st) == []
 
 
-def test_move_tail_keeps_appends_that_land_while_it_runs(az_uri: str, az: FaultProxy) -> None:
-    """An append landing between the tail's copy and the cut is kept after the cut (412, retry)."""
-    st = _az(az_uri)
-    app = st.appender("metrics.jsonl")
-    app.append_durable(b'{"step": 0}\n{"ste')
-    other = st.appender("metrics.jsonl")
-    # the first copy over the log is refused: an append lands just before it (the proxy's hook)
-    orig = st.api.copy
-    calls = {"n": 0}
-
-    def copy(key: str, source: str, **kw: Any) -> None:
-        calls["n"] += 1
-        if calls["n"] == 1:
-            other.append_durable(b'{"step": 9}\n')
-        orig(key, source, **kw)
-
-    st.api.copy = copy  # type: ignore[method-assign]
-    with st.lock("metrics.jsonl"):
-        assert st.move_tail("metrics.jsonl", 12, "metrics.jsonl.torn") == 5
-    app.close()
-    other.close()
-    assert calls["n"] == 2
-    assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n{"step": 9}\n'
-    assert st.read_bytes("metrics.jsonl.torn") == b'{"ste\n'
-    assert _parts(st) == []
-
-
-def test_move_tail_refuses_to_overwrite_a_foreign_rewrite(az_uri: str) -> None:
-    """A foreign rewrite during move_tail is refused: the log stays as that writer left it."""
-    st = _az(az_uri)
-    app = st.appender("metrics.jsonl")
-    app.append_durable(b'{"step": 0}\n{"ste')
-    app.close()
-    orig = st.api.copy
-
-    def copy(key: str, source: str, **kw: Any) -> None:
-        if "torn" not in key and st.api.props(key) is not None:
-            st.api.upload(key, b"foreign\n")  # a block blob put over the log meanwhile
-        st.api.copy = orig  # type: ignore[method-assign]
-        orig(key, source, **kw)
-
-    st.api.copy = copy  # type: ignore[method-assign]
-    with pytest.raises(UnsafeStorageError, match="changed by another writer"):
-        st.move_tail("metrics.jsonl", 12, "metrics.jsonl.torn")
-    assert st.read_bytes("metrics.jsonl") == b"foreign\n"
-
-
-def test_a_rewrite_whose_answer_is_lost_recognises_itself(az_uri: str, az: FaultProxy) -> None:
-    """move_tail's conditional copy committing then answering 503 is not an error."""
-    st = _az(az_uri)
-    app = st.appender("metrics.jsonl")
-    app.append_durable(b'{"step": 0}\n{"step": 1}\n')
-    app.close()
-    az.set_faults([{"op": "copy", "name": r"/metrics\.jsonl$", "mode": "commit_then_503",
-                    "times": 1}])
-    assert st.move_tail("metrics.jsonl", 12, "metrics.jsonl.superseded") == 12
-    assert az.injected() == 1
-    assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n'
-    app = st.appender("metrics.jsonl")  # still an append blob: appends go on after the cut
-    app.append_durable(b'{"step": 1}\n')
-    app.close()
-    assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n{"step": 1}\n'
-
-
 def test_bytes_sent_per_append_do_not_grow_with_the_file(az_uri: str, az: FaultProxy) -> None:
     """A batch costs the same requests and bytes on a 10 KB log as on a 12 MB one."""
     st = _az(az_uri)
@@ -240,15 +176,3 @@ def test_a_log_near_azures_block_limit_is_compacted_to_the_same_bytes(az_uri: st
     assert blob.append_blob_committed_block_count < 6  # compacted at least once
     assert [r["i"] for r in _records(st.read_bytes("metrics.jsonl"))] == list(range(10))
     assert _parts(st) == []
-
-
-def test_an_append_after_a_fragment_starts_a_new_line(az_uri: str) -> None:
-    """A log another writer left ending in a fragment: the next appends start on a new line."""
-    st = _az(az_uri)
-    st.replace("metrics.jsonl", b'{"step": 0}\n{"step": 1, "x')
-    app = st.appender("metrics.jsonl")
-    app.append(b'{"step": 2}\n')
-    app.append_durable(b'{"step": 3}\n')
-    app.close()
-    assert st.read_bytes("metrics.jsonl") == (
-        b'{"step": 0}\n{"step": 1, "x\n{"step": 2}\n{"step": 3}\n')

@@ -1,4 +1,6 @@
-"""s3:// specifics against moto behind the enforcing layer: conflicts, faults, multipart, cost.
+"""s3:// appends against moto behind the enforcing layer: ETags, multipart part copies, uploads
+left behind, lost answers, credentials and the requests an append costs (what every store
+shares: test_cloud_writes).
 
 Races are made deterministic by running another writer just before a chosen client call
 (``_HookedClient``), since the emulator serves one request at a time.
@@ -7,19 +9,15 @@ Races are made deterministic by running another writer just before a chosen clie
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from s3_emulator import Emulator
 
-from rlio.errors import StorageUnavailableError, UnsafeStorageError
+from rlio.errors import StorageUnavailableError
 from rlio.storage import open_storage
-from rlio.storage.objects import LOCKS_DIR
 from rlio.storage.s3.api import MIN_PART, S3Api
 from rlio.storage.s3.storage import S3Storage
 
@@ -253,63 +251,6 @@ def test_an_upload_aborted_by_a_reopening_writer_is_started_again(s3_uri: str) -
     assert st.read_bytes("logs.log") == BIG + b"mine\n"
 
 
-def _is_rewrite_of(key: str) -> Callable[[dict[str, Any]], bool]:
-    return lambda kw: kw["Key"] == key and "IfMatch" in kw
-
-
-def test_move_tail_keeps_appends_that_land_while_it_runs(s3_uri: str) -> None:
-    """An append landing between the tail's copy and the cut is kept after the cut (412, retry)."""
-    st = _s3(s3_uri)
-    _append(st, "metrics.jsonl", b'{"step": 0}\n{"step": 1}\n')
-    other = _s3(s3_uri)
-    hooked = _hook(st, "put_object",
-                   lambda: _append(other, "metrics.jsonl", b'{"step": 2}\n'),
-                   _is_rewrite_of(st.key("metrics.jsonl")))
-    with st.lock("metrics.jsonl"):
-        assert st.move_tail("metrics.jsonl", 12, "metrics.jsonl.superseded") == 12
-    assert hooked.fired
-    assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n{"step": 2}\n'
-    assert st.read_bytes("metrics.jsonl.superseded") == b'{"step": 1}\n'
-
-
-def test_move_tail_refuses_to_overwrite_a_foreign_rewrite(s3_uri: str) -> None:
-    """If something else rewrites the log during move_tail, the log is left as it was left."""
-    st = _s3(s3_uri)
-    _append(st, "metrics.jsonl", b'{"step": 0}\n{"step": 1}\n')
-    key, base = st.key("metrics.jsonl"), st.api.s3
-    _hook(st, "put_object",
-          lambda: base.put_object(Bucket=st.bucket, Key=key, Body=b'{"foreign": 1}\n'),
-          _is_rewrite_of(key))
-    with pytest.raises(UnsafeStorageError, match="both places"):
-        st.move_tail("metrics.jsonl", 12, "metrics.jsonl.superseded")
-    assert st.read_bytes("metrics.jsonl") == b'{"foreign": 1}\n'
-    assert st.read_bytes("metrics.jsonl.superseded") == b'{"step": 1}\n'
-
-
-def test_a_rewrite_whose_answer_is_lost_recognises_itself(s3_uri: str, s3_emu: Emulator) -> None:
-    """move_tail's conditional rewrite committing then answering 503 is not an error."""
-    st = _s3(s3_uri)
-    _append(st, "checkpoints.jsonl", b'{"name": "a"}\n{"name": "b"}\n')
-    s3_emu.set_faults([{"op": "put", "name": r"/checkpoints\.jsonl$",
-                        "mode": "commit_then_503", "times": 1}])
-    assert st.move_tail("checkpoints.jsonl", 14, "checkpoints.jsonl.torn") == 14
-    assert s3_emu.injected() == 1
-    assert st.read_bytes("checkpoints.jsonl") == b'{"name": "a"}\n'
-    _append(st, "checkpoints.jsonl", b'{"name": "c"}\n')
-    assert st.read_bytes("checkpoints.jsonl") == b'{"name": "a"}\n{"name": "c"}\n'
-
-
-def test_a_stale_lock_left_by_a_crashed_holder_is_broken(s3_uri: str) -> None:
-    """lock() takes over a lock object whose holder's expiry passed, and deletes it on exit."""
-    st = _s3(s3_uri)
-    key = f"{st.key(LOCKS_DIR)}/metrics.jsonl.lock"
-    st.api.put(key, b"{}", metadata={"rlio-lease-expires": f"{time.time() - 60:.3f}"})
-    with st.lock("metrics.jsonl"):
-        held = st.api.head(key)
-        assert held is not None and float(held.metadata["rlio-lease-expires"]) > time.time()
-    assert st.api.head(key) is None
-
-
 def test_bytes_sent_per_append_stay_flat_past_5_mib(s3_uri: str, s3_emu: Emulator) -> None:
     """A batch on a 6 MiB log and on a 12 MiB one costs the same four requests and bytes."""
     st = _s3(s3_uri)
@@ -348,32 +289,6 @@ def test_a_log_below_5_mib_is_rewritten_whole_in_one_request(s3_uri: str,
     app.close()
     assert _ops(s3_emu) == {"put": 2}
     assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n{"step": 1}\n{"step": 2}\n'
-
-
-@pytest.mark.slow
-def test_an_unflushed_line_reaches_s3_within_about_a_second(s3_uri: str) -> None:
-    """A single append() with no flush is committed by the timer thread, not held until close."""
-    st = _s3(s3_uri)
-    app = st.appender("metrics.jsonl")
-    app.append(b'{"step": 0}\n')
-    deadline = time.monotonic() + 30
-    while st.stat("metrics.jsonl") is None:
-        assert time.monotonic() < deadline, "the buffered line never reached the log"
-        time.sleep(0.1)
-    assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n'
-    app.close()
-
-
-@pytest.mark.slow
-def test_lines_still_buffered_at_interpreter_exit_are_committed(s3_uri: str) -> None:
-    """A process that exits without closing its appender still lands what it appended."""
-    code = (
-        "import sys\nfrom rlio.storage import open_storage\n"
-        "app = open_storage(sys.argv[1], create=True).appender('metrics.jsonl')\n"
-        "app.append(b'{\"step\": 0}\\n')\n"
-    )
-    subprocess.run([sys.executable, "-c", code, s3_uri], check=True, timeout=120)
-    assert _s3(s3_uri, create=False).read_bytes("metrics.jsonl") == b'{"step": 0}\n'
 
 
 def test_refused_credentials_fail_the_first_request(s3_uri: str,
