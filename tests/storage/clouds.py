@@ -9,7 +9,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -129,3 +131,29 @@ def acked(proc: subprocess.Popen[str]) -> list[int]:
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
     return [int(x) for x in out.split()]
+
+
+def feed(st: Any, rel: str, tags: tuple[str, ...], n: int,
+         durable: Callable[[int], bool] = lambda i: i % 3 != 0) -> None:
+    """Each tag's thread appends ``n`` records ``{"w": tag, "i": i}`` to ``rel`` through its own
+    appender, durably where ``durable(i)`` (the others wait for the timer or close)."""
+    def one(tag: str) -> None:
+        app = st.appender(rel)
+        for i in range(n):
+            line = json.dumps({"w": tag, "i": i}).encode() + b"\n"
+            (app.append_durable if durable(i) else app.append)(line)
+        app.close()
+
+    threads = [threading.Thread(target=one, args=(t,)) for t in tags]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def assert_each_once(data: bytes, tags: tuple[str, ...], n: int) -> None:
+    """``feed``'s records are each in ``data`` once, whole, each writer's in order."""
+    got = [json.loads(line) for line in data.splitlines()]
+    assert sorted((r["w"], r["i"]) for r in got) == sorted((w, i) for w in tags for i in range(n))
+    for w in tags:
+        assert [r["i"] for r in got if r["w"] == w] == list(range(n))

@@ -5,11 +5,11 @@ the bytes each append costs (what every store shares: test_cloud_writes)."""
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
 import pytest
 from azurite import FaultProxy
+from clouds import assert_each_once, feed
 
 from rlio.storage import open_storage
 from rlio.storage.azure.api import PARTS_DIR, AzureApi, blocks
@@ -33,25 +33,11 @@ def _parts(st: AzureStorage) -> list[str]:
 
 def _feed(st: AzureStorage, tags: tuple[str, ...], n: int) -> None:
     """Each tag's thread appends ``n`` lines through its own appender, every third durably."""
-    def feed(tag: str) -> None:
-        app = st.appender("metrics.jsonl")
-        for i in range(n):
-            line = json.dumps({"w": tag, "i": i}).encode() + b"\n"
-            (app.append if i % 3 else app.append_durable)(line)
-        app.close()
-
-    threads = [threading.Thread(target=feed, args=(t,)) for t in tags]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    feed(st, "metrics.jsonl", tags, n, durable=lambda i: i % 3 == 0)
 
 
 def _assert_once_in_order(st: AzureStorage, tags: tuple[str, ...], n: int) -> None:
-    got = _records(st.read_bytes("metrics.jsonl"))
-    assert sorted((r["w"], r["i"]) for r in got) == sorted((w, i) for w in tags for i in range(n))
-    for w in tags:
-        assert [r["i"] for r in got if r["w"] == w] == list(range(n))
+    assert_each_once(st.read_bytes("metrics.jsonl"), tags, n)
 
 
 def test_blocks_cut_at_line_ends_and_keep_a_long_line_whole() -> None:

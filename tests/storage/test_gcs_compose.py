@@ -8,8 +8,6 @@ Races are made deterministic by running another writer at a chosen point of a re
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -17,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from clouds import assert_each_once, feed
 from gcs_emulator import Emulator
 
 from rlio.storage import open_storage
@@ -124,10 +123,6 @@ def test_a_create_only_collision_falls_back_to_compose(gs_uri: str, emulator: Em
     assert emulator.stats()["upload:412"]["requests"] == 1
 
 
-def _records(data: bytes) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in data.splitlines()]
-
-
 def test_commits_whose_answer_is_lost_are_neither_duplicated_nor_dropped(
         gs_uri: str, emulator: Emulator) -> None:
     """With writes that commit and then answer 503 or drop the connection, every line lands once."""
@@ -141,24 +136,9 @@ def test_commits_whose_answer_is_lost_are_neither_duplicated_nor_dropped(
         {"op": "delete", "name": PARTS_DIR, "mode": "503", "times": 1},
     ])
 
-    def feed(tag: str) -> None:
-        app = st.appender("metrics.jsonl")
-        for i in range(12):
-            line = json.dumps({"w": tag, "i": i}).encode() + b"\n"
-            (app.append_durable if i % 3 else app.append)(line)
-        app.close()
-
-    threads = [threading.Thread(target=feed, args=(t,)) for t in ("a", "b")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    feed(st, "metrics.jsonl", ("a", "b"), 12)
     assert emulator.injected() == 6
-    got = _records(st.read_bytes("metrics.jsonl"))
-    assert sorted((r["w"], r["i"]) for r in got) == sorted(
-        (w, i) for w in ("a", "b") for i in range(12))
-    for w in ("a", "b"):
-        assert [r["i"] for r in got if r["w"] == w] == list(range(12))
+    assert_each_once(st.read_bytes("metrics.jsonl"), ("a", "b"), 12)
     assert _parts(st) == []
 
 

@@ -8,12 +8,11 @@ Races are made deterministic by running another writer just before a chosen clie
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from clouds import assert_each_once, feed
 from s3_emulator import Emulator
 
 from rlio.errors import StorageUnavailableError
@@ -139,34 +138,14 @@ def test_a_multipart_append_racing_another_writer_is_retried_on_the_new_etag(
     assert _uploads(st) == []
 
 
-def _records(data: bytes) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in data.splitlines()]
-
-
 def _feed_two(st: S3Storage, rel: str, n: int, first: bytes = b"") -> None:
     if first:
         _append(st, rel, first)
-
-    def feed(tag: str) -> None:
-        app = st.appender(rel)
-        for i in range(n):
-            line = json.dumps({"w": tag, "i": i}).encode() + b"\n"
-            (app.append_durable if i % 3 else app.append)(line)
-        app.close()
-
-    threads = [threading.Thread(target=feed, args=(t,)) for t in ("a", "b")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    feed(st, rel, ("a", "b"), n)
 
 
 def _assert_each_once(data: bytes, n: int) -> None:
-    got = _records(data)
-    assert sorted((r["w"], r["i"]) for r in got) == sorted(
-        (w, i) for w in ("a", "b") for i in range(n))
-    for w in ("a", "b"):
-        assert [r["i"] for r in got if r["w"] == w] == list(range(n))
+    assert_each_once(data, ("a", "b"), n)
 
 
 def test_small_writes_whose_answer_is_lost_are_neither_duplicated_nor_dropped(
