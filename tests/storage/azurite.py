@@ -191,6 +191,8 @@ class FaultProxy:
         finally:
             conn.close()
         self.faults.count(op, received, len(data))
+        if status == 412:  # refused by a condition: counted apart too, as the emulators do
+            self.faults.count(f"{op}:412", 0)
         if mode == "commit_then_drop":
             h.close_connection = True
             with contextlib.suppress(OSError):

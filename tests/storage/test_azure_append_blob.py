@@ -61,29 +61,6 @@ def test_a_stale_append_position_is_refused_by_the_service(az_uri: str) -> None:
     assert st.read_bytes("logs.log") == b"a\n"
 
 
-def test_concurrent_appenders_retry_on_412_and_lose_nothing(az_uri: str, az: FaultProxy) -> None:
-    """Three appenders on one log, from threads: every line once, each writer's in order."""
-    st = _az(az_uri)
-    _feed(st, ("a", "b", "c"), 30)
-    _assert_once_in_order(st, ("a", "b", "c"), 30)
-
-
-def test_commits_whose_answer_is_lost_are_neither_duplicated_nor_dropped(
-        az_uri: str, az: FaultProxy) -> None:
-    """AppendBlocks that land and then answer 503 or drop the connection: every line once."""
-    st = _az(az_uri)
-    log = r"/metrics\.jsonl$"
-    az.set_faults([
-        {"op": "create", "name": log, "mode": "commit_then_503", "times": 1},
-        {"op": "append", "name": log, "mode": "commit_then_503", "skip": 1, "times": 1},
-        {"op": "append", "name": log, "mode": "commit_then_drop", "skip": 4, "times": 1},
-        {"op": "append", "name": log, "mode": "503", "skip": 9, "times": 1},
-    ])
-    _feed(st, ("a", "b"), 12)
-    assert az.injected() == 4
-    _assert_once_in_order(st, ("a", "b"), 12)
-
-
 def test_slow_requests_delay_appends_but_lose_nothing(az_uri: str, az: FaultProxy) -> None:
     """An AppendBlock answered after a delay lands once; the writers wait, then go on."""
     st = _az(az_uri)

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from clouds import assert_each_once, feed
 from gcs_emulator import Emulator
 
 from rlio.storage import open_storage
@@ -91,23 +90,6 @@ def test_emulator_answers_preconditions_as_gcs_does(gs_uri: str, emulator: Emula
     assert emulator.stats()["upload:412"]["requests"] == 2
 
 
-def test_a_stale_generation_is_refused_then_the_append_is_retried(
-        gs_uri: str, emulator: Emulator) -> None:
-    """An appender composing on a generation another writer replaced gets 412, then retries."""
-    st = _gs(gs_uri)
-    a, b = st.appender("metrics.jsonl"), st.appender("metrics.jsonl")
-    a.append_durable(b'{"a": 1}\n')
-    b.append_durable(b'{"b": 1}\n')
-    emulator.stats(reset=True)
-    a.append_durable(b'{"a": 2}\n')  # a still holds the generation before b's append
-    a.close()
-    b.close()
-    assert st.read_bytes("metrics.jsonl") == b'{"a": 1}\n{"b": 1}\n{"a": 2}\n'
-    stats = emulator.stats()
-    assert stats["compose:412"]["requests"] == 1 and stats["compose"]["requests"] == 2
-    assert _parts(st) == []
-
-
 def test_a_create_only_collision_falls_back_to_compose(gs_uri: str, emulator: Emulator) -> None:
     """Two writers creating one log: the loser's create-only upload gets 412, then it composes."""
     st = _gs(gs_uri)
@@ -121,25 +103,6 @@ def test_a_create_only_collision_falls_back_to_compose(gs_uri: str, emulator: Em
     assert st.api.fired
     assert st.read_bytes("checkpoints.jsonl") == b'{"name": "other"}\n{"name": "mine"}\n'
     assert emulator.stats()["upload:412"]["requests"] == 1
-
-
-def test_commits_whose_answer_is_lost_are_neither_duplicated_nor_dropped(
-        gs_uri: str, emulator: Emulator) -> None:
-    """With writes that commit and then answer 503 or drop the connection, every line lands once."""
-    st = _gs(gs_uri)
-    log = r"/metrics\.jsonl$"
-    emulator.set_faults([
-        {"op": "upload", "name": log, "mode": "commit_then_503", "times": 1},  # the create
-        {"op": "upload", "name": PARTS_DIR, "mode": "commit_then_503", "skip": 2, "times": 1},
-        {"op": "compose", "name": log, "mode": "commit_then_503", "skip": 1, "times": 2},
-        {"op": "compose", "name": log, "mode": "commit_then_drop", "skip": 6, "times": 1},
-        {"op": "delete", "name": PARTS_DIR, "mode": "503", "times": 1},
-    ])
-
-    feed(st, "metrics.jsonl", ("a", "b"), 12)
-    assert emulator.injected() == 6
-    assert_each_once(st.read_bytes("metrics.jsonl"), ("a", "b"), 12)
-    assert _parts(st) == []
 
 
 def test_a_part_swept_before_its_compose_is_uploaded_again(gs_uri: str) -> None:

@@ -101,22 +101,6 @@ def test_emulator_answers_preconditions_as_s3_does(s3_uri: str, s3_emu: Emulator
         api.read(key, 0, 4, if_match=e2)
 
 
-def test_a_stale_etag_is_refused_then_the_append_is_retried(s3_uri: str,
-                                                           s3_emu: Emulator) -> None:
-    """An appender writing on an ETag another writer replaced gets 412, then retries."""
-    st = _s3(s3_uri)
-    a, b = st.appender("metrics.jsonl"), st.appender("metrics.jsonl")
-    a.append_durable(b'{"a": 1}\n')
-    b.append_durable(b'{"b": 1}\n')
-    s3_emu.stats(reset=True)
-    a.append_durable(b'{"a": 2}\n')  # a still holds the ETag before b's append
-    a.close()
-    b.close()
-    ops = _ops(s3_emu)  # the refused put, the HEAD and GET of b's version, the put again
-    assert ops["put:412"] == 1 and ops["put"] == 2 and ops["head"] == 1 and ops["get"] == 1
-    assert st.read_bytes("metrics.jsonl") == b'{"a": 1}\n{"b": 1}\n{"a": 2}\n'
-
-
 @pytest.mark.parametrize("method", ["upload_part_copy", "complete_multipart_upload"])
 def test_a_multipart_append_racing_another_writer_is_retried_on_the_new_etag(
         s3_uri: str, s3_emu: Emulator, method: str) -> None:
@@ -146,23 +130,6 @@ def _feed_two(st: S3Storage, rel: str, n: int, first: bytes = b"") -> None:
 
 def _assert_each_once(data: bytes, n: int) -> None:
     assert_each_once(data, ("a", "b"), n)
-
-
-def test_small_writes_whose_answer_is_lost_are_neither_duplicated_nor_dropped(
-        s3_uri: str, s3_emu: Emulator) -> None:
-    """Below 5 MiB, PutObjects that commit then answer 503 or drop the connection, and 503s
-    outlasting the client's retries: every line of two writers lands once, in order."""
-    st = _s3(s3_uri)
-    log = r"/metrics\.jsonl$"
-    s3_emu.set_faults([
-        {"op": "put", "name": log, "mode": "commit_then_503", "times": 1},  # the create
-        {"op": "put", "name": log, "mode": "commit_then_503", "skip": 2, "times": 2},
-        {"op": "put", "name": log, "mode": "commit_then_drop", "skip": 5, "times": 1},
-        {"op": "head", "name": log, "mode": "503", "skip": 1, "times": 3},  # the client gives up
-    ])
-    _feed_two(st, "metrics.jsonl", 12)
-    assert s3_emu.injected() == 7
-    _assert_each_once(st.read_bytes("metrics.jsonl"), 12)
 
 
 def test_multipart_writes_whose_answer_is_lost_are_neither_duplicated_nor_dropped(
