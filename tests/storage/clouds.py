@@ -157,3 +157,17 @@ def assert_each_once(data: bytes, tags: tuple[str, ...], n: int) -> None:
     assert sorted((r["w"], r["i"]) for r in got) == sorted((w, i) for w in tags for i in range(n))
     for w in tags:
         assert [r["i"] for r in got if r["w"] == w] == list(range(n))
+
+
+#: 64 metrics lines of about 150 bytes: one batch, for what an append costs.
+BATCH = b"".join(b'{"step": %d, "loss": 0.125, "pad": "%s"}\n' % (i, b"x" * 100)
+                 for i in range(64))
+
+
+def append(st: Any, rel: str, data: bytes) -> None:
+    """Append ``data`` durably through a fresh appender of ``st``, then close it."""
+    app = st.appender(rel)
+    try:
+        app.append_durable(data)
+    finally:
+        app.close()

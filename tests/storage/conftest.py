@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import azurite
 import s3_emulator
 from clouds import CLOUDS
+from faults import E
 from gcs_emulator import Emulator, serving
 
 from rlio.storage import Storage, open_storage
@@ -39,6 +40,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(mark)
 
 
+def _cleared(emu: E) -> Iterator[E]:
+    """A session's emulator with no fault rules and zeroed counters, before and after a test."""
+    emu.set_faults([])
+    emu.stats(reset=True)
+    yield emu
+    emu.set_faults([])
+
+
 @pytest.fixture(scope="session")
 def gcs_emulator() -> Iterator[Emulator]:
     """The precondition-enforcing emulator on a free loopback port, for the whole session.
@@ -53,10 +62,7 @@ def gcs_emulator() -> Iterator[Emulator]:
 @pytest.fixture
 def emulator(gcs_emulator: Emulator) -> Iterator[Emulator]:
     """The session emulator with no fault rules and zeroed counters, before and after the test."""
-    gcs_emulator.set_faults([])
-    gcs_emulator.stats(reset=True)
-    yield gcs_emulator
-    gcs_emulator.set_faults([])
+    yield from _cleared(gcs_emulator)
 
 
 @pytest.fixture(scope="session")
@@ -70,10 +76,7 @@ def s3_session_emulator() -> Iterator[s3_emulator.Emulator]:
 @pytest.fixture
 def s3_emu(s3_session_emulator: s3_emulator.Emulator) -> Iterator[s3_emulator.Emulator]:
     """The session S3 emulator with no fault rules and zeroed counters, before and after."""
-    s3_session_emulator.set_faults([])
-    s3_session_emulator.stats(reset=True)
-    yield s3_session_emulator
-    s3_session_emulator.set_faults([])
+    yield from _cleared(s3_session_emulator)
 
 
 @pytest.fixture
@@ -95,10 +98,7 @@ def azurite_proxy() -> Iterator[azurite.FaultProxy]:
 @pytest.fixture
 def az(azurite_proxy: azurite.FaultProxy) -> Iterator[azurite.FaultProxy]:
     """The session's proxy with no fault rules and zeroed counters, before and after the test."""
-    azurite_proxy.set_faults([])
-    azurite_proxy.stats(reset=True)
-    yield azurite_proxy
-    azurite_proxy.set_faults([])
+    yield from _cleared(azurite_proxy)
 
 
 @pytest.fixture

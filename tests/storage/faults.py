@@ -14,6 +14,7 @@ clients at it while a session lasts (``environment``).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -196,6 +197,15 @@ def running(emu: E, *, drop: tuple[str, ...] = ()) -> Iterator[E]:
             yield emu
     finally:
         emu.stop()
+
+
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    """An emulator child's command line: ``--host``, ``--port`` (0: a free one), ``--bucket``."""
+    p = argparse.ArgumentParser(description="an rlio test emulator")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--bucket", action="append", default=[])
+    return p.parse_args(argv)
 
 
 def serve_until_stopped(srv: Any) -> None:

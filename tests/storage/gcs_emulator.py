@@ -29,7 +29,6 @@ Run as a script: ``python gcs_emulator.py --port 0 --bucket NAME`` prints ``READ
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import logging
@@ -42,7 +41,7 @@ from http import server as http_server
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # faults.py, however loaded
-from faults import ChildEmulator, Faults, running, serve_until_stopped
+from faults import ChildEmulator, Faults, arguments, running, serve_until_stopped
 
 _UPLOAD_RE = re.compile(r"^/upload/storage/v1/b/(?P<bucket>[-.\w]+)/o$")
 _COMPOSE_RE = re.compile(r"^(?:/storage/v1)?/b/(?P<bucket>[-.\w]+)/o/(?P<obj>.+)/compose$")
@@ -292,11 +291,7 @@ def serving(bucket: str) -> contextlib.AbstractContextManager[Emulator]:
 
 def main(argv: list[str] | None = None) -> int:
     """Serve until SIGTERM; print ``READY <port>`` once listening."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--bucket", action="append", default=[])
-    args = p.parse_args(argv)
+    args = arguments(argv)
     serve_until_stopped(make_server(args.host, args.port, args.bucket or ["rlio-test"]))
     return 0
 

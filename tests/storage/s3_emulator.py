@@ -24,7 +24,6 @@ Run as a script: ``python s3_emulator.py --port 0 --bucket NAME`` prints ``READY
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -39,7 +38,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # faults.py, however loaded
-from faults import ChildEmulator, Faults, running, serve_until_stopped
+from faults import ChildEmulator, Faults, arguments, running, serve_until_stopped
 
 _PRECONDITION = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>PreconditionFailed'
                  b"</Code><Message>At least one of the pre-conditions you specified did not hold"
@@ -214,11 +213,7 @@ def serving(bucket: str) -> contextlib.AbstractContextManager[Emulator]:
 
 def main(argv: list[str] | None = None) -> int:
     """Serve until SIGTERM; print ``READY <port>`` once listening."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--bucket", action="append", default=[])
-    args = p.parse_args(argv)
+    args = arguments(argv)
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")

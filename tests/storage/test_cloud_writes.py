@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from clouds import ONE_BY_DEFAULT, OPS, assert_each_once, feed
+from clouds import ONE_BY_DEFAULT, OPS, append, assert_each_once, feed
 
 from rlio.errors import UnsafeStorageError
 from rlio.storage import open_storage
@@ -25,14 +25,6 @@ def _open(uri: str, *, create: bool = True) -> ObjectStorage:
     st = open_storage(uri, create=create)
     assert isinstance(st, ObjectStorage)
     return st
-
-
-def _append(st: ObjectStorage, rel: str, data: bytes) -> None:
-    app = st.appender(rel)
-    try:
-        app.append_durable(data)
-    finally:
-        app.close()
 
 
 def _before_first_rewrite(st: ObjectStorage, hook: Callable[[], None]) -> list[int]:
@@ -125,9 +117,9 @@ def test_move_tail_keeps_appends_that_land_while_it_runs(cloud_uri: str) -> None
     """An append landing between the tail's copy and the cut is kept after the cut (412, retry);
     a moved fragment gets its newline in the sidecar, not in the log."""
     st = _open(cloud_uri)
-    _append(st, "metrics.jsonl", b'{"step": 0}\n{"ste')
+    append(st, "metrics.jsonl", b'{"step": 0}\n{"ste')
     other = _open(cloud_uri)
-    calls = _before_first_rewrite(st, lambda: _append(other, "metrics.jsonl", b'{"step": 9}\n'))
+    calls = _before_first_rewrite(st, lambda: append(other, "metrics.jsonl", b'{"step": 9}\n'))
     with st.lock("metrics.jsonl"):
         assert st.move_tail("metrics.jsonl", 12, "metrics.jsonl.torn") == 5
     assert len(calls) == 2
@@ -140,7 +132,7 @@ def test_move_tail_refuses_to_overwrite_a_foreign_rewrite(cloud_uri: str) -> Non
     """If something else rewrites the log during move_tail, the log is left as it was left and
     the error says the moved bytes are in both places."""
     st = _open(cloud_uri)
-    _append(st, "metrics.jsonl", b'{"step": 0}\n{"step": 1}\n')
+    append(st, "metrics.jsonl", b'{"step": 0}\n{"step": 1}\n')
     foreign = _open(cloud_uri)
     _before_first_rewrite(st, lambda: foreign._put(
         foreign.key("metrics.jsonl"), b'{"foreign": 1}\n', ctype="application/json"))
@@ -155,13 +147,13 @@ def test_a_rewrite_whose_answer_is_lost_recognises_itself(
     """move_tail's conditional rewrite committing then answering 503 is not an error, and
     appends go on after the cut."""
     st = _open(cloud_uri)
-    _append(st, "checkpoints.jsonl", b'{"name": "a"}\n{"name": "b"}\n')
+    append(st, "checkpoints.jsonl", b'{"name": "a"}\n{"name": "b"}\n')
     cloud_emulator.set_faults([{"op": OPS[cloud]["rewrite"], "name": r"/checkpoints\.jsonl$",
                                 "mode": "commit_then_503", "times": 1}])
     assert st.move_tail("checkpoints.jsonl", 14, "checkpoints.jsonl.torn") == 14
     assert cloud_emulator.injected() == 1
     assert st.read_bytes("checkpoints.jsonl") == b'{"name": "a"}\n'
-    _append(st, "checkpoints.jsonl", b'{"name": "c"}\n')
+    append(st, "checkpoints.jsonl", b'{"name": "c"}\n')
     assert st.read_bytes("checkpoints.jsonl") == b'{"name": "a"}\n{"name": "c"}\n'
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from clouds import BATCH, append
 from gcs_emulator import Emulator
 
 from rlio.storage import open_storage
@@ -48,14 +49,6 @@ class _Hooked(GcsApi):
     def compose(self, key: str, sources: Any, **kw: Any) -> dict[str, Any]:
         self._maybe("compose", key, sources, **kw)
         return super().compose(key, sources, **kw)
-
-
-def _append(st: GcsStorage, rel: str, data: bytes) -> None:
-    app = st.appender(rel)
-    try:
-        app.append_durable(data)
-    finally:
-        app.close()
 
 
 def _parts(st: GcsStorage) -> list[str]:
@@ -97,9 +90,9 @@ def test_a_create_only_collision_falls_back_to_compose(gs_uri: str, emulator: Em
     st.api = _Hooked(st.api, "upload",
                      lambda key, data, **kw: kw.get("if_generation_match") == 0
                      and key.endswith("/checkpoints.jsonl"),
-                     lambda: _append(other, "checkpoints.jsonl", b'{"name": "other"}\n'))
+                     lambda: append(other, "checkpoints.jsonl", b'{"name": "other"}\n'))
     emulator.stats(reset=True)
-    _append(st, "checkpoints.jsonl", b'{"name": "mine"}\n')
+    append(st, "checkpoints.jsonl", b'{"name": "mine"}\n')
     assert st.api.fired
     assert st.read_bytes("checkpoints.jsonl") == b'{"name": "other"}\n{"name": "mine"}\n'
     assert emulator.stats()["upload:412"]["requests"] == 1
@@ -108,12 +101,12 @@ def test_a_create_only_collision_falls_back_to_compose(gs_uri: str, emulator: Em
 def test_a_part_swept_before_its_compose_is_uploaded_again(gs_uri: str) -> None:
     """A reopening writer sweeping an in-flight part costs a re-upload, never a lost line."""
     st = _gs(gs_uri)
-    _append(st, "metrics.jsonl", b'{"step": 0}\n')
+    append(st, "metrics.jsonl", b'{"step": 0}\n')
     sweeper = _gs(gs_uri, create=False)
     swept: list[int] = []
     st.api = _Hooked(st.api, "compose", lambda key, sources, **kw: True,
                      lambda: swept.append(sweeper.sweep_orphans()))
-    _append(st, "metrics.jsonl", b'{"step": 1}\n')
+    append(st, "metrics.jsonl", b'{"step": 1}\n')
     assert swept == [1]
     assert st.read_bytes("metrics.jsonl") == b'{"step": 0}\n{"step": 1}\n'
     assert _parts(st) == []
@@ -122,7 +115,7 @@ def test_a_part_swept_before_its_compose_is_uploaded_again(gs_uri: str) -> None:
 def test_orphan_parts_are_hidden_and_swept_when_a_writer_reopens(gs_uri: str) -> None:
     """Parts a crashed writer left are not run files, and open_storage(create=True) deletes them."""
     st = _gs(gs_uri)
-    _append(st, "metrics.jsonl", b'{"step": 0}\n')
+    append(st, "metrics.jsonl", b'{"step": 0}\n')
     for i in range(3):
         st.api.upload(f"{st.key(PARTS_DIR)}/metrics.jsonl.dead{i}", b'{"lost": 1}\n')
     assert len(_parts(st)) == 3
@@ -136,8 +129,7 @@ def test_bytes_sent_per_append_do_not_grow_with_the_file(gs_uri: str, emulator: 
     """A batch costs the same requests and bytes on a 10 KB log as on a 12 MB one."""
     st = _gs(gs_uri)
     app = st.appender("metrics.jsonl")
-    batch = b"".join(b'{"step": %d, "loss": 0.125, "pad": "%s"}\n' % (i, b"x" * 100)
-                     for i in range(64))
+    batch = BATCH
     app.append_durable(batch)
 
     def cost() -> tuple[int, int]:
@@ -174,7 +166,7 @@ def test_append_commits_itself_when_too_much_is_pending(gs_uri: str) -> None:
 def test_a_failed_background_commit_is_raised_then_retried_without_loss(gs_uri: str) -> None:
     """The timer thread's error surfaces on the next append; the batch is kept and lands once."""
     st = _gs(gs_uri)
-    _append(st, "metrics.jsonl", b'{"step": 0}\n')
+    append(st, "metrics.jsonl", b'{"step": 0}\n')
 
     def fail() -> None:
         raise ConnectionError("injected: network down")

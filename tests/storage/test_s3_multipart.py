@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from clouds import assert_each_once, feed
+from clouds import BATCH, append, assert_each_once, feed
 from s3_emulator import Emulator
 
 from rlio.errors import StorageUnavailableError
@@ -59,14 +59,6 @@ def _hook(st: S3Storage, method: str, hook: Callable[[], None],
     return hooked
 
 
-def _append(st: S3Storage, rel: str, data: bytes) -> None:
-    app = st.appender(rel)
-    try:
-        app.append_durable(data)
-    finally:
-        app.close()
-
-
 def _uploads(st: S3Storage) -> list[dict[str, Any]]:
     return list(st.api.uploads(st.key("")))
 
@@ -107,11 +99,11 @@ def test_a_multipart_append_racing_another_writer_is_retried_on_the_new_etag(
     """Past 5 MiB, a write landing before the copy or before the complete refuses ours (412);
     the appender lands it on top, once, and no upload is left behind."""
     st = _s3(s3_uri)
-    _append(st, "logs.log", BIG)
+    append(st, "logs.log", BIG)
     other = _s3(s3_uri)
-    hooked = _hook(st, method, lambda: _append(other, "logs.log", b"other\n"))
+    hooked = _hook(st, method, lambda: append(other, "logs.log", b"other\n"))
     s3_emu.stats(reset=True)
-    _append(st, "logs.log", b"mine\n")
+    append(st, "logs.log", b"mine\n")
     assert hooked.fired
     assert st.read_bytes("logs.log") == BIG + b"other\nmine\n"
     ops = _ops(s3_emu)
@@ -124,7 +116,7 @@ def test_a_multipart_append_racing_another_writer_is_retried_on_the_new_etag(
 
 def _feed_two(st: S3Storage, rel: str, n: int, first: bytes = b"") -> None:
     if first:
-        _append(st, rel, first)
+        append(st, rel, first)
     feed(st, rel, ("a", "b"), n)
 
 
@@ -175,7 +167,7 @@ def test_slow_requests_racing_other_writers_land_each_batch_once(s3_uri: str,
 def test_uploads_a_crashed_writer_left_are_aborted_when_a_writer_reopens(s3_uri: str) -> None:
     """An upload in progress is invisible to readers, and open_storage(create=True) aborts it."""
     st = _s3(s3_uri)
-    _append(st, "metrics.jsonl", b'{"step": 0}\n')
+    append(st, "metrics.jsonl", b'{"step": 0}\n')
     for _ in range(2):
         st.api.s3.create_multipart_upload(Bucket=st.bucket, Key=st.key("metrics.jsonl"))
     assert len(_uploads(st)) == 2
@@ -188,11 +180,11 @@ def test_uploads_a_crashed_writer_left_are_aborted_when_a_writer_reopens(s3_uri:
 def test_an_upload_aborted_by_a_reopening_writer_is_started_again(s3_uri: str) -> None:
     """A sweep aborting a live writer's upload costs it a retry, never a line."""
     st = _s3(s3_uri)
-    _append(st, "logs.log", BIG)
+    append(st, "logs.log", BIG)
     sweeper = _s3(s3_uri, create=False)
     swept: list[int] = []
     _hook(st, "complete_multipart_upload", lambda: swept.append(sweeper.sweep_orphans()))
-    _append(st, "logs.log", b"mine\n")
+    append(st, "logs.log", b"mine\n")
     assert swept == [1]
     assert st.read_bytes("logs.log") == BIG + b"mine\n"
 
@@ -201,8 +193,7 @@ def test_bytes_sent_per_append_stay_flat_past_5_mib(s3_uri: str, s3_emu: Emulato
     """A batch on a 6 MiB log and on a 12 MiB one costs the same four requests and bytes."""
     st = _s3(s3_uri)
     app = st.appender("metrics.jsonl")
-    batch = b"".join(b'{"step": %d, "loss": 0.125, "pad": "%s"}\n' % (i, b"x" * 100)
-                     for i in range(64))
+    batch = BATCH
     app.append_durable(BIG)
 
     def cost() -> tuple[dict[str, int], int]:
