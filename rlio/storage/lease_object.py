@@ -32,6 +32,7 @@ import os
 import secrets
 import threading
 import time
+from abc import abstractmethod
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rlio.storage.lease import EXPIRY_MARGIN, Lease, in_use, parse_holder
@@ -87,7 +88,38 @@ def live_holder(store: LeaseStore, key: str) -> dict[str, Any] | None:
     return _holder_of(store, key, cur)
 
 
-class ObjectLease(Lease):
+class RenewedLease(Lease):
+    """A lease a daemon thread renews every third of its duration until it is released or lost:
+    the one renewal mechanism of the object stores' leases (this module's, and az://'s
+    service lease). A subclass says how to ``renew`` once."""
+
+    def _start_renewing(self, seconds: float) -> None:
+        self._period = seconds / 3
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._renew_loop, name="rlio-lease-renew",
+                                        daemon=True)
+        self._thread.start()
+
+    @abstractmethod
+    def renew(self) -> bool:
+        """Renew the lease once; False once it is lost (``lose`` called). A transient failure
+        is not a loss: True, and the next tick tries again."""
+
+    def _renew_loop(self) -> None:
+        while not self._stop.wait(self._period):
+            if self.lost or not self.renew():
+                return  # lost (or may have been): let it expire, never renew it back
+
+    def _stop_renewing(self, timeout: float) -> bool:
+        """Stop the renewal thread; False when it was stopped before (released already)."""
+        if self._stop.is_set():
+            return False
+        self._stop.set()
+        self._thread.join(timeout=timeout)
+        return True
+
+
+class ObjectLease(RenewedLease):
     """A held lease object (see the module docstring)."""
 
     def __init__(self, store: LeaseStore, key: str, where: str, *, lease_seconds: float,
@@ -103,10 +135,7 @@ class ObjectLease(Lease):
         self.valid_until = 0.0
         self._version = self._take()
         self.holder["epoch"] = self.epoch
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._renew_loop, name="rlio-lease-renew",
-                                        daemon=True)
-        self._thread.start()
+        self._start_renewing(self._seconds)
 
     def _put(self, match: Any, *, released: bool = False) -> Any:
         start = time.monotonic()
@@ -142,34 +171,30 @@ class ObjectLease(Lease):
                 continue  # another taker won, or it was released: look again
         raise in_use(self.where, {})
 
-    def _renew_loop(self) -> None:
-        while not self._stop.wait(self._seconds / 3):
-            if self.lost:
-                return  # lost (or may have been): let it expire, never renew it back
-            try:
-                self._version = self._put(self._version)
-                continue
-            except (FileExistsError, FileNotFoundError):
-                pass
-            except Exception:  # a transient failure past the client's retries: next tick
-                continue
-            try:
-                cur = self._store._head(self._key)
-            except Exception:
-                continue
-            if cur is not None and cur.metadata.get(META_TOKEN) == self._token:
-                self._version = cur.version  # our renewal landed; its answer was lost
-                continue
-            self.lose("its lease object vanished from the store (deleted, or the store was "
-                      "reset); no other writer holds it" if cur is None else
-                      "another writer took its lease over (it had expired)")
-            return
+    def renew(self) -> bool:
+        """Rewrite the lease object on the version last written, pushing its expiry on."""
+        try:
+            self._version = self._put(self._version)
+            return True
+        except (FileExistsError, FileNotFoundError):
+            pass
+        except Exception:  # a transient failure past the client's retries: next tick
+            return True
+        try:
+            cur = self._store._head(self._key)
+        except Exception:
+            return True
+        if cur is not None and cur.metadata.get(META_TOKEN) == self._token:
+            self._version = cur.version  # our renewal landed; its answer was lost
+            return True
+        self.lose("its lease object vanished from the store (deleted, or the store was "
+                  "reset); no other writer holds it" if cur is None else
+                  "another writer took its lease over (it had expired)")
+        return False
 
     def release(self) -> None:
-        if self._stop.is_set():
+        if not self._stop_renewing(max(5.0, self._seconds)):
             return
-        self._stop.set()
-        self._thread.join(timeout=max(5.0, self._seconds))
         if self.lost or os.getpid() != self._pid:  # never a lease another writer took since
             return
         if self._keep:  # expired in place, its epoch kept for the next holder

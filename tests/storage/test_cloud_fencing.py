@@ -152,9 +152,7 @@ def test_seeded_pauses_and_takeovers(cloud_uri: str, seed: int) -> None:
     _pause_andtake_over(cloud_uri, random.Random(seed))
 
 
-# az:// (its own renewal thread, azure/lease.py) words a storm of failed renewals as a lost
-# lease, not a possibly expired one: left out until it renews through the shared machinery
-@pytest.mark.parametrize("cloud", ["gs", pytest.param("s3", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("cloud", ONE_BY_DEFAULT)  # az://: its shortest lease is 15 s
 def test_a_storm_of_failed_renewals_stops_the_holder_before_its_lease_expires(
         cloud: str, cloud_uri: str, cloud_emulator: Any) -> None:
     """Renewals answered 503: the holder stops acknowledging on its own (LeaseLostError) before

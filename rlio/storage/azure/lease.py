@@ -5,8 +5,9 @@ The blob holds the holder's JSON (host, pid, since, epoch). A writer creates it 
 id, for ``duration(lease_seconds)`` seconds (Azure grants 15 to 60); a blob whose lease is live
 answers 409 (``LeaseAlreadyPresent``): ``RunInUseError`` naming the holder the blob records. The
 holder writes its record under its lease id and renews the lease every third of its duration on
-a daemon thread. A holder killed without releasing keeps the run for at most the duration; then
-the service lets the next writer acquire it. Acquiring again with the same proposed id is
+the daemon thread every object store's lease shares (``lease_object.RenewedLease``). A holder
+killed without releasing keeps the run for at most the duration; then the service lets the
+next writer acquire it. Acquiring again with the same proposed id is
 idempotent, so a retried acquire whose first answer was lost is not refused.
 
 Fencing: the service itself refuses the old holder: once another writer acquired the lease,
@@ -24,13 +25,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 import time
 import uuid
 from typing import Any
 
 from rlio.storage.azure.api import AzureApi, LeaseTakenError
-from rlio.storage.lease import Lease, in_use, parse_holder
+from rlio.storage.lease import in_use, parse_holder
+from rlio.storage.lease_object import RenewedLease
 
 _JSON = "application/json"
 #: Seconds before the service's expiry after which the holder stops counting on its lease
@@ -44,7 +45,7 @@ def duration(lease_seconds: float) -> int:
     return int(min(60, max(15, round(lease_seconds))))
 
 
-class AzureLease(Lease):
+class AzureLease(RenewedLease):
     """A held az:// lease (see the module docstring)."""
 
     def __init__(self, api: AzureApi, key: str, where: str, *, lease_seconds: float,
@@ -57,10 +58,7 @@ class AzureLease(Lease):
         self._keep = keep  # released without deleting the blob: the next epoch grows from it
         super().__init__(where)
         self._take()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._renew_loop, name="rlio-lease-renew",
-                                        daemon=True)
-        self._thread.start()
+        self._start_renewing(self.seconds)
 
     def _take(self) -> None:
         blob = self._api.blob(self._key)
@@ -111,21 +109,14 @@ class AzureLease(Lease):
         return True
 
     def refresh(self) -> None:
-        """Renew now (``valid_until`` passed: the renewal thread fell behind); lost unless the
-        service renewed it in time."""
+        """Renew now (``valid_until`` passed: the renewal thread fell behind); unless the
+        service renewed it in time, it may have expired (``Lease.refresh``)."""
         if self.renew() and self.valid_until <= time.monotonic():
-            self.lost = True
-
-    def _renew_loop(self) -> None:
-        while not self._stop.wait(self.seconds / 3):
-            if not self.renew():
-                return
+            super().refresh()
 
     def release(self) -> None:
-        if self._stop.is_set():
+        if not self._stop_renewing(self.seconds):
             return
-        self._stop.set()
-        self._thread.join(timeout=self.seconds)
         if self.lost:
             return
         with contextlib.suppress(OSError, LeaseTakenError):
