@@ -7,8 +7,8 @@ answers 409 (``LeaseAlreadyPresent``): ``RunInUseError`` naming the holder the b
 holder writes its record under its lease id and renews the lease every third of its duration on
 the daemon thread every object store's lease shares (``lease_object.RenewedLease``). A holder
 killed without releasing keeps the run for at most the duration; then the service lets the
-next writer acquire it. Acquiring again with the same proposed id is
-idempotent, so a retried acquire whose first answer was lost is not refused.
+next writer acquire it. Acquiring again with the same proposed id is idempotent, so a retried
+acquire whose first answer was lost is not refused.
 
 Fencing: the service itself refuses the old holder: once another writer acquired the lease,
 the old id is rejected on renew, release and any write to the lease blob (409/412
