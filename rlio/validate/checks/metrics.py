@@ -26,6 +26,8 @@ class MetricsChecks:
         self.restart = view.restart_steps
         self.iterations = view.iterations
         self.facts = MetricsFacts()
+        self._records = 0  # the facts' counts, kept here while lines stream
+        self._top = -1  # the highest training step (-1: none yet)
         self._progress_mode: bool | None = None
         # (step, line, summary row?) of lines before the mode is known
         self._held: list[tuple[int, int, bool]] = []
@@ -36,7 +38,7 @@ class MetricsChecks:
     def __call__(self, rec: Any, line: int, ok: bool) -> None:
         if not isinstance(rec, dict):
             return
-        self.facts.records += 1
+        self._records += 1
         if not self._order_reported and "step" in rec and next(iter(rec)) != "step":
             self.sink.add("RL202", "step is not the first key of the metrics line", line=line)
             self._order_reported = True
@@ -69,6 +71,8 @@ class MetricsChecks:
         """Judge lines still held back (a file without progress keys) and return the facts."""
         if self._progress_mode is None:
             self._settle(False)
+        self.facts.records = self._records
+        self.facts.last_train_step = None if self._top < 0 else self._top
         if self.facts.records == 0 and not self.sink.items:
             self.sink.add("RL116", "metrics.jsonl holds no record yet (the run logged nothing)")
         return self.facts
@@ -78,9 +82,10 @@ class MetricsChecks:
         if last is not None and s != last + 1:
             self._jump(s, last, line)
         self._last = s
-        if self.facts.last_train_step is None or s > self.facts.last_train_step:
-            self.facts.last_train_step = s
-        self._files(s, line)
+        if s > self._top:
+            self._top = s
+        if s not in self.iterations:
+            self._files(s, line)
 
     def _eval_line(self, s: int, line: int, summary: bool = False) -> None:
         last = self._last
@@ -121,8 +126,7 @@ class MetricsChecks:
                                    f"checkpoint restarts at {s}", line=line, pointer="/step")
 
     def _files(self, s: int, line: int) -> None:
-        if s in self.iterations:
-            return
+        """RL412: training step ``s`` has no per-iteration files."""
         if self.iterations:
             self.sink.add("RL412", f"iteration {s} is in metrics but has no per-iteration files "
                                    "(logging can be off)", line=line, pointer="/step")

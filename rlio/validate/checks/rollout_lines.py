@@ -72,32 +72,28 @@ class RolloutChecks:
         """Judge one record the schema accepted (others carry their RL201 already)."""
         if not ok:
             return
-        add = self.sink.add
         it = rec["iteration"]
         if iteration_mismatch(it, self.iteration):
-            add("RL401", f"iteration {it} differs from {self.iteration} in the file name",
-                line=line, pointer="/iteration")
+            self.sink.add("RL401", f"iteration {it} differs from {self.iteration} in the file "
+                                   "name", line=line, pointer="/iteration")
         split = rec["split"]
         if split_mismatch(split, self.splits):
-            add("RL402", f"split {short(split)} differs from the file's split {self.split!r}",
-                line=line, pointer="/split")
-        self._pair(trajectory_id(rec["group_idx"], rec["traj_idx"]))
+            self.sink.add("RL402", f"split {short(split)} differs from the file's split "
+                                   f"{self.split!r}", line=line, pointer="/split")
+        # the pair order: ordered while pairs strictly increase (a pair that is not two ints
+        # identifies nothing: ``rules.trajectory_id``)
+        pair = trajectory_id(rec["group_idx"], rec["traj_idx"])
+        order = self.order
+        if pair is not None:
+            if order.last is None or pair > order.last:
+                if order.first is None:
+                    order.first = pair
+                order.last = pair
+            else:
+                order.ordered = False
         self._steps(rec, line)
         if self.key_checks:
             self._key_order(tuple(rec), line)
-
-    def _pair(self, pair: tuple[int, int] | None) -> None:
-        """Follow the pair order: it stays ordered while pairs strictly increase (a pair that
-        is not two ints identifies nothing: ``rules.trajectory_id``)."""
-        if pair is None:
-            return
-        order = self.order
-        if order.last is None or pair > order.last:
-            if order.first is None:
-                order.first = pair
-            order.last = pair
-        else:
-            order.ordered = False
 
     def _steps(self, rec: dict[str, Any], line: int) -> None:
         """RL404 (step_idx), RL406 (steps after episode_done), RL405 (total_reward)."""
