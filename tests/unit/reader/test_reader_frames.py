@@ -205,12 +205,13 @@ def test_a_torn_tail_is_not_a_row(tmp_path: Path, backend: str) -> None:
     "\n", "   \n", "[1, 2]\n", "7\n", '{"step": 5, "loss": 1.\n',
     '{"step": 5, "loss": "text"}\n', '{"step": 5, "loss": [1]}\n', '{"step": 5, "d": {"x": 1}}\n',
     '{"step": 5, "loss": 1, "loss": 2}\n', '{"step": 5, "loss": NaN, "x": -Infinity}\n',
-    b'{"step": 5, "note": "\xff"}\n', '{"step": 5, "flag": 1}\n',
+    b'{"step": 5, "note": "\xff"}\n', '{"step": 5, "flag": 1}\n', '{"step": 5, "note": 7}\n',
 ])
 def test_odd_lines_give_the_python_paths_frame(tmp_path: Path, backend: str,
                                                odd: str | bytes) -> None:
-    """Blank, non-object, damaged, glued, mixed-type, nested, repeated-key, NaN-token and
-    invalid-UTF-8 lines in the middle give the frame the Python path gives."""
+    """Blank, non-object, damaged, glued, mixed-type (a number under a key the ends hold
+    strings under too), nested, repeated-key, NaN-token and invalid-UTF-8 lines in the middle
+    give the frame the Python path gives."""
     body = jsonl(_late_lines()).encode()
     lines = body.splitlines(keepends=True)
     extra = odd if isinstance(odd, bytes) else odd.encode()
