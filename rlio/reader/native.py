@@ -27,8 +27,8 @@ otherwise, so the caller falls back to that path:
 The reader infers every column's type (numbers, booleans, lists); only the keys holding strings
 in the file's first and last lines (parsed here, a few hundred each) are named to it as strings,
 since it would take a string that looks like a date for a timestamp (which sends the file to the
-Python path). Numbers are not named: with their types given, the reader spends more CPU and gains
-less from its threads (``docs/benchmarks.md``, issue 31's frames rows).
+Python path). Numbers are not named: with their types given, the reader spends more CPU
+(``docs/benchmarks.md``, issue 31's frames rows).
 """
 
 from __future__ import annotations
