@@ -4,9 +4,12 @@ The file: ``LINES`` metrics lines of 41 keys, 20 of which appear only from line 
 reader that infers columns from a prefix misses them). The time floor is one ``orjson.loads``
 per line (read in 1 MiB blocks); the frames are interleaved with it in rounds (goals: polars
 1.5x, pandas 2.5x). A reference row times ``polars.read_ndjson`` with its default inference
-(it drops the late keys). Memory: the high-water mark of a fresh process building each frame
-against one running ``polars.read_ndjson`` on the same file (goal: 1.3x). Rollout rows: one
-iteration's rollout summaries (``GROUPS`` groups x 4 trajectories, 1-5 steps each) as the
+(it drops the late keys). The frames' CPU time (all threads) against the floor's is printed
+too: the readers parse on two threads and the floor on one, so the time ratio holds only while
+the machine has a core to spare, and the CPU ratio is what it becomes when it has none. Memory:
+the high-water mark of a fresh process building each frame against one running
+``polars.read_ndjson`` on the same file (goal: 1.3x). Rollout rows: one iteration's rollout
+summaries (``GROUPS`` groups x 4 trajectories, 1-5 steps each) as the
 trajectory frame and the step frame, against ``orjson.loads`` per line (no goal of their own:
 the issue's goals name the metrics file).
 
@@ -17,9 +20,12 @@ from __future__ import annotations
 
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -112,6 +118,18 @@ def peak_rss(run: Path, work: str) -> int:
     return int(out.split()[-1]) * 1024
 
 
+def cpu_timed(fn: Callable[[], object], cpu: list[float]) -> Callable[[], float]:
+    """``harness.timed``, also appending the call's CPU time (every thread's) to ``cpu``."""
+
+    def run() -> float:
+        start, used = time.perf_counter(), time.process_time()
+        fn()
+        cpu.append(time.process_time() - used)
+        return time.perf_counter() - start
+
+    return run
+
+
 def rows(quick: bool) -> list[Row]:
     """Per-line time of both frames against the parse floor; their peak memory."""
     import polars as pl
@@ -127,14 +145,16 @@ def rows(quick: bool) -> list[Row]:
         (run / "config.json").write_text("{}\n")
         reader = open_run(run)
         assert reader.metrics_frame("polars").width == 41
+        cpu: dict[str, list[float]] = {"floor": [], "polars": [], "pandas": []}
         med = interleaved({
-            "floor": timed(lambda: _parse_floor(path)),
-            "polars": timed(lambda: reader.metrics_frame("polars")),
-            "pandas": timed(lambda: reader.metrics_frame("pandas")),
+            "floor": cpu_timed(lambda: _parse_floor(path), cpu["floor"]),
+            "polars": cpu_timed(lambda: reader.metrics_frame("polars"), cpu["polars"]),
+            "pandas": cpu_timed(lambda: reader.metrics_frame("pandas"), cpu["pandas"]),
             "read_ndjson": timed(lambda: pl.read_ndjson(path)),
         }, rounds)
         per = 1e6 / n
         floor = med["floor"] * per
+        cpu_med = {name: statistics.median(times) * per for name, times in cpu.items()}
         out = [
             Row(f"metrics_frame polars, {n:,} lines x 41 keys (20 late)", med["polars"] * per,
                 floor, "us/line", 1.5, "orjson.loads every line"),
@@ -142,6 +162,9 @@ def rows(quick: bool) -> list[Row]:
                 floor, "us/line", 2.5, "orjson.loads every line"),
             Row("  polars.read_ndjson, default inference (21 of 41 keys)",
                 med["read_ndjson"] * per, floor, "us/line", None, "orjson.loads every line"),
+            *(Row(f"  metrics_frame {backend}, CPU time (all threads)", cpu_med[backend],
+                  cpu_med["floor"], "us/line", None, "orjson.loads CPU time")
+              for backend in ("polars", "pandas")),
         ]
         out += _rollout_rows(run, QUICK_GROUPS if quick else GROUPS, rounds)
         mib = 2**20

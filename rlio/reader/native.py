@@ -24,10 +24,11 @@ otherwise, so the caller falls back to that path:
 ``NaN``/``Infinity`` tokens are read as floats, as the Python path reads them. Without pyarrow
 (``pip install 'rlio[pandas]'`` or ``'rlio[polars]'`` bring it) there is no fast path.
 
-Inferring types costs the reader more than parsing, so the keys of the file's first and last
-lines (parsed here, a few hundred each) are given to it with their types; a key seen only in the
-middle is still inferred. A hint the middle contradicts (an int key holding a float there) makes
-the reader refuse, and the file is read again with nothing given.
+The reader infers every column's type (numbers, booleans, lists); only the keys holding strings
+in the file's first and last lines (parsed here, a few hundred each) are named to it as strings,
+since it would take a string that looks like a date for a timestamp (which sends the file to the
+Python path). Numbers are not named: with their types given, the reader spends more CPU
+(``docs/benchmarks.md``, issue 31's frames rows).
 """
 
 from __future__ import annotations
@@ -50,9 +51,8 @@ __all__ = ["read_table", "rollout_table"]
 #: reads it, skipping lines over ``MAX_LINE``).
 _BLOCK = 4 << 20
 _SCALARS = frozenset({"int64", "double", "bool", "string", "null"})
-#: Lines parsed at each end of the file for the type hints.
+#: Lines parsed at each end of the file for the string keys.
 _SAMPLE = 200
-_TYPES = {int: "int64", float: "float64", bool: "bool_", str: "string"}
 
 
 def _pyarrow() -> tuple[Any, Any, Any] | None:
@@ -94,40 +94,26 @@ def complete_end(storage: Storage, rel: str, size: int) -> int:
     return 0
 
 
-def _hints(records: Iterable[dict[str, Any] | None]) -> dict[str, str | None]:
-    """Each key of ``records`` in first-seen order with its one type (a ``pyarrow`` type
-    factory's name), or None when its values there are all null or do not share one type."""
-    hints: dict[str, str | None] = {}
-    mixed: set[str] = set()
+def _strings(records: Iterable[dict[str, Any] | None]) -> list[str]:
+    """The keys whose values in ``records`` are all strings or null, with at least one string."""
+    kinds: dict[str, set[type]] = {}
     for rec in records:
         for key, value in (rec or {}).items():
-            old = hints.setdefault(key, None)
-            if value is None or key in mixed:
-                continue
-            kind = _TYPES.get(type(value))
-            if old is None or old == kind:
-                hints[key] = kind
-            elif {old, kind} == {"int64", "float64"}:
-                hints[key] = "float64"
-            else:
-                kind = None
-            if kind is None:
-                mixed.add(key)
-                hints[key] = None
-    return hints
+            if value is not None:
+                kinds.setdefault(key, set()).add(type(value))
+    return [key for key, seen in kinds.items() if seen == {str}]
 
 
-def _sample(storage: Storage, rel: str, end: int) -> tuple[list[str], dict[str, str | None]]:
-    """The keys of the first ``_SAMPLE`` lines in first-seen order, and the type hints of those
-    and of the last ``_SAMPLE`` complete lines."""
+def _sample(storage: Storage, rel: str, end: int) -> tuple[list[str], list[str]]:
+    """The keys of the first ``_SAMPLE`` lines in first-seen order, and the string keys of
+    those and of the last ``_SAMPLE`` complete lines."""
     with storage.open_read(rel) as f:
         head = [decode_line(raw) for _, raw, ok in
                 itertools.islice(ForwardLines(f, max_line=MAX_LINE, limit=end), _SAMPLE) if ok]
     tail = [decode_line(line.data) for line in
             itertools.islice(backward_lines(storage, rel, end, max_line=MAX_LINE), _SAMPLE)]
-    head_hints = _hints(head)
-    hints = _hints(head + tail[::-1])
-    return list(head_hints), hints
+    keys = dict.fromkeys(key for rec in head for key in (rec or {}))
+    return list(keys), _strings(head + tail)
 
 
 def _local_path(storage: Storage, rel: str, end: int, size: int) -> str | None:
@@ -193,12 +179,9 @@ def read_table(storage: Storage, rel: str, *, nested: bool = False) -> Any | Non
     end = complete_end(storage, rel, entry.size)
     if end == 0:
         return None
-    head, hints = _sample(storage, rel, end)
-    schema = pa.schema([(k, getattr(pa, t)()) for k, t in hints.items() if t is not None])
-    path = _local_path(storage, rel, end, entry.size)
-    table = _read(pa, pj, storage, rel, end, schema, path)
-    if table is None and len(schema):
-        table = _read(pa, pj, storage, rel, end, None, path)
+    head, strings = _sample(storage, rel, end)
+    schema = pa.schema([(key, pa.string()) for key in strings])
+    table = _read(pa, pj, storage, rel, end, schema, _local_path(storage, rel, end, entry.size))
     if table is None or (not nested and not _flat_columns(table)):
         return None
     return _first_seen(pc, table, head)

@@ -174,6 +174,21 @@ def test_native_frame_has_every_late_key_and_equals_the_python_path(tmp_path: Pa
 
 @pytest.mark.usefixtures("small_blocks")
 @pytest.mark.parametrize("backend", ["pandas", "polars"])
+def test_a_date_like_string_stays_a_string_natively(tmp_path: Path, backend: str) -> None:
+    """A key holding ISO dates (which pyarrow's reader would infer as timestamps) is read
+    natively as strings, equal to the Python path's column."""
+    lines = _late_lines()
+    for i, rec in enumerate(lines):
+        rec["note"] = None if i == 380 else f"2024-01-{1 + i % 28:02d}"
+    write(tmp_path, layout.METRICS, jsonl(lines))
+    table = native.read_table(LocalStorage(str(tmp_path)), layout.METRICS)
+    assert table is not None and str(table.schema.field("note").type) == "string"
+    fast, slow = _both_paths(tmp_path, backend)
+    _assert_same(fast, slow)
+
+
+@pytest.mark.usefixtures("small_blocks")
+@pytest.mark.parametrize("backend", ["pandas", "polars"])
 def test_a_torn_tail_is_not_a_row(tmp_path: Path, backend: str) -> None:
     """A torn last line (no newline: a crash) is neither a row nor a column, natively too."""
     torn = '{"step": 400, "torn/key": 1.5, "loss": 3'
@@ -190,12 +205,13 @@ def test_a_torn_tail_is_not_a_row(tmp_path: Path, backend: str) -> None:
     "\n", "   \n", "[1, 2]\n", "7\n", '{"step": 5, "loss": 1.\n',
     '{"step": 5, "loss": "text"}\n', '{"step": 5, "loss": [1]}\n', '{"step": 5, "d": {"x": 1}}\n',
     '{"step": 5, "loss": 1, "loss": 2}\n', '{"step": 5, "loss": NaN, "x": -Infinity}\n',
-    b'{"step": 5, "note": "\xff"}\n', '{"step": 5, "flag": 1}\n',
+    b'{"step": 5, "note": "\xff"}\n', '{"step": 5, "flag": 1}\n', '{"step": 5, "note": 7}\n',
 ])
 def test_odd_lines_give_the_python_paths_frame(tmp_path: Path, backend: str,
                                                odd: str | bytes) -> None:
-    """Blank, non-object, damaged, glued, mixed-type, nested, repeated-key, NaN-token and
-    invalid-UTF-8 lines in the middle give the frame the Python path gives."""
+    """Blank, non-object, damaged, glued, mixed-type (a number under a key the ends hold
+    strings under too), nested, repeated-key, NaN-token and invalid-UTF-8 lines in the middle
+    give the frame the Python path gives."""
     body = jsonl(_late_lines()).encode()
     lines = body.splitlines(keepends=True)
     extra = odd if isinstance(odd, bytes) else odd.encode()
