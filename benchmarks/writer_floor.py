@@ -15,7 +15,10 @@ the ratio and the goal of issues 22 and 31, pure Python):
   fsync, rename and directory fsync.
 - under each checked row, its pure-Python floor (no goal): the row's floor plus what judging
   the line as written needs at least, ``orjson.loads`` of each line and one type test per value
-  (``harness.touch``); its ratio is how much of the goal that alone takes.
+  (``harness.touch``); its ratio is how much of the goal that alone takes. And its engine
+  floor (no goal): the row's floor plus the one engine's verdict on each record (jsonschema-rs
+  through ``rlio.schema``, what the writer asks), with no lock, no key order and no §9 rule:
+  a checked write cannot cost less.
 - one logtree of 64 conversations written (JSON and HTML twin), against the same document as
   compact orjson and its HTML page (rendered by rlio in both), each written to a temp file with
   fsync, both renamed, one directory fsync (goal 1.5x); the JSON's size is reported too.
@@ -37,6 +40,8 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+
+from rlio.schema import record_schema
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Row, interleaved, touch
@@ -166,8 +171,26 @@ def metrics_variants(base: str, records: list[dict[str, Any]],
         shutil.rmtree(d)
         return dt / n
 
-    return {"rlio": rlio, "floor": floor, "judged": judged} if check else {"rlio": rlio,
-                                                                          "floor": floor}
+    def engine() -> float:  # the floor plus the one engine's verdict on each record
+        d = tempfile.mkdtemp(dir=base)
+        fd = os.open(os.path.join(d, "metrics.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                     0o644)
+        dumps, write, judge = orjson.dumps, os.write, record_schema("metrics-line").check()
+        t0 = time.perf_counter()
+        for line in lines:
+            data = dumps(line, option=NUMPY_OPTS)
+            try:
+                judge(line)
+            except ValueError:  # numpy scalars: the engine judges the line as read back
+                judge(orjson.loads(data))
+            write(fd, data)
+        dt = time.perf_counter() - t0
+        os.close(fd)
+        shutil.rmtree(d)
+        return dt / n
+
+    return ({"rlio": rlio, "floor": floor, "judged": judged, "engine": engine} if check
+            else {"rlio": rlio, "floor": floor})
 
 
 def cookbook_variant(base: str, records: list[dict[str, Any]]) -> Callable[[], float] | None:
@@ -226,8 +249,21 @@ def rollout_variants(base: str, records: list[dict[str, Any]],
         shutil.rmtree(d)
         return dt
 
-    return {"rlio": rlio, "floor": floor, "judged": judged} if check else {"rlio": rlio,
-                                                                          "floor": floor}
+    def engine() -> float:  # the floor plus the one engine's verdict on each record
+        d = tempfile.mkdtemp(dir=base)
+        dumps, judge = orjson.dumps, record_schema("rollout-summary-line").check()
+        t0 = time.perf_counter()
+        lines = []
+        for r in records:
+            lines.append(dumps(r, option=NUMPY_OPTS))
+            judge(r)
+        _atomic(d, [("train_iteration_000007_rollout_summaries.jsonl", b"".join(lines))])
+        dt = time.perf_counter() - t0
+        shutil.rmtree(d)
+        return dt
+
+    return ({"rlio": rlio, "floor": floor, "judged": judged, "engine": engine} if check
+            else {"rlio": rlio, "floor": floor})
 
 
 def logtree_variants(base: str, conversations: list[list[dict[str, Any]]],
@@ -286,6 +322,14 @@ def _judged_row(path: str, times: dict[str, float], unit: str, scale: float,
                goal=None, floor_name=floor_name)
 
 
+def _engine_row(path: str, times: dict[str, float], unit: str, scale: float,
+                floor_name: str) -> Row:
+    """The row's floor plus the one engine's verdict on each record (``rlio.schema``'s
+    ``check()``, no lock, no other work): what a checked write costs at least."""
+    return Row(path=path, rlio=times["engine"] * scale, floor=times["floor"] * scale, unit=unit,
+               goal=None, floor_name=floor_name)
+
+
 def rows(quick: bool, base: str | None = None) -> list[Row]:
     """Every row of this module (``quick``: fewer records and rounds, for a smoke run)."""
     rounds = 5 if quick else 9
@@ -308,6 +352,8 @@ def rows(quick: bool, base: str | None = None) -> list[Row]:
             out.append(_row(path, times, "us", 1e6, goal, floor_m))
             out.append(_judged_row(f"  its pure-Python floor, {path.split(', ', 1)[1]}", times,
                                    "us", 1e6, floor_m))
+            out.append(_engine_row(f"  its engine floor, {path.split(', ', 1)[1]}", times,
+                                   "us", 1e6, floor_m))
             if cookbook is not None:  # goal: 10x faster, a ratio of 0.1 or less
                 out.append(Row(path="  the same against the cookbook's JsonLogger",
                                rlio=times["rlio"] * 1e6, floor=times["cookbook"] * 1e6,
@@ -326,6 +372,7 @@ def rows(quick: bool, base: str | None = None) -> list[Row]:
             if check:
                 out.append(_judged_row("  its pure-Python floor, 4096x4", times, "ms", 1e3,
                                        floor_r))
+                out.append(_engine_row("  its engine floor, 4096x4", times, "ms", 1e3, floor_r))
         sizes: dict[str, int] = {}
         convs = [conversation(i, random.Random(i)) for i in range(64)]
         times = interleaved(logtree_variants(folder, convs, sizes), rounds)

@@ -62,6 +62,15 @@ _SCHEMAS = ("metrics-line", "checkpoint-line", "timing-spans-line", "rollout-sum
 _APPENDED = (L.METRICS, L.CHECKPOINTS, L.TIMING_SPANS)
 
 
+def _noting(converted: list[bool]) -> Callable[[Any], Any]:
+    """orjson's ``default`` that converts like ``normalize_value`` and notes in ``converted``
+    that a value was not written as it is (the line then no longer decodes to the record)."""
+    def default(obj: Any) -> Any:
+        converted.append(True)
+        return normalize_value(obj)
+    return default
+
+
 class RunWriter:
     """Writes one run directory (a local path or a URI) in the format of docs/format.md.
 
@@ -278,11 +287,7 @@ class RunWriter:
             RecordError: a value has no faithful JSON form; names its pointer.
         """
         if self._nonfinite == "null":
-            default = normalize_value
-            if converted is not None:
-                def default(obj: Any) -> Any:
-                    converted.append(True)
-                    return normalize_value(obj)
+            default = normalize_value if converted is None else _noting(converted)
             try:
                 return orjson.dumps(record, default, _LINE_OPTS)
             except (TypeError, ValueError, RecursionError):
@@ -293,20 +298,20 @@ class RunWriter:
         return encode_line(plain, nonfinite=self._nonfinite, index=index)
 
     def _line(self, schema: str, record: Any, what: str, index: int,
-              line: bytes | None = None, *,
+              line: bytes | None = None, *, converted: list[bool] | None = None,
               call: Callable[[], str] | None = None) -> tuple[Any, bytes]:
         """The line of ``record`` (``line`` when given), and the record as the validator will
         read it: the line decoded (NaN tokens as the null they stand for), judged by schema
-        ``schema``'s checker. Without ``check``: ``record`` and its line. A line encoded here
-        that orjson wrote with every value as it is (none converted, no null) decodes to an
-        equal record: ``record`` itself is judged then, without the decode (write_rollout_
-        summaries 4096x4, checked: 3.1x -> 2.7x its floor, benchmarks/writer_floor.py).
+        ``schema``'s checker. Without ``check``: ``record`` and its line. A line that orjson
+        wrote from ``record`` with every value as it is (``converted`` empty: encoded here, or
+        by the caller with ``_noting``; no null) decodes to an equal record: ``record`` itself
+        is judged then, without the decode (write_rollout_summaries 4096x4, checked: 3.1x ->
+        2.7x its floor; log_metrics, 20 floats: see benchmarks/writer_floor.py).
 
         Raises:
             RecordError: naming ``what`` and the index (or ``call()``, the caller's call, when
                 given) and the JSON pointer of the problem.
         """
-        converted: list[bool] | None = None
         if line is None:
             converted = []
             line = self._encode(record, what, index, call=call, converted=converted)
@@ -319,9 +324,11 @@ class RunWriter:
         if converted == [] and b"null" not in line:  # the line decodes to ``record`` itself:
             # orjson wrote every value as it is (a null may be a NaN, which the engine judges
             # as neither number nor null); a type the engine does not know raises ValueError
-            with contextlib.suppress(ValueError):
+            try:
                 if self._checks[schema](record):
                     return record, line
+            except ValueError:
+                pass
         try:
             image = orjson.loads(line)
         except orjson.JSONDecodeError:  # the token policy's NaN: read as the null it stands for
@@ -378,15 +385,16 @@ class RunWriter:
         index = self._counts[L.METRICS]
         if type(step) is int and type(metrics) is dict and "step" not in metrics \
                 and self._nonfinite == "null" and step.bit_length() < 64:
-            try:  # the step goes in front of the encoded metrics (no copy of the caller's dict)
-                body = orjson.dumps(metrics, normalize_value, _LINE_OPTS)
+            converted: list[bool] = []
+            try:  # the step goes in front of the encoded metrics (the caller's dict unchanged)
+                body = orjson.dumps(metrics, _noting(converted), _LINE_OPTS)
             except (TypeError, ValueError, RecursionError):
                 body = None  # the record is built and encoded below, which names the problem
             if body is not None:
                 line = (b'{"step":%d,' % step + body[1:] if len(body) > 3
                         else b'{"step":%d}\n' % step)
-                self._line("metrics-line", metrics, "metrics record", index, line,
-                           call=lambda: metrics_call(step))
+                self._line("metrics-line", {"step": step, **metrics}, "metrics record", index,
+                           line, converted=converted, call=lambda: metrics_call(step))
                 self._append(L.METRICS, line, durable=False)
                 self._logged_step(step)
                 return
