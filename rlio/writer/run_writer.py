@@ -393,8 +393,8 @@ class RunWriter:
             if body is not None:
                 line = (b'{"step":%d,' % step + body[1:] if len(body) > 3
                         else b'{"step":%d}\n' % step)
-                record = {"step": step, **metrics} if self._check else metrics  # as encoded
-                self._line("metrics-line", record, "metrics record", index, line,
+                encoded = {"step": step, **metrics} if self._check else metrics  # as written
+                self._line("metrics-line", encoded, "metrics record", index, line,
                            converted=converted, call=lambda: metrics_call(step))
                 self._append(L.METRICS, line, durable=False)
                 self._logged_step(step)
